@@ -1,0 +1,1 @@
+"""Users, teams, memberships and roles, API tokens, the permission module and the audit trail."""

@@ -1,0 +1,162 @@
+"""The one permission module. Every face (DRF, portal, WebSocket, MCP, Django admin) asks it.
+
+* ``visible(actor, Model)`` — the queryset of rows the actor may see (reads go through selectors, which
+  start here).
+* ``can(actor, action, obj)`` — may the actor perform ``action`` on ``obj``?
+* ``require(actor, action, obj)`` — ``NotFound`` when the actor cannot see ``obj``, ``PermissionDenied``
+  when it can see it but may not act.
+
+Team actions name the least role that may perform them (``TEAM_ACTIONS``); later apps register theirs
+with ``register_team_action``. Personal actions (``PERSONAL_ACTIONS``) concern the actor's own things.
+A read-only API token limits its bearer to viewer-level actions and read-only personal actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import models
+
+from accounts.models import ApiToken, AuditEvent, Membership, Role, Team, User
+from config.errors import NotAuthenticated, NotFound, PermissionDenied
+
+TEAM_ACTIONS: dict[str, Role] = {
+    "team.view": Role.VIEWER,
+    "team.update": Role.ADMIN,
+    "team.delete": Role.ADMIN,
+    "membership.view": Role.VIEWER,
+    "membership.create": Role.ADMIN,
+    "membership.update": Role.ADMIN,
+    "membership.delete": Role.ADMIN,
+    "audit.view": Role.VIEWER,
+}
+
+#: Personal actions → whether they change state (a read-only token may only do the others).
+PERSONAL_ACTIONS: dict[str, bool] = {
+    "team.create": True,
+    "token.view": False,
+    "token.create": True,
+    "token.revoke": True,
+    "user.view_self": False,
+    "user.switch_team": True,
+}
+
+
+def register_team_action(action: str, least_role: Role) -> None:
+    """Declare a team-scoped action (``"cluster.create"``) and the least role allowed to perform it."""
+    existing = TEAM_ACTIONS.get(action)
+    if existing is not None and existing != least_role:
+        raise ValueError(f"{action} is already registered with role {existing}")
+    TEAM_ACTIONS[action] = least_role
+
+
+def is_read_only(actor: Any) -> bool:
+    """True when the actor authenticated with a read-only API token."""
+    token = getattr(actor, "api_token", None)
+    return bool(token and token.read_only)
+
+
+def roles(actor: Any) -> dict[int, Role]:
+    """``{team_id: role}`` for the actor, loaded once per actor object."""
+    if not getattr(actor, "is_authenticated", False):
+        return {}
+    cached = getattr(actor, "_team_roles", None)
+    if cached is None:
+        pairs = Membership.objects.filter(user=actor).values_list("team_id", "role")
+        cached = {team_id: Role(role) for team_id, role in pairs}
+        actor._team_roles = cached
+    return cached
+
+
+def forget_roles(actor: Any) -> None:
+    """Drop the cached roles after a membership change that concerns ``actor``."""
+    actor.__dict__.pop("_team_roles", None)
+
+
+def role_in(actor: Any, team: Team | int | None) -> Role | None:
+    team_id = team.pk if isinstance(team, Team) else team
+    return roles(actor).get(team_id) if team_id is not None else None
+
+
+def team_id_of(obj: Any) -> int | None:
+    """The id of the team that owns ``obj`` (a Team owns itself)."""
+    if isinstance(obj, Team):
+        return obj.pk
+    return getattr(obj, "team_id", None)
+
+
+def visible(actor: Any, model: type[models.Model]) -> models.QuerySet:
+    """Rows of ``model`` the actor may see. Anonymous actors see nothing."""
+    queryset = model._default_manager.all()
+    if not getattr(actor, "is_authenticated", False):
+        return queryset.none()
+    if model is ApiToken:
+        return queryset.filter(user=actor)
+    if actor.is_superuser:
+        return queryset
+    team_ids = list(roles(actor))
+    if model is Team:
+        return queryset.filter(pk__in=team_ids)
+    if model is User:
+        return queryset.filter(models.Q(pk=actor.pk) | models.Q(memberships__team_id__in=team_ids)).distinct()
+    if model is AuditEvent:
+        return queryset.filter(models.Q(team_id__in=team_ids) | models.Q(team__isnull=True, actor=actor))
+    if any(field.name == "team" for field in model._meta.get_fields()):
+        return queryset.filter(team_id__in=team_ids)
+    raise TypeError(f"access.visible does not know how to narrow {model.__name__}")
+
+
+def can_see(actor: Any, obj: models.Model) -> bool:
+    if not getattr(actor, "is_authenticated", False):
+        return False
+    if isinstance(obj, ApiToken):
+        return obj.user_id == actor.pk
+    if actor.is_superuser:
+        return True
+    if isinstance(obj, User):
+        return obj.pk == actor.pk or visible(actor, User).filter(pk=obj.pk).exists()
+    if isinstance(obj, AuditEvent) and obj.team_id is None:
+        return obj.actor_id == actor.pk
+    return team_id_of(obj) in roles(actor)
+
+
+def can(actor: Any, action: str, obj: Any = None) -> bool:
+    """May ``actor`` perform ``action`` (on ``obj``, or on the team ``obj`` belongs to)?"""
+    if not getattr(actor, "is_authenticated", False) or not actor.is_active:
+        return False
+    if action in PERSONAL_ACTIONS:
+        if PERSONAL_ACTIONS[action] and is_read_only(actor):
+            return False
+        return obj is None or not isinstance(obj, ApiToken) or obj.user_id == actor.pk
+    least_role = TEAM_ACTIONS.get(action)
+    if least_role is None:
+        raise ValueError(f"unknown action {action!r}; register it in accounts.access")
+    if is_read_only(actor) and least_role != Role.VIEWER:
+        return False
+    if actor.is_superuser:
+        return True
+    role = role_in(actor, team_id_of(obj) if obj is not None else None)
+    return role is not None and role.rank >= least_role.rank
+
+
+def require(actor: Any, action: str, obj: Any = None) -> None:
+    """Raise the error a face should show when ``can`` is false (401, 404 or 403 — in that order)."""
+    if not getattr(actor, "is_authenticated", False):
+        raise NotAuthenticated()
+    if obj is not None and isinstance(obj, models.Model) and not can_see(actor, obj):
+        raise NotFound()
+    if not can(actor, action, obj):
+        if is_read_only(actor):
+            raise PermissionDenied("This API token is read-only.", code="token_read_only")
+        raise PermissionDenied()
+
+
+def can_administer_platform(actor: Any) -> bool:
+    """Django admin is for active platform superusers only; everyone else works through the portal."""
+    return bool(getattr(actor, "is_authenticated", False) and actor.is_active and actor.is_superuser)
+
+
+def capabilities(actor: Any, obj: Any, actions: Iterable[str]) -> dict[str, bool]:
+    """``{action: allowed}`` so the portal and clients can hide what the actor may not do."""
+    return {action: can(actor, action, obj) for action in actions}

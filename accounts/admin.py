@@ -1,0 +1,76 @@
+"""Django admin for platform superusers: every accounts model, searchable, filterable, no N+1."""
+
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+
+from accounts.models import ApiToken, AuditEvent, Membership, Team, User
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user", "team"]
+
+
+@admin.register(User)
+class UserAdmin(BaseUserAdmin):
+    list_display = ["username", "email", "is_active", "is_superuser", "current_team", "last_login"]
+    list_select_related = ["current_team"]
+    list_filter = ["is_active", "is_superuser", "memberships__role"]
+    fieldsets = [*BaseUserAdmin.fieldsets, ("InstantStart", {"fields": ["current_team"]})]
+    autocomplete_fields = ["current_team"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "created_at", "created_by"]
+    list_select_related = ["created_by"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["created_at"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "team", "role", "created_at"]
+    list_select_related = ["user", "team"]
+    list_filter = ["role", "team"]
+    search_fields = ["user__username", "user__email", "team__name"]
+    autocomplete_fields = ["user", "team"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are issued by their owners in the portal; admins can inspect and revoke, not mint."""
+
+    list_display = ["name", "user", "prefix", "read_only", "created_at", "expires_at", "last_used_at", "revoked_at"]
+    list_select_related = ["user"]
+    list_filter = ["read_only", ("revoked_at", admin.EmptyFieldListFilter), "expires_at"]
+    search_fields = ["name", "prefix", "user__username"]
+    readonly_fields = ["user", "name", "prefix", "key_hash", "read_only", "created_at", "expires_at", "last_used_at"]
+    exclude = []
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """Read-only: the audit trail is append-only."""
+
+    list_display = ["created_at", "actor_name", "team", "source", "action", "target_type", "target_repr"]
+    list_select_related = ["team"]
+    list_filter = ["source", "action", "target_type", "team"]
+    search_fields = ["actor_name", "action", "target_repr", "target_id", "request_id"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

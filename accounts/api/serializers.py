@@ -1,0 +1,132 @@
+"""Shapes of the accounts REST resources. Validation of shape only; rules live in the services."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from accounts import access, selectors
+from accounts.api.fields import CapabilitiesField
+from accounts.models import ApiToken, AuditEvent, Membership, Role, Team, User, slug_validator
+from config.api.serializers import StrictSerializer
+
+TEAM_ACTIONS = ["team.update", "team.delete", "membership.create"]
+
+
+class TeamSerializer(serializers.ModelSerializer):
+    member_count = serializers.IntegerField(read_only=True)
+    my_role = serializers.SerializerMethodField()
+    capabilities = CapabilitiesField(TEAM_ACTIONS)
+
+    class Meta:
+        model = Team
+        fields = ["id", "name", "slug", "description", "created_at", "member_count", "my_role", "capabilities"]
+
+    def get_my_role(self, team: Team) -> str | None:
+        return access.role_in(self.context["request"].user, team)
+
+
+class TeamCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    slug = serializers.CharField(max_length=40, validators=[slug_validator])
+    description = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+
+
+class TeamUpdateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100, required=False)
+    slug = serializers.CharField(max_length=40, validators=[slug_validator], required=False)
+    description = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+
+
+class UserSummarySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = User
+        fields = ["id", "username", "email", "first_name", "last_name"]
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    user = UserSummarySerializer(read_only=True)
+    team = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "team", "user", "role", "created_at"]
+
+
+class MembershipCreateSerializer(StrictSerializer):
+    username = serializers.CharField(max_length=254, help_text="Username or e-mail of an existing user.")
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.VIEWER)
+
+
+class MembershipUpdateSerializer(StrictSerializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MyMembershipSerializer(serializers.ModelSerializer):
+    team = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Membership
+        fields = ["team", "role"]
+
+    def get_team(self, membership: Membership) -> dict:
+        return {"id": membership.team_id, "name": membership.team.name, "slug": membership.team.slug}
+
+
+class TokenSummarySerializer(serializers.ModelSerializer):
+    active = serializers.BooleanField(source="is_active", read_only=True)
+
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "read_only", "created_at", "expires_at", "last_used_at", "revoked_at",
+                  "active"]
+
+
+class MeSerializer(serializers.ModelSerializer):
+    memberships = serializers.SerializerMethodField()
+    current_team = serializers.PrimaryKeyRelatedField(read_only=True)
+    token = serializers.SerializerMethodField()
+
+    class Meta:
+        model = User
+        fields = ["id", "username", "email", "first_name", "last_name", "is_superuser", "current_team",
+                  "memberships", "token"]
+
+    @extend_schema_field(MyMembershipSerializer(many=True))
+    def get_memberships(self, user: User) -> list[dict]:
+        return MyMembershipSerializer(selectors.memberships_of(actor=user), many=True).data
+
+    @extend_schema_field(TokenSummarySerializer(allow_null=True))
+    def get_token(self, user: User) -> dict | None:
+        token = getattr(user, "api_token", None)
+        return TokenSummarySerializer(token).data if token else None
+
+
+class MeUpdateSerializer(StrictSerializer):
+    current_team = serializers.IntegerField(allow_null=True, help_text="Id of the team to make current.")
+
+
+class TokenCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    read_only = serializers.BooleanField(default=False)
+    expires_in_days = serializers.IntegerField(
+        min_value=1, max_value=settings.INSTANTSTART_TOKEN_MAX_DAYS,
+        default=settings.INSTANTSTART_TOKEN_DEFAULT_DAYS,
+    )
+
+
+class IssuedTokenSerializer(TokenSummarySerializer):
+    token = serializers.CharField(read_only=True, help_text="The secret. It is shown only in this response.")
+
+    class Meta(TokenSummarySerializer.Meta):
+        fields = [*TokenSummarySerializer.Meta.fields, "token"]
+
+
+class AuditEventSerializer(serializers.ModelSerializer):
+    team_name = serializers.CharField(source="team.name", read_only=True, default=None)
+
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "created_at", "actor", "actor_name", "team", "team_name", "source", "request_id",
+                  "action", "target_type", "target_id", "target_repr", "before", "after"]

@@ -1,0 +1,211 @@
+"""Accounts REST endpoints: me, teams, memberships, tokens, audit events. Views parse and call services."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts import selectors, services
+from accounts.api import serializers as s
+from accounts.api.filters import AuditEventFilter
+from accounts.models import Membership
+from config.api.pagination import NameCursorPagination
+from operations.idempotency import idempotent
+
+ERRORS = {
+    400: OpenApiResponse(description="validation_failed, malformed_request, unknown_field"),
+    401: OpenApiResponse(description="not_authenticated, token_invalid, token_expired, token_revoked"),
+    403: OpenApiResponse(description="permission_denied, token_read_only"),
+    404: OpenApiResponse(description="not_found"),
+    409: OpenApiResponse(description="conflict codes (already_member, last_admin, idempotency_key_reused…)"),
+}
+
+
+def validated(serializer_class, request, **kwargs) -> dict:
+    serializer = serializer_class(data=request.data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class MeView(APIView):
+    @extend_schema(operation_id="me_retrieve", responses={200: s.MeSerializer, **ERRORS}, tags=["accounts"])
+    def get(self, request):
+        """Who am I: user, memberships with roles, current team, and the token in use."""
+        return Response(s.MeSerializer(request.user, context={"request": request}).data)
+
+    @extend_schema(operation_id="me_update", request=s.MeUpdateSerializer,
+                   responses={200: s.MeSerializer, **ERRORS}, tags=["accounts"])
+    @idempotent()
+    def patch(self, request):
+        """Switch the current team (the default for portal pages and MCP tools)."""
+        data = validated(s.MeUpdateSerializer, request)
+        team = None if data["current_team"] is None else selectors.team_get(actor=request.user,
+                                                                            team_id=data["current_team"])
+        services.user_switch_team(actor=request.user, team=team, source=request.source)
+        return Response(s.MeSerializer(request.user, context={"request": request}).data)
+
+
+class TeamListView(generics.ListAPIView):
+    serializer_class = s.TeamSerializer
+    pagination_class = NameCursorPagination
+
+    def get_queryset(self):
+        return selectors.team_list(actor=self.request.user)
+
+    @extend_schema(operation_id="teams_list", tags=["teams"])
+    def get(self, request, *args, **kwargs):
+        """Teams the caller belongs to (all teams for platform superusers)."""
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(operation_id="teams_create", request=s.TeamCreateSerializer,
+                   responses={201: s.TeamSerializer, **ERRORS}, tags=["teams"])
+    @idempotent()
+    def post(self, request):
+        """Create a team; the caller becomes its admin."""
+        team = services.team_create(actor=request.user, source=request.source,
+                                    **validated(s.TeamCreateSerializer, request))
+        team = selectors.team_get(actor=request.user, team_id=team.pk)
+        return Response(s.TeamSerializer(team, context={"request": request}).data, status=status.HTTP_201_CREATED)
+
+
+class TeamDetailView(APIView):
+    @extend_schema(operation_id="teams_retrieve", responses={200: s.TeamSerializer, **ERRORS}, tags=["teams"])
+    def get(self, request, team_id: int):
+        team = selectors.team_get(actor=request.user, team_id=team_id)
+        return Response(s.TeamSerializer(team, context={"request": request}).data)
+
+    @extend_schema(operation_id="teams_update", request=s.TeamUpdateSerializer,
+                   responses={200: s.TeamSerializer, **ERRORS}, tags=["teams"])
+    @idempotent()
+    def patch(self, request, team_id: int):
+        """Rename a team or change its description (team admins)."""
+        team = selectors.team_get(actor=request.user, team_id=team_id)
+        services.team_update(actor=request.user, team=team, source=request.source,
+                             **validated(s.TeamUpdateSerializer, request))
+        team = selectors.team_get(actor=request.user, team_id=team_id)
+        return Response(s.TeamSerializer(team, context={"request": request}).data)
+
+    @extend_schema(operation_id="teams_destroy", responses={204: None, **ERRORS}, tags=["teams"])
+    @idempotent()
+    def delete(self, request, team_id: int):
+        """Delete a team that owns nothing (team admins)."""
+        team = selectors.team_get(actor=request.user, team_id=team_id)
+        services.team_delete(actor=request.user, team=team, source=request.source)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MembershipListView(generics.ListAPIView):
+    serializer_class = s.MembershipSerializer
+    pagination_class = None
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Membership.objects.none()
+        team = selectors.team_get(actor=self.request.user, team_id=self.kwargs["team_id"])
+        return selectors.membership_list(actor=self.request.user, team=team)
+
+    @extend_schema(operation_id="memberships_list", tags=["teams"])
+    def get(self, request, *args, **kwargs):
+        """Members of a team with their roles."""
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(operation_id="memberships_create", request=s.MembershipCreateSerializer,
+                   responses={201: s.MembershipSerializer, **ERRORS}, tags=["teams"])
+    @idempotent()
+    def post(self, request, team_id: int):
+        """Add an existing user to the team (team admins)."""
+        team = selectors.team_get(actor=request.user, team_id=team_id)
+        membership = services.membership_create(actor=request.user, team=team, source=request.source,
+                                                **validated(s.MembershipCreateSerializer, request))
+        return Response(s.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+class MembershipDetailView(APIView):
+    def membership(self, request, team_id: int, membership_id: int):
+        team = selectors.team_get(actor=request.user, team_id=team_id)
+        return selectors.membership_get(actor=request.user, team=team, membership_id=membership_id)
+
+    @extend_schema(operation_id="memberships_retrieve", responses={200: s.MembershipSerializer, **ERRORS},
+                   tags=["teams"])
+    def get(self, request, team_id: int, membership_id: int):
+        return Response(s.MembershipSerializer(self.membership(request, team_id, membership_id)).data)
+
+    @extend_schema(operation_id="memberships_update", request=s.MembershipUpdateSerializer,
+                   responses={200: s.MembershipSerializer, **ERRORS}, tags=["teams"])
+    @idempotent()
+    def patch(self, request, team_id: int, membership_id: int):
+        """Change a member's role (team admins; the last admin cannot be demoted)."""
+        membership = services.membership_update(
+            actor=request.user, membership=self.membership(request, team_id, membership_id), source=request.source,
+            **validated(s.MembershipUpdateSerializer, request),
+        )
+        return Response(s.MembershipSerializer(membership).data)
+
+    @extend_schema(operation_id="memberships_destroy", responses={204: None, **ERRORS}, tags=["teams"])
+    @idempotent()
+    def delete(self, request, team_id: int, membership_id: int):
+        """Remove a member (team admins) or leave the team (yourself)."""
+        services.membership_delete(actor=request.user, membership=self.membership(request, team_id, membership_id),
+                                   source=request.source)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TokenListView(generics.ListAPIView):
+    serializer_class = s.TokenSummarySerializer
+
+    def get_queryset(self):
+        return selectors.token_list(actor=self.request.user)
+
+    @extend_schema(operation_id="tokens_list", tags=["tokens"])
+    def get(self, request, *args, **kwargs):
+        """Your API tokens (secrets are never shown again)."""
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(operation_id="tokens_create", request=s.TokenCreateSerializer,
+                   responses={201: s.IssuedTokenSerializer, **ERRORS}, tags=["tokens"])
+    @idempotent(redact=("token",))
+    def post(self, request):
+        """Issue a personal API token. The `token` field of this response is the only time the secret is shown."""
+        issued = services.token_create(actor=request.user, source=request.source,
+                                       **validated(s.TokenCreateSerializer, request))
+        body = s.IssuedTokenSerializer(issued.token).data | {"token": issued.secret}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class TokenDetailView(APIView):
+    @extend_schema(operation_id="tokens_retrieve", responses={200: s.TokenSummarySerializer, **ERRORS},
+                   tags=["tokens"])
+    def get(self, request, token_id: int):
+        return Response(s.TokenSummarySerializer(selectors.token_get(actor=request.user, token_id=token_id)).data)
+
+    @extend_schema(operation_id="tokens_revoke", responses={200: s.TokenSummarySerializer, **ERRORS},
+                   tags=["tokens"])
+    @idempotent()
+    def delete(self, request, token_id: int):
+        """Revoke a token. It stops working at once; the record stays for the audit trail."""
+        token = services.token_revoke(actor=request.user, token=selectors.token_get(actor=request.user,
+                                                                                    token_id=token_id),
+                                      source=request.source)
+        return Response(s.TokenSummarySerializer(token).data)
+
+
+class AuditEventListView(generics.ListAPIView):
+    serializer_class = s.AuditEventSerializer
+    filterset_class = AuditEventFilter
+
+    def get_queryset(self):
+        return selectors.audit_event_list(actor=self.request.user)
+
+    @extend_schema(operation_id="audit_events_list", tags=["audit"])
+    def get(self, request, *args, **kwargs):
+        """The audit trail, newest first, narrowed to the teams you belong to."""
+        return super().get(request, *args, **kwargs)
+
+
+class AuditEventDetailView(APIView):
+    @extend_schema(operation_id="audit_events_retrieve", responses={200: s.AuditEventSerializer, **ERRORS},
+                   tags=["audit"])
+    def get(self, request, event_id: int):
+        return Response(s.AuditEventSerializer(selectors.audit_event_get(actor=request.user, event_id=event_id)).data)

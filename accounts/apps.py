@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class AccountsConfig(AppConfig):
+    name = "accounts"
+    verbose_name = "Accounts and audit"
+
+    def ready(self):
+        from accounts import schema  # noqa: F401 - registers the OpenAPI auth extension

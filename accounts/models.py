@@ -1,0 +1,152 @@
+"""Accounts: who may do what (users, teams, roles, API tokens) and what was done (the audit trail)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.core.validators import RegexValidator
+from django.db import models
+from django.utils import timezone
+
+from config.context import Source
+
+slug_validator = RegexValidator(
+    r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$",
+    "Use 1 to 40 lowercase letters, digits and hyphens, starting and ending with a letter or digit.",
+    code="invalid_slug",
+)
+
+
+class User(AbstractUser):
+    """A person (or the agent acting as that person through an API token).
+
+    ``current_team`` is the team the portal and MCP tools default to; it is per user, never global.
+    Superusers (``is_superuser``) are platform admins and may act on every team.
+    """
+
+    current_team = models.ForeignKey(
+        "accounts.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        db_table = "accounts_user"
+
+
+class Role(models.TextChoices):
+    """Team roles, ordered: each role may do everything the roles before it may."""
+
+    VIEWER = "viewer", "Viewer"
+    OPERATOR = "operator", "Operator"
+    ADMIN = "admin", "Admin"
+
+    @property
+    def rank(self) -> int:
+        return list(Role).index(self)
+
+
+class Team(models.Model):
+    """Owns clusters and everything on them. The slug names the team's Kubernetes namespaces and tags."""
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=40, unique=True, validators=[slug_validator])
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A user's role in a team. A team always keeps at least one admin (enforced by the services)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["team__name", "user__username"]
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="membership_unique_team_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class ApiToken(models.Model):
+    """A personal API token for REST and MCP.
+
+    The secret is shown once at creation; only its SHA-256 is stored. States: active → expired (time)
+    or revoked (``revoked_at`` set; final). A read-only token may only perform viewer-level actions,
+    whatever its owner's roles.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, db_index=True)
+    key_hash = models.CharField(max_length=64, unique=True)
+    read_only = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at <= timezone.now()
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None and not self.is_expired
+
+
+class AuditEvent(models.Model):
+    """One attributed mutation. Append-only: rows are never updated or deleted by the product.
+
+    ``before``/``after`` hold a summary of the changed fields (never secrets).
+    """
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    request_id = models.CharField(max_length=64, blank=True, db_index=True)
+    action = models.CharField(max_length=64, db_index=True)
+    target_type = models.CharField(max_length=64, db_index=True)
+    target_id = models.CharField(max_length=64, blank=True)
+    target_repr = models.CharField(max_length=200, blank=True)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["team", "-created_at"], name="audit_team_created"),
+            models.Index(fields=["target_type", "target_id"], name="audit_target"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target_type}:{self.target_id} by {self.actor_name or 'system'}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValueError("Audit events are append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError("Audit events are append-only.")

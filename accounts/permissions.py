@@ -1,0 +1,17 @@
+"""DRF permission classes. They ask ``access``; object rules live in the services."""
+
+from rest_framework import exceptions, permissions
+
+from accounts import access
+
+
+class IsAuthenticatedActor(permissions.BasePermission):
+    """Any authenticated, active user. A read-only token may not use unsafe methods at all."""
+
+    def has_permission(self, request, view):
+        user = request.user
+        if not (user and user.is_authenticated and user.is_active):
+            raise exceptions.NotAuthenticated()
+        if request.method not in permissions.SAFE_METHODS and access.is_read_only(user):
+            raise exceptions.PermissionDenied("This API token is read-only.", code="token_read_only")
+        return True

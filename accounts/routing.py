@@ -1,0 +1,7 @@
+from django.urls import path
+
+from accounts.consumers import TeamFeedConsumer
+
+websocket_urlpatterns = [
+    path("ws/teams/<int:team_id>/feed/", TeamFeedConsumer.as_asgi()),
+]

@@ -1,0 +1,38 @@
+"""WebSocket authentication: a ``Authorization: Bearer`` API token (API clients) or the session cookie
+(the portal). The consumer itself asks ``access`` whether the user may subscribe."""
+
+from __future__ import annotations
+
+from channels.auth import AuthMiddlewareStack
+from channels.db import database_sync_to_async
+from channels.middleware import BaseMiddleware
+from django.contrib.auth.models import AnonymousUser
+from rest_framework.exceptions import AuthenticationFailed
+
+from accounts.authentication import user_for_secret
+
+
+@database_sync_to_async
+def _user_for_secret(secret: str):
+    try:
+        return user_for_secret(secret)
+    except AuthenticationFailed:
+        return None
+
+
+class TokenAuthMiddleware(BaseMiddleware):
+    """Authenticates by bearer token when the handshake carries one; an invalid token leaves the
+    scope anonymous (the consumer then closes with 4401)."""
+
+    async def __call__(self, scope, receive, send):
+        headers = dict(scope.get("headers", []))
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
+        scheme, _, secret = authorization.partition(" ")
+        if scheme.lower() == "bearer" and secret.strip():
+            scope = dict(scope, user=await _user_for_secret(secret.strip()) or AnonymousUser(), token_auth=True)
+        return await super().__call__(scope, receive, send)
+
+
+def WebSocketAuthStack(inner):
+    """Session authentication, overridden by a bearer token when one is sent."""
+    return AuthMiddlewareStack(TokenAuthMiddleware(inner))

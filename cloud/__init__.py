@@ -1,0 +1,1 @@
+"""Thin gateways to AWS (boto3) and Kubernetes (official client). No ORM."""

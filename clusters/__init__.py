@@ -1,0 +1,1 @@
+"""HyperPod clusters on EKS: networking, dependencies, storage, instance groups, nodes, managed features."""

@@ -1,0 +1,39 @@
+"""The one ASGI application: Django (portal, admin, REST), Channels WebSockets and the MCP endpoint.
+
+* ``http``: ``/mcp`` goes to the MCP streamable-HTTP app; everything else to Django.
+* ``websocket``: Channels routes, authenticated by session cookie or bearer token.
+* ``lifespan``: the MCP app's (it runs the MCP session manager).
+"""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+django_asgi = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402 - needs Django set up
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from accounts.ws import WebSocketAuthStack  # noqa: E402
+from config.routing import websocket_urlpatterns  # noqa: E402
+from mcp_server.http import mcp_asgi_app  # noqa: E402
+
+MCP_PATH = "/mcp"
+
+
+async def http_router(scope, receive, send):
+    path = scope["path"]
+    if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
+        await mcp_asgi_app(scope, receive, send)
+    else:
+        await django_asgi(scope, receive, send)
+
+
+application = ProtocolTypeRouter(
+    {
+        "http": http_router,
+        "websocket": AllowedHostsOriginValidator(WebSocketAuthStack(URLRouter(websocket_urlpatterns))),
+        "lifespan": mcp_asgi_app,
+    }
+)

@@ -1,0 +1,87 @@
+"""The one error vocabulary. Every face renders these as ``{"code", "message", "fields"}``.
+
+Codes are stable API: clients, the portal and the agent branch on them. Add a subclass (or pass a
+more specific ``code``) rather than reusing a generic code for a new situation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FieldErrors = dict[str, list[dict[str, str]]]
+
+
+class ApplicationError(Exception):
+    """Base class. ``status`` is the HTTP status the REST face answers with."""
+
+    code = "error"
+    status = 400
+    default_message = "The request could not be completed."
+
+    def __init__(self, message: str | None = None, *, code: str | None = None, fields: FieldErrors | None = None):
+        self.message = message or self.default_message
+        if code:
+            self.code = code
+        self.fields = fields or {}
+        super().__init__(self.message)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "fields": self.fields}
+
+
+class ValidationFailed(ApplicationError):
+    code = "validation_failed"
+    status = 400
+    default_message = "Some fields are not valid."
+
+    @classmethod
+    def for_field(cls, field: str, code: str, message: str) -> ValidationFailed:
+        return cls(message, fields={field: [{"code": code, "message": message}]})
+
+
+class NotAuthenticated(ApplicationError):
+    code = "not_authenticated"
+    status = 401
+    default_message = "Authentication credentials were not provided."
+
+
+class AuthenticationFailed(ApplicationError):
+    code = "authentication_failed"
+    status = 401
+    default_message = "The credentials are not valid."
+
+
+class PermissionDenied(ApplicationError):
+    code = "permission_denied"
+    status = 403
+    default_message = "You do not have permission to do this."
+
+
+class NotFound(ApplicationError):
+    code = "not_found"
+    status = 404
+    default_message = "Not found."
+
+
+class Conflict(ApplicationError):
+    code = "conflict"
+    status = 409
+    default_message = "The request conflicts with the current state."
+
+
+class QuotaExceeded(ApplicationError):
+    code = "quota_exceeded"
+    status = 422
+    default_message = "A service quota would be exceeded."
+
+
+class Throttled(ApplicationError):
+    code = "throttled"
+    status = 429
+    default_message = "Too many requests."
+
+
+class CloudError(ApplicationError):
+    code = "cloud_error"
+    status = 502
+    default_message = "The cloud provider returned an error."

@@ -1,0 +1,52 @@
+"""``/healthz`` (the process answers) and ``/readyz`` (database, Redis and the Celery broker answer)."""
+
+from __future__ import annotations
+
+import time
+
+import redis
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET
+
+from config.celery import app as celery_app
+
+
+def _timed(check) -> dict:
+    started = time.perf_counter()
+    try:
+        check()
+    except Exception as error:
+        return {"ok": False, "error": f"{type(error).__name__}: {error}"[:300]}
+    return {"ok": True, "ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+def _database() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+
+
+def _redis() -> None:
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        client.ping()
+    finally:
+        client.close()
+
+
+def _broker() -> None:
+    with celery_app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=1, timeout=2)
+
+
+@require_GET
+def healthz(request):
+    return JsonResponse({"status": "ok"})
+
+
+@require_GET
+def readyz(request):
+    checks = {"database": _timed(_database), "redis": _timed(_redis), "broker": _timed(_broker)}
+    ready = all(check["ok"] for check in checks.values())
+    return JsonResponse({"status": "ready" if ready else "not_ready", "checks": checks}, status=200 if ready else 503)

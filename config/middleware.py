@@ -1,0 +1,34 @@
+"""Request context: request id (``X-Request-ID`` in and out) and the face the request came through."""
+
+from __future__ import annotations
+
+import re
+
+from config.context import Source, request_id_scope
+
+#: META key the MCP server sets on its in-process REST calls; HTTP headers cannot produce it
+#: (they arrive as ``HTTP_*``), so a client cannot claim to be the agent.
+MCP_SOURCE_META = "instantstart.source"
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+
+
+def source_of(request) -> str:
+    if request.META.get(MCP_SOURCE_META) == Source.MCP:
+        return Source.MCP
+    if request.path.startswith("/api/"):
+        return Source.API
+    return Source.PORTAL
+
+
+class RequestContextMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        supplied = request.headers.get("X-Request-ID", "")
+        with request_id_scope(supplied if _REQUEST_ID.match(supplied) else None) as request_id:
+            request.request_id = request_id
+            request.source = source_of(request)
+            response = self.get_response(request)
+            response["X-Request-ID"] = request_id
+            return response

@@ -1,0 +1,5 @@
+"""Every app's WebSocket routes, in one list for the ASGI router."""
+
+from accounts.routing import websocket_urlpatterns as accounts_routes
+
+websocket_urlpatterns = [*accounts_routes]

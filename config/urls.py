@@ -1,0 +1,28 @@
+"""URL map: portal pages, Django admin, REST API under /api/v1/, OpenAPI schema and docs, health probes.
+
+``/mcp`` and WebSocket routes are served by the ASGI router in ``config.asgi``, not here.
+"""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config import health
+
+api_v1 = [
+    path("", include("accounts.api.urls")),
+]
+
+urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", include("accounts.urls")),
+]
+
+handler403 = "config.views.permission_denied"
+handler404 = "config.views.page_not_found"
+handler500 = "config.views.server_error"

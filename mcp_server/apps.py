@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class McpServerConfig(AppConfig):
+    name = "mcp_server"

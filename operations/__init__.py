@@ -1,0 +1,1 @@
+"""Long-running cloud operations (phases, polling, retries) and request idempotency."""

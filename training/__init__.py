@@ -1,0 +1,1 @@
+"""Training jobs (HyperPodPyTorchJob and RayJob), recipes, log streaming and MLflow."""
