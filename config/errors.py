@@ -39,6 +39,12 @@ class ValidationFailed(ApplicationError):
         return cls(message, fields={field: [{"code": code, "message": message}]})
 
 
+class PayloadTooLarge(ApplicationError):
+    code = "payload_too_large"
+    status = 413
+    default_message = "The request body is too large."
+
+
 class NotAuthenticated(ApplicationError):
     code = "not_authenticated"
     status = 401

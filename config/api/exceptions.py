@@ -6,11 +6,12 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from config.errors import ApplicationError, FieldErrors
+from config.errors import ApplicationError, FieldErrors, PayloadTooLarge
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ def flatten_field_errors(detail: Any, prefix: str = "") -> FieldErrors:
 
 def error_body(exc: Exception) -> tuple[dict[str, Any], int]:
     """Map any exception a view can raise to (body, status). Unknown exceptions become ``internal_error``."""
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
     if isinstance(exc, ApplicationError):
         return exc.as_dict(), exc.status
     if isinstance(exc, drf.ValidationError):

@@ -7,13 +7,7 @@ from io import BytesIO
 from django.conf import settings
 from rest_framework.parsers import JSONParser
 
-from config.errors import ApplicationError
-
-
-class PayloadTooLarge(ApplicationError):
-    code = "payload_too_large"
-    status = 413
-    default_message = "The request body is too large."
+from config.errors import PayloadTooLarge
 
 
 class LimitedJSONParser(JSONParser):

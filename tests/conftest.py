@@ -1,0 +1,118 @@
+"""Shared fixtures: users in every role, teams, API clients authenticated by token or session."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+
+from accounts import services
+from accounts.models import Membership, Role, Team, User
+from config.context import Source
+
+_counter = itertools.count(1)
+
+
+@pytest.fixture(autouse=True)
+def _fast_and_isolated(settings):
+    """A cheap password hasher (the suite creates hundreds of users) and no throttle state between tests."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    cache.clear()
+
+
+@pytest.fixture
+def make_user(db) -> Callable[..., User]:
+    def make(username: str | None = None, *, password: str = "correct-horse-battery", **extra) -> User:
+        username = username or f"user{next(_counter)}"
+        return User.objects.create_user(username=username, email=f"{username}@example.com", password=password, **extra)
+
+    return make
+
+
+@pytest.fixture
+def make_team(db, make_user) -> Callable[..., Team]:
+    def make(name: str | None = None, *, admin: User | None = None) -> Team:
+        name = name or f"Team {next(_counter)}"
+        admin = admin or make_user()
+        slug = name.lower().replace(" ", "-")
+        return services.team_create(actor=admin, name=name, slug=slug, source=Source.SYSTEM)
+
+    return make
+
+
+@dataclass
+class Cast:
+    """One team and a user in every relationship to it (the permission matrix's rows)."""
+
+    team: Team
+    admin: User
+    operator: User
+    viewer: User
+    outsider: User
+    superuser: User
+
+    def __getitem__(self, name: str) -> User | None:
+        return None if name == "anonymous" else getattr(self, name)
+
+
+@pytest.fixture
+def cast(make_user, make_team) -> Cast:
+    admin = make_user("ada")
+    team = make_team("Vision", admin=admin)
+    operator, viewer = make_user("otto"), make_user("vera")
+    Membership.objects.create(team=team, user=operator, role=Role.OPERATOR)
+    Membership.objects.create(team=team, user=viewer, role=Role.VIEWER)
+    outsider = make_user("olga")
+    make_team("Speech", admin=outsider)
+    superuser = make_user("root", is_superuser=True, is_staff=True)
+    return Cast(team=team, admin=admin, operator=operator, viewer=viewer, outsider=outsider, superuser=superuser)
+
+
+class ApiClient:
+    """JSON over the real Django request stack, authenticated with a real API token."""
+
+    def __init__(self, secret: str | None):
+        self.client = Client()
+        self.headers = {"HTTP_AUTHORIZATION": f"Bearer {secret}"} if secret else {}
+
+    def request(self, method: str, path: str, body=None, **headers):
+        kwargs = dict(self.headers, **headers)
+        if body is not None:
+            kwargs["data"] = body if isinstance(body, str | bytes) else json.dumps(body)
+            kwargs["content_type"] = "application/json"
+        return getattr(self.client, method.lower())(path, **kwargs)
+
+    def get(self, path: str, **params):
+        return self.client.get(path, params, **self.headers)
+
+    def post(self, path: str, body=None, **headers):
+        return self.request("POST", path, body, **headers)
+
+    def patch(self, path: str, body=None, **headers):
+        return self.request("PATCH", path, body, **headers)
+
+    def delete(self, path: str, **headers):
+        return self.request("DELETE", path, None, **headers)
+
+
+@pytest.fixture
+def token_for(db) -> Callable[..., str]:
+    def issue(user: User, *, read_only: bool = False) -> str:
+        return services.token_create(actor=user, name="test", read_only=read_only, source=Source.SYSTEM).secret
+
+    return issue
+
+
+@pytest.fixture
+def api(token_for) -> Callable[..., ApiClient]:
+    """``api(user)`` → a client with a fresh token for ``user``; ``api(None)`` → anonymous."""
+
+    def client(user: User | None, *, read_only: bool = False) -> ApiClient:
+        return ApiClient(token_for(user, read_only=read_only) if user else None)
+
+    return client

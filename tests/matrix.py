@@ -1,0 +1,93 @@
+"""The permission matrix: every REST endpoint (and, through its operation id, every MCP tool) × every
+relationship an actor can have to the object.
+
+Later issues register their endpoints by appending ``Case``s to ``CASES``; ``test_permission_matrix``
+fails when the OpenAPI schema has an operation without a case, so nothing ships unregistered.
+
+An actor not in ``allowed`` gets: 401 when anonymous; 404 when the object is team-scoped and the
+actor is not in that team (outsider); 403 otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from accounts.models import AuditEvent, Membership
+
+ROLES = ("anonymous", "outsider", "viewer", "operator", "admin", "superuser")
+MEMBERS = frozenset({"viewer", "operator", "admin", "superuser"})
+AUTHENTICATED = frozenset(ROLES) - {"anonymous"}
+
+
+@dataclass(frozen=True)
+class Case:
+    operation_id: str
+    method: str
+    path: str
+    allowed: frozenset[str]
+    body: dict[str, Any] | None = None
+    #: path parameters, computed from the cast and the acting user
+    params: Callable[[Any, Any], dict[str, Any]] = field(default=lambda cast, actor: {})
+    team_scoped: bool = True
+
+    def denied_status(self, role: str) -> int:
+        if role == "anonymous":
+            return 401
+        if role == "outsider" and self.team_scoped:
+            return 404
+        return 403
+
+
+def team(cast, actor) -> dict:
+    return {"team_id": cast.team.pk}
+
+
+def member_of_team(cast, actor) -> dict:
+    return {"team_id": cast.team.pk, "membership_id": Membership.objects.get(team=cast.team, user=cast.viewer).pk}
+
+
+def own_token(cast, actor) -> dict:
+    from accounts.services import token_create
+
+    user = actor or cast.admin
+    return {"token_id": token_create(actor=user, name="matrix", source="system").token.pk}
+
+
+def team_event(cast, actor) -> dict:
+    return {"event_id": AuditEvent.objects.filter(team=cast.team).latest("id").pk}
+
+
+CASES: list[Case] = [
+    Case("me_retrieve", "GET", "/api/v1/me", AUTHENTICATED, team_scoped=False),
+    Case("me_update", "PATCH", "/api/v1/me", AUTHENTICATED, body={"current_team": None}, team_scoped=False),
+    Case("teams_list", "GET", "/api/v1/teams", AUTHENTICATED, team_scoped=False),
+    Case("teams_create", "POST", "/api/v1/teams", AUTHENTICATED, body={"name": "Matrix", "slug": "matrix"},
+         team_scoped=False),
+    Case("teams_retrieve", "GET", "/api/v1/teams/{team_id}", MEMBERS, params=team),
+    Case("teams_update", "PATCH", "/api/v1/teams/{team_id}", frozenset({"admin", "superuser"}),
+         body={"description": "changed"}, params=team),
+    Case("teams_destroy", "DELETE", "/api/v1/teams/{team_id}", frozenset({"admin", "superuser"}), params=team),
+    Case("memberships_list", "GET", "/api/v1/teams/{team_id}/memberships", MEMBERS, params=team),
+    Case("memberships_create", "POST", "/api/v1/teams/{team_id}/memberships", frozenset({"admin", "superuser"}),
+         body={"username": "newcomer", "role": "viewer"}, params=team),
+    Case("memberships_retrieve", "GET", "/api/v1/teams/{team_id}/memberships/{membership_id}", MEMBERS,
+         params=member_of_team),
+    Case("memberships_update", "PATCH", "/api/v1/teams/{team_id}/memberships/{membership_id}",
+         frozenset({"admin", "superuser"}), body={"role": "operator"}, params=member_of_team),
+    # The viewer's own membership: admins remove it, and the viewer may leave.
+    Case("memberships_destroy", "DELETE", "/api/v1/teams/{team_id}/memberships/{membership_id}",
+         frozenset({"admin", "superuser", "viewer"}), params=member_of_team),
+    Case("tokens_list", "GET", "/api/v1/tokens", AUTHENTICATED, team_scoped=False),
+    Case("tokens_create", "POST", "/api/v1/tokens", AUTHENTICATED, body={"name": "ci"}, team_scoped=False),
+    Case("tokens_retrieve", "GET", "/api/v1/tokens/{token_id}", AUTHENTICATED, params=own_token, team_scoped=False),
+    Case("tokens_revoke", "DELETE", "/api/v1/tokens/{token_id}", AUTHENTICATED, params=own_token,
+         team_scoped=False),
+    Case("audit_events_list", "GET", "/api/v1/audit-events", AUTHENTICATED, team_scoped=False),
+    Case("audit_events_retrieve", "GET", "/api/v1/audit-events/{event_id}", MEMBERS, params=team_event),
+]
+
+
+def case(operation_id: str) -> Case:
+    return next(c for c in CASES if c.operation_id == operation_id)
