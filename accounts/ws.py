@@ -6,6 +6,8 @@ from __future__ import annotations
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from channels.middleware import BaseMiddleware
+from channels.security.websocket import OriginValidator
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from rest_framework.exceptions import AuthenticationFailed
 
@@ -33,6 +35,14 @@ class TokenAuthMiddleware(BaseMiddleware):
         return await super().__call__(scope, receive, send)
 
 
+class BrowserOriginValidator(OriginValidator):
+    """Browsers always send ``Origin`` on a WebSocket handshake, so a page on a foreign origin cannot
+    ride the session cookie. Clients without ``Origin`` (CLIs, agents) authenticate by token."""
+
+    def valid_origin(self, parsed_origin):
+        return parsed_origin is None or super().valid_origin(parsed_origin)
+
+
 def WebSocketAuthStack(inner):
-    """Session authentication, overridden by a bearer token when one is sent."""
-    return AuthMiddlewareStack(TokenAuthMiddleware(inner))
+    """Origin check against ALLOWED_HOSTS, then session authentication, overridden by a bearer token."""
+    return BrowserOriginValidator(AuthMiddlewareStack(TokenAuthMiddleware(inner)), settings.ALLOWED_HOSTS)

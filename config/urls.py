@@ -4,13 +4,15 @@
 """
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config import health
+from config.api.views import api_not_found
 
 api_v1 = [
     path("", include("accounts.api.urls")),
+    re_path(r"^.*$", api_not_found),
 ]
 
 urlpatterns = [

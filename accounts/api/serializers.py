@@ -85,7 +85,7 @@ class TokenSummarySerializer(serializers.ModelSerializer):
 
 class MeSerializer(serializers.ModelSerializer):
     memberships = serializers.SerializerMethodField()
-    current_team = serializers.PrimaryKeyRelatedField(read_only=True)
+    current_team = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     token = serializers.SerializerMethodField()
 
     class Meta:
@@ -104,7 +104,8 @@ class MeSerializer(serializers.ModelSerializer):
 
 
 class MeUpdateSerializer(StrictSerializer):
-    current_team = serializers.IntegerField(allow_null=True, help_text="Id of the team to make current.")
+    current_team = serializers.IntegerField(allow_null=True, required=False,
+                                            help_text="Id of the team to make current; null clears it.")
 
 
 class TokenCreateSerializer(StrictSerializer):
@@ -124,7 +125,7 @@ class IssuedTokenSerializer(TokenSummarySerializer):
 
 
 class AuditEventSerializer(serializers.ModelSerializer):
-    team_name = serializers.CharField(source="team.name", read_only=True, default=None)
+    team_name = serializers.CharField(source="team.name", read_only=True, default=None, allow_null=True)
 
     class Meta:
         model = AuditEvent

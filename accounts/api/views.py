@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,15 +14,6 @@ from accounts.models import Membership
 from config.api.pagination import NameCursorPagination
 from operations.idempotency import idempotent
 
-ERRORS = {
-    400: OpenApiResponse(description="validation_failed, malformed_request, unknown_field"),
-    401: OpenApiResponse(description="not_authenticated, token_invalid, token_expired, token_revoked"),
-    403: OpenApiResponse(description="permission_denied, token_read_only"),
-    404: OpenApiResponse(description="not_found"),
-    409: OpenApiResponse(description="conflict codes (already_member, last_admin, idempotency_key_reused…)"),
-}
-
-
 def validated(serializer_class, request, **kwargs) -> dict:
     serializer = serializer_class(data=request.data, **kwargs)
     serializer.is_valid(raise_exception=True)
@@ -30,20 +21,21 @@ def validated(serializer_class, request, **kwargs) -> dict:
 
 
 class MeView(APIView):
-    @extend_schema(operation_id="me_retrieve", responses={200: s.MeSerializer, **ERRORS}, tags=["accounts"])
+    @extend_schema(operation_id="me_retrieve", responses={200: s.MeSerializer}, tags=["accounts"])
     def get(self, request):
         """Who am I: user, memberships with roles, current team, and the token in use."""
         return Response(s.MeSerializer(request.user, context={"request": request}).data)
 
     @extend_schema(operation_id="me_update", request=s.MeUpdateSerializer,
-                   responses={200: s.MeSerializer, **ERRORS}, tags=["accounts"])
+                   responses={200: s.MeSerializer}, tags=["accounts"])
     @idempotent()
     def patch(self, request):
-        """Switch the current team (the default for portal pages and MCP tools)."""
+        """Switch the current team (the default for portal pages and MCP tools); `null` clears it."""
         data = validated(s.MeUpdateSerializer, request)
-        team = None if data["current_team"] is None else selectors.team_get(actor=request.user,
-                                                                            team_id=data["current_team"])
-        services.user_switch_team(actor=request.user, team=team, source=request.source)
+        if "current_team" in data:
+            team_id = data["current_team"]
+            team = None if team_id is None else selectors.team_get(actor=request.user, team_id=team_id)
+            services.user_switch_team(actor=request.user, team=team, source=request.source)
         return Response(s.MeSerializer(request.user, context={"request": request}).data)
 
 
@@ -60,7 +52,7 @@ class TeamListView(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(operation_id="teams_create", request=s.TeamCreateSerializer,
-                   responses={201: s.TeamSerializer, **ERRORS}, tags=["teams"])
+                   responses={201: s.TeamSerializer}, tags=["teams"])
     @idempotent()
     def post(self, request):
         """Create a team; the caller becomes its admin."""
@@ -71,13 +63,13 @@ class TeamListView(generics.ListAPIView):
 
 
 class TeamDetailView(APIView):
-    @extend_schema(operation_id="teams_retrieve", responses={200: s.TeamSerializer, **ERRORS}, tags=["teams"])
+    @extend_schema(operation_id="teams_retrieve", responses={200: s.TeamSerializer}, tags=["teams"])
     def get(self, request, team_id: int):
         team = selectors.team_get(actor=request.user, team_id=team_id)
         return Response(s.TeamSerializer(team, context={"request": request}).data)
 
     @extend_schema(operation_id="teams_update", request=s.TeamUpdateSerializer,
-                   responses={200: s.TeamSerializer, **ERRORS}, tags=["teams"])
+                   responses={200: s.TeamSerializer}, tags=["teams"])
     @idempotent()
     def patch(self, request, team_id: int):
         """Rename a team or change its description (team admins)."""
@@ -87,7 +79,7 @@ class TeamDetailView(APIView):
         team = selectors.team_get(actor=request.user, team_id=team_id)
         return Response(s.TeamSerializer(team, context={"request": request}).data)
 
-    @extend_schema(operation_id="teams_destroy", responses={204: None, **ERRORS}, tags=["teams"])
+    @extend_schema(operation_id="teams_destroy", responses={204: None}, tags=["teams"])
     @idempotent()
     def delete(self, request, team_id: int):
         """Delete a team that owns nothing (team admins)."""
@@ -112,7 +104,7 @@ class MembershipListView(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(operation_id="memberships_create", request=s.MembershipCreateSerializer,
-                   responses={201: s.MembershipSerializer, **ERRORS}, tags=["teams"])
+                   responses={201: s.MembershipSerializer}, tags=["teams"])
     @idempotent()
     def post(self, request, team_id: int):
         """Add an existing user to the team (team admins)."""
@@ -127,13 +119,13 @@ class MembershipDetailView(APIView):
         team = selectors.team_get(actor=request.user, team_id=team_id)
         return selectors.membership_get(actor=request.user, team=team, membership_id=membership_id)
 
-    @extend_schema(operation_id="memberships_retrieve", responses={200: s.MembershipSerializer, **ERRORS},
+    @extend_schema(operation_id="memberships_retrieve", responses={200: s.MembershipSerializer},
                    tags=["teams"])
     def get(self, request, team_id: int, membership_id: int):
         return Response(s.MembershipSerializer(self.membership(request, team_id, membership_id)).data)
 
     @extend_schema(operation_id="memberships_update", request=s.MembershipUpdateSerializer,
-                   responses={200: s.MembershipSerializer, **ERRORS}, tags=["teams"])
+                   responses={200: s.MembershipSerializer}, tags=["teams"])
     @idempotent()
     def patch(self, request, team_id: int, membership_id: int):
         """Change a member's role (team admins; the last admin cannot be demoted)."""
@@ -143,7 +135,7 @@ class MembershipDetailView(APIView):
         )
         return Response(s.MembershipSerializer(membership).data)
 
-    @extend_schema(operation_id="memberships_destroy", responses={204: None, **ERRORS}, tags=["teams"])
+    @extend_schema(operation_id="memberships_destroy", responses={204: None}, tags=["teams"])
     @idempotent()
     def delete(self, request, team_id: int, membership_id: int):
         """Remove a member (team admins) or leave the team (yourself)."""
@@ -164,7 +156,7 @@ class TokenListView(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(operation_id="tokens_create", request=s.TokenCreateSerializer,
-                   responses={201: s.IssuedTokenSerializer, **ERRORS}, tags=["tokens"])
+                   responses={201: s.IssuedTokenSerializer}, tags=["tokens"])
     @idempotent(redact=("token",))
     def post(self, request):
         """Issue a personal API token. The `token` field of this response is the only time the secret is shown."""
@@ -175,12 +167,12 @@ class TokenListView(generics.ListAPIView):
 
 
 class TokenDetailView(APIView):
-    @extend_schema(operation_id="tokens_retrieve", responses={200: s.TokenSummarySerializer, **ERRORS},
+    @extend_schema(operation_id="tokens_retrieve", responses={200: s.TokenSummarySerializer},
                    tags=["tokens"])
     def get(self, request, token_id: int):
         return Response(s.TokenSummarySerializer(selectors.token_get(actor=request.user, token_id=token_id)).data)
 
-    @extend_schema(operation_id="tokens_revoke", responses={200: s.TokenSummarySerializer, **ERRORS},
+    @extend_schema(operation_id="tokens_revoke", responses={200: s.TokenSummarySerializer},
                    tags=["tokens"])
     @idempotent()
     def delete(self, request, token_id: int):
@@ -205,7 +197,7 @@ class AuditEventListView(generics.ListAPIView):
 
 
 class AuditEventDetailView(APIView):
-    @extend_schema(operation_id="audit_events_retrieve", responses={200: s.AuditEventSerializer, **ERRORS},
+    @extend_schema(operation_id="audit_events_retrieve", responses={200: s.AuditEventSerializer},
                    tags=["audit"])
     def get(self, request, event_id: int):
         return Response(s.AuditEventSerializer(selectors.audit_event_get(actor=request.user, event_id=event_id)).data)

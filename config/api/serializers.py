@@ -1,22 +1,54 @@
-"""Serializer base classes: unknown input fields are an error, not silently dropped."""
+"""Serializer base classes for input: unknown fields and wrong JSON types are errors, not coerced.
+
+DRF on its own drops unknown keys and coerces ``0`` to ``False`` or ``5`` to ``"5"``; an API that
+drives cloud infrastructure should say exactly what was wrong instead (codes ``unknown_field`` and
+``invalid_type``).
+"""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
+_JSON_TYPES: list[tuple[type, tuple[type, ...], str]] = [
+    (serializers.BooleanField, (bool,), "a boolean"),
+    (serializers.IntegerField, (int,), "an integer"),
+    (serializers.FloatField, (int, float), "a number"),
+    (serializers.DecimalField, (int, float, str), "a number"),
+    (serializers.CharField, (str,), "a string"),
+    (serializers.ChoiceField, (str,), "a string"),
+    (serializers.ListField, (list,), "a list"),
+    (serializers.ListSerializer, (list,), "a list"),
+    (serializers.DictField, (dict,), "an object"),
+    (serializers.Serializer, (dict,), "an object"),
+]
+
+
+def json_type_error(field: serializers.Field, value) -> str | None:
+    """The message for ``value`` when its JSON type does not suit ``field``, else None."""
+    if value is None:
+        return None if field.allow_null else "This field may not be null."
+    for field_class, types, name in _JSON_TYPES:
+        if isinstance(field, field_class):
+            wrong_bool = isinstance(value, bool) and bool not in types
+            return f"Expected {name}." if wrong_bool or not isinstance(value, types) else None
+    return None
+
 
 class StrictMixin:
-    """Rejects input keys the serializer does not declare (code ``unknown_field``)."""
+    """Rejects undeclared input keys (``unknown_field``) and values of the wrong JSON type (``invalid_type``)."""
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
-            writable = {name for name, field in self.fields.items() if not field.read_only}
-            unknown = sorted(set(data) - writable)
-            if unknown:
-                raise serializers.ValidationError(
-                    {name: [serializers.ErrorDetail("This field is not accepted here.", code="unknown_field")]
-                     for name in unknown}
-                )
+            errors: dict[str, list] = {}
+            writable = {name: field for name, field in self.fields.items() if not field.read_only}
+            for name in sorted(set(data) - set(writable)):
+                errors[name] = [serializers.ErrorDetail("This field is not accepted here.", code="unknown_field")]
+            for name, field in writable.items():
+                message = json_type_error(field, data[name]) if name in data else None
+                if message:
+                    errors[name] = [serializers.ErrorDetail(message, code="invalid_type")]
+            if errors:
+                raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
 
 

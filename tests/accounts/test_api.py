@@ -64,7 +64,8 @@ def test_last_used_is_recorded(cast, api):
 @pytest.mark.parametrize(("body", "field", "code"), [
     ({"name": "New", "slug": "Not A Slug"}, "slug", "invalid_slug"),
     ({"name": "New"}, "slug", "required"),
-    ({"name": ["list"], "slug": "ok"}, "name", "invalid"),
+    ({"name": ["list"], "slug": "ok"}, "name", "invalid_type"),
+    ({"name": "New", "slug": "new", "description": 0}, "description", "invalid_type"),
     ({"name": "New", "slug": "new", "owner": "me"}, "owner", "unknown_field"),
     ({"name": "x" * 101, "slug": "new"}, "name", "max_length"),
 ])
@@ -216,7 +217,7 @@ class TestAuditEvents:
         for index in range(7):
             services.team_update(actor=cast.admin, team=cast.team, description=f"v{index}", source=Source.API)
         client = api(cast.admin)
-        seen, url = [], "/api/v1/audit-events?page_size=3&team=%d" % cast.team.pk
+        seen, url = [], f"/api/v1/audit-events?page_size=3&team={cast.team.pk}"
         while url:
             page = client.client.get(url, **client.headers).json()
             seen += [event["id"] for event in page["results"]]

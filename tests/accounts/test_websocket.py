@@ -1,0 +1,87 @@
+"""WebSocket authentication and the team feed, through the real ASGI app and the Redis channel layer."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.sessions.backends.db import SessionStore
+
+from accounts import services
+from config.asgi import application
+from config.context import Source
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def feed(team_id: int, *, token: str | None = None, cookie: str | None = None, origin: str | None = None):
+    headers = []
+    if token:
+        headers.append((b"authorization", f"Bearer {token}".encode()))
+    if cookie:
+        headers.append((b"cookie", cookie.encode()))
+    if origin:
+        headers.append((b"origin", origin.encode()))
+    return WebsocketCommunicator(application, f"/ws/teams/{team_id}/feed/", headers=headers)
+
+
+def session_cookie(user) -> str:
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.save()
+    return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
+
+
+async def refused_with(communicator) -> int | None:
+    connected, code = await communicator.connect()
+    assert not connected
+    return code
+
+
+async def test_anonymous_is_refused(cast):
+    assert await refused_with(feed(cast.team.pk)) == 4401
+
+
+async def test_invalid_token_is_refused(cast):
+    assert await refused_with(feed(cast.team.pk, token="isk_forged")) == 4401
+
+
+async def test_outsider_and_unknown_team_get_the_same_answer(cast, token_for):
+    token = await sync_to_async(token_for)(cast.outsider)
+    assert await refused_with(feed(cast.team.pk, token=token)) == 4404
+    assert await refused_with(feed(999_999, token=token)) == 4404
+
+
+async def test_member_with_token_receives_the_teams_audit_events(cast, token_for):
+    token = await sync_to_async(token_for)(cast.viewer, read_only=True)
+    communicator = feed(cast.team.pk, token=token)
+    connected, _ = await communicator.connect()
+    assert connected
+    assert await communicator.receive_json_from() == {"type": "subscribed", "team": cast.team.pk}
+    await sync_to_async(services.team_update)(actor=cast.admin, team=cast.team, description="live",
+                                              source=Source.API)
+    message = await communicator.receive_json_from(timeout=5)
+    assert message["type"] == "audit.event"
+    assert (message["event"]["action"], message["event"]["actor_name"]) == ("team.update", "ada")
+    await communicator.disconnect()
+
+
+async def test_session_cookie_from_our_origin_is_accepted(cast):
+    cookie = await sync_to_async(session_cookie)(cast.operator)
+    communicator = feed(cast.team.pk, cookie=cookie, origin="http://localhost:3099")
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.send_json_to({"type": "ping"})
+    assert (await communicator.receive_json_from())["type"] == "subscribed"
+    assert await communicator.receive_json_from() == {"type": "pong"}
+    await communicator.disconnect()
+
+
+async def test_session_cookie_from_a_foreign_origin_is_refused(cast):
+    cookie = await sync_to_async(session_cookie)(cast.operator)
+    connected, _ = await feed(cast.team.pk, cookie=cookie, origin="https://evil.example").connect()
+    assert not connected

@@ -1,0 +1,43 @@
+"""Schema-driven fuzzing of the whole REST API (schemathesis against /api/schema/).
+
+Every generated request, valid or not, must get a non-5xx answer that conforms to the documented
+schema, status codes and content type. Runs as an authenticated team admin, so the generated
+requests reach the services rather than stopping at authentication.
+"""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from config.wsgi import application
+
+pytestmark = pytest.mark.fuzz
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@pytest.fixture
+def api_schema(db):
+    return schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
+
+
+@pytest.fixture
+def fuzz_token(cast, token_for) -> str:
+    return token_for(cast.admin)
+
+
+@schema.parametrize()
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+def test_api_conforms_to_its_schema(case, fuzz_token):
+    case.call_and_validate(
+        headers={"Authorization": f"Bearer {fuzz_token}"},
+        checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],
+    )
