@@ -14,6 +14,7 @@ from accounts.models import Membership
 from config.api.pagination import NameCursorPagination
 from operations.idempotency import idempotent
 
+
 def validated(serializer_class, request, **kwargs) -> dict:
     serializer = serializer_class(data=request.data, **kwargs)
     serializer.is_valid(raise_exception=True)
