@@ -13,7 +13,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402 - needs Django set up
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from accounts.ws import WebSocketAuthStack  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
@@ -33,7 +32,7 @@ async def http_router(scope, receive, send):
 application = ProtocolTypeRouter(
     {
         "http": http_router,
-        "websocket": AllowedHostsOriginValidator(WebSocketAuthStack(URLRouter(websocket_urlpatterns))),
+        "websocket": WebSocketAuthStack(URLRouter(websocket_urlpatterns)),
         "lifespan": mcp_asgi_app,
     }
 )

@@ -230,7 +230,7 @@ LOGGING = {
     "formatters": {"json": {"()": "config.logging.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": os.environ.get("INSTANTSTART_LOG_LEVEL", "INFO")},
-    "loggers": {"django.server": {"level": "WARNING"}},
+    "loggers": {"django.server": {"level": "WARNING"}, "mcp": {"level": "WARNING"}},
 }
 
 INSTANTSTART_FIRST_ADMIN_USERNAME = os.environ.get("INSTANTSTART_ADMIN_USERNAME", "admin")

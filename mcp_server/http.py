@@ -1,12 +1,114 @@
-"""Placeholder replaced by the MCP server module."""
+"""The streamable-HTTP MCP endpoint at ``/mcp``: ``mcp_asgi_app`` (mounted by ``config.asgi``).
+
+Transport choice: **stateless, SSE responses** (``stateless_http=True``, ``json_response=False``).
+
+* Stateless: every POST carries its own JSON-RPC request and is served by whichever replica receives it, with no
+  in-memory session to find again, so the web tier scales horizontally behind any load balancer without affinity.
+  What stateless gives up — server-to-client *requests* (sampling, elicitation) and the standalone GET stream —
+  the catalog does not use.
+* SSE responses rather than plain JSON: a tool call's POST is answered with an event stream that ends with the
+  result, so a long-running tool (``wait_for_operation``) can send ``notifications/progress`` on it while it polls.
+  A JSON response could carry only the final result.
+
+Every HTTP request is checked here, before the MCP layer:
+
+1. Host (and Origin, when sent) must be ``localhost``/``127.0.0.1``/``[::1]`` on any port or match Django's
+   ``ALLOWED_HOSTS`` with Django's own rules (``.example.com``, ``*``): 421 ``invalid_host`` / 403 ``invalid_origin``.
+   This replaces the SDK's DNS-rebinding check, which cannot express those rules.
+2. ``Authorization: Bearer <token>`` must resolve to an active user: otherwise 401 with the REST error body
+   (``not_authenticated``, ``token_invalid``, ``token_expired``, ``token_revoked``, ``user_inactive``).
+
+The authenticated caller travels to the tool handlers in the ASGI scope (``CALLER_SCOPE_KEY``). The SDK's session
+manager runs inside the ASGI lifespan, and a fresh one is built for every lifespan (an ASGI server that runs no
+lifespan, such as daphne, gets 503 ``mcp_not_started``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.http.request import split_domain_port, validate_host
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from mcp_server.auth import CALLER_SCOPE_KEY, Caller, CallerRejected, caller_for_authorization
+from mcp_server.rest import run_in_django_thread
+from mcp_server.server import CatalogServer
+
+MCP_PATH = "/mcp"
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
 
-async def mcp_asgi_app(scope, receive, send):
-    if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+def build_http_app(server: MCPServer | None = None) -> Starlette:
+    """The SDK's streamable-HTTP app (with its own session manager) for ``server``, by default a new
+    :class:`CatalogServer`."""
+    return (server or CatalogServer()).streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=False,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+
+def host_allowed(host: str) -> bool:
+    """Whether ``host`` (``name[:port]``) is a local host or one Django's ``ALLOWED_HOSTS`` accepts."""
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, [*LOCAL_HOSTS, *settings.ALLOWED_HOSTS])
+
+
+class McpEndpoint:
+    """ASGI app: the lifespan (runs the MCP session manager) and the ``/mcp`` HTTP requests.
+
+    ``build_app`` makes the SDK app anew for each lifespan, since a session manager runs only once.
+    """
+
+    def __init__(self, build_app: Callable[[], Starlette] = build_http_app) -> None:
+        self._build_app = build_app
+        self._app: Starlette | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            self._app = self._build_app()
+            await self._app(scope, receive, send)
+            return
+        if self._app is None:
+            await _refuse(scope, receive, send, 503, "mcp_not_started",
+                          "The MCP endpoint needs an ASGI server that runs the lifespan (uvicorn).")
+            return
+        headers = Headers(scope=scope)
+        if not host_allowed(headers.get("host", "")):
+            await _refuse(scope, receive, send, 421, "invalid_host", "This host name is not served here.")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not host_allowed(urlsplit(origin).netloc):
+            await _refuse(scope, receive, send, 403, "invalid_origin", "Requests from this origin are not allowed.")
+            return
+        try:
+            caller = await run_in_django_thread(_authenticate, headers.get("authorization"))
+        except CallerRejected as rejected:
+            response = JSONResponse(rejected.body, status_code=rejected.status,
+                                    headers={"WWW-Authenticate": 'Bearer realm="instantstart"'})
+            await response(scope, receive, send)
+            return
+        await self._app({**scope, CALLER_SCOPE_KEY: caller}, receive, send)
+
+
+def _authenticate(authorization: str | None) -> Caller:
+    try:
+        return caller_for_authorization(authorization)
+    finally:
+        close_old_connections()
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str) -> None:
+    await JSONResponse({"code": code, "message": message, "fields": {}}, status_code=status)(scope, receive, send)
+
+
+mcp_asgi_app = McpEndpoint()

@@ -1,0 +1,16 @@
+"""Fixtures for the streamable-HTTP tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.mcp_server.live import serving
+
+
+@pytest.fixture
+def mcp_url(transactional_db) -> Iterator[str]:
+    """The product's one ASGI application (``config.asgi``), served for real."""
+    with serving("config.asgi:application") as url:
+        yield url

@@ -1,0 +1,109 @@
+"""The streamable-HTTP endpoint at /mcp, served by uvicorn from the product's ASGI application."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+
+from accounts.models import AuditEvent
+from mcp_server.http import McpEndpoint, build_http_app
+from mcp_server.server import CatalogServer
+from tests.mcp_server.live import serving
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def call_over_http(url: str, secret: str, name: str, arguments: dict[str, Any] | None = None, *,
+                   mode: str = "legacy", progress: list | None = None) -> CallToolResult:
+    async def call() -> CallToolResult:
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append((value, total, message))
+
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}) as http,
+            Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+        ):
+            return await client.call_tool(name, arguments or {},
+                                          progress_callback=on_progress if progress is not None else None)
+
+    return asyncio.run(call())
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_whoami_over_http(mcp_url, cast, token_for, mode):
+    result = call_over_http(mcp_url, token_for(cast.viewer), "whoami", mode=mode)
+    assert not result.is_error
+    assert result.structured_content["username"] == "vera"
+
+
+def test_create_team_over_http_is_attributed_to_mcp(mcp_url, cast, token_for):
+    result = call_over_http(mcp_url, token_for(cast.admin), "create_team", {"name": "Remote", "slug": "remote"})
+    assert not result.is_error
+    event = AuditEvent.objects.get(action="team.create", target_id=str(result.structured_content["id"]))
+    assert (event.source, event.request_id) == ("mcp", result.meta["instantstart/request_id"])
+
+
+def test_tool_errors_over_http_carry_the_rest_body(mcp_url, cast, token_for):
+    result = call_over_http(mcp_url, token_for(cast.admin, read_only=True), "create_team", {"name": "N", "slug": "n"})
+    assert result.is_error
+    assert result.structured_content["code"] == "token_read_only"
+
+
+@pytest.mark.parametrize(("authorization", "code"), [
+    (None, "not_authenticated"),
+    ("Basic dXNlcjpwYXNz", "not_authenticated"),
+    ("Bearer isk_not-a-real-token", "token_invalid"),
+    ("Bearer two words", "token_invalid"),
+])
+def test_unauthenticated_requests_get_401_before_mcp(mcp_url, authorization, code):
+    headers = MCP_HEADERS | ({"Authorization": authorization} if authorization else {})
+    response = httpx.post(mcp_url, json=INITIALIZE, headers=headers)
+    assert response.status_code == 401
+    assert response.json()["code"] == code
+    assert set(response.json()) == {"code", "message", "fields"}
+    assert response.headers["WWW-Authenticate"] == 'Bearer realm="instantstart"'
+
+
+def test_expired_token_gets_401(mcp_url, cast, token_for):
+    secret = token_for(cast.admin)
+    cast.admin.api_tokens.update(expires_at="2000-01-01T00:00:00Z")
+    response = httpx.post(mcp_url, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": f"Bearer {secret}"})
+    assert (response.status_code, response.json()["code"]) == (401, "token_expired")
+
+
+def test_foreign_hosts_and_origins_are_refused(mcp_url, cast, token_for):
+    headers = MCP_HEADERS | {"Authorization": f"Bearer {token_for(cast.admin)}"}
+    response = httpx.post(mcp_url, json=INITIALIZE, headers=headers | {"Host": "evil.example"})
+    assert (response.status_code, response.json()["code"]) == (421, "invalid_host")
+    response = httpx.post(mcp_url, json=INITIALIZE, headers=headers | {"Origin": "http://evil.example"})
+    assert (response.status_code, response.json()["code"]) == (403, "invalid_origin")
+    response = httpx.post(mcp_url, json=INITIALIZE, headers=headers | {"Host": "localhost:4321",
+                                                                        "Origin": "http://localhost:4321"})
+    assert response.status_code == 200
+
+
+def test_progress_notifications_stream_on_the_tool_call(transactional_db, cast, token_for):
+    """The transport settings of /mcp let a long tool report progress before its result (wait_for_operation)."""
+    server = CatalogServer()
+
+    @server.tool()
+    async def count_to_three(ctx: Context) -> str:
+        for step in (1, 2, 3):
+            await ctx.report_progress(step, 3, f"step {step}")
+        return "done"
+
+    progress: list = []
+    with serving(McpEndpoint(lambda: build_http_app(server))) as url:
+        result = call_over_http(url, token_for(cast.admin), "count_to_three", progress=progress)
+    assert not result.is_error
+    assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
