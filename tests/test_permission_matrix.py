@@ -6,6 +6,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from tests.matrix import CASES, ROLES, Case
+from tests.matrix import case as case_for
 
 
 def schema_operation_ids() -> set[str]:
@@ -38,3 +39,44 @@ def test_read_only_token_cannot_mutate(case: Case, cast, api, make_user):
     response = api(cast.admin, read_only=True).request(case.method, path, case.body)
     assert response.status_code == 403
     assert response.json()["code"] == "token_read_only"
+
+
+def tool_cases() -> list[tuple[str, Case]]:
+    from mcp_server.catalog import CATALOG
+
+    return [(tool.name, case_for(tool.operation_id)) for tool in CATALOG]
+
+
+def test_every_mcp_tool_is_in_the_matrix():
+    from mcp_server.catalog import CATALOG
+
+    assert {tool.operation_id for tool in CATALOG} <= {c.operation_id for c in CASES}
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize(("tool", "rest_case"), tool_cases(), ids=lambda value: value if isinstance(value, str) else "")
+def test_mcp_tool_permission_matches_rest(tool: str, rest_case: Case, role: str, cast, token_for, make_user):
+    from mcp_server.testing import call_tool
+
+    make_user("newcomer")
+    actor = cast[role]
+    arguments = {**rest_case.params(cast, actor), **(rest_case.body or {})}
+    is_error, body = call_tool(token_for(actor) if actor else None, tool, arguments)
+    if role in rest_case.allowed:
+        assert not is_error, body
+    else:
+        assert is_error
+        expected = {401: "not_authenticated", 403: "permission_denied", 404: "not_found"}
+        assert body["code"] == expected[rest_case.denied_status(role)]
+
+
+@pytest.mark.parametrize(("tool", "rest_case"), [(t, c) for t, c in tool_cases() if c.method != "GET"],
+                         ids=lambda value: value if isinstance(value, str) else "")
+def test_read_only_token_cannot_call_a_mutating_tool(tool: str, rest_case: Case, cast, token_for, make_user):
+    from mcp_server.testing import call_tool
+
+    make_user("newcomer")
+    arguments = {**rest_case.params(cast, cast.admin), **(rest_case.body or {})}
+    is_error, body = call_tool(token_for(cast.admin, read_only=True), tool, arguments)
+    assert is_error
+    assert body["code"] == "token_read_only"
