@@ -7,3 +7,4 @@ class AccountsConfig(AppConfig):
 
     def ready(self):
         from accounts import schema  # noqa: F401 - registers the OpenAPI auth extension
+        from config import converters  # noqa: F401 - registers the <id:…> URL converter

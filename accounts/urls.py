@@ -1,2 +1,31 @@
+"""Portal URLs (mounted at the site root): login, dashboard, section pages, teams, settings, tokens, audit."""
 
-urlpatterns: list = []
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from accounts.views import audit, home, teams, tokens
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html",
+                                                redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", home.dashboard, name="dashboard"),
+    path("clusters/", home.section, {"name": "clusters"}, name="clusters"),
+    path("training/", home.section, {"name": "training"}, name="training"),
+    path("inference/", home.section, {"name": "inference"}, name="inference"),
+    path("operations/", home.section, {"name": "operations"}, name="operations"),
+    path("me/team/", home.switch_team, name="switch-team"),
+    path("settings/", home.account_settings, name="settings"),
+    path("settings/tokens/", tokens.token_list, name="token-list"),
+    path("settings/tokens/new/", tokens.token_create, name="token-create"),
+    path("settings/tokens/<id:token_id>/revoke/", tokens.token_revoke, name="token-revoke"),
+    path("teams/", teams.team_list, name="team-list"),
+    path("teams/new/", teams.team_create, name="team-create"),
+    path("teams/<id:team_id>/", teams.team_detail, name="team-detail"),
+    path("teams/<id:team_id>/members/", teams.member_add, name="member-add"),
+    path("teams/<id:team_id>/members/<id:membership_id>/role/", teams.member_role, name="member-role"),
+    path("teams/<id:team_id>/members/<id:membership_id>/remove/", teams.member_remove, name="member-remove"),
+    path("audit/", audit.audit_list, name="audit-list"),
+    path("audit/<id:event_id>/", audit.audit_detail, name="audit-detail"),
+    path("audit/<id:event_id>/row/", audit.audit_row, name="audit-row"),
+]

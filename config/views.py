@@ -1,13 +1,31 @@
-from django.http import HttpResponse
+"""Error pages. 403 and 404 render inside the portal layout and show the stable error code; the 500 page
+is a static template rendered without the request, so it works when the database is the problem."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseServerError
+from django.shortcuts import render
+from django.template import loader
+
+from config.api.exceptions import error_body
+from config.errors import ApplicationError
 
 
-def permission_denied(request, exception=None):
-    return HttpResponse(status=403)
+def _error_context(exception: Exception | None, fallback: Exception) -> dict:
+    """The REST error body of the ``ApplicationError`` behind the page, or of the Django exception."""
+    cause = getattr(exception, "__cause__", None)
+    body, _ = error_body(cause if isinstance(cause, ApplicationError) else exception or fallback)
+    return {"error": body}
 
 
-def page_not_found(request, exception=None):
-    return HttpResponse(status=404)
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return render(request, "403.html", _error_context(exception, PermissionDenied()), status=403)
 
 
-def server_error(request):
-    return HttpResponse(status=500)
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return render(request, "404.html", _error_context(exception, Http404()), status=404)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    return HttpResponseServerError(loader.get_template("500.html").render())

@@ -5,12 +5,12 @@ from accounts.api import views
 urlpatterns = [
     path("me", views.MeView.as_view(), name="api-me"),
     path("teams", views.TeamListView.as_view(), name="api-teams"),
-    path("teams/<int:team_id>", views.TeamDetailView.as_view(), name="api-team"),
-    path("teams/<int:team_id>/memberships", views.MembershipListView.as_view(), name="api-memberships"),
-    path("teams/<int:team_id>/memberships/<int:membership_id>", views.MembershipDetailView.as_view(),
+    path("teams/<id:team_id>", views.TeamDetailView.as_view(), name="api-team"),
+    path("teams/<id:team_id>/memberships", views.MembershipListView.as_view(), name="api-memberships"),
+    path("teams/<id:team_id>/memberships/<id:membership_id>", views.MembershipDetailView.as_view(),
          name="api-membership"),
     path("tokens", views.TokenListView.as_view(), name="api-tokens"),
-    path("tokens/<int:token_id>", views.TokenDetailView.as_view(), name="api-token"),
+    path("tokens/<id:token_id>", views.TokenDetailView.as_view(), name="api-token"),
     path("audit-events", views.AuditEventListView.as_view(), name="api-audit-events"),
-    path("audit-events/<int:event_id>", views.AuditEventDetailView.as_view(), name="api-audit-event"),
+    path("audit-events/<id:event_id>", views.AuditEventDetailView.as_view(), name="api-audit-event"),
 ]

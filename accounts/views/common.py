@@ -1,0 +1,63 @@
+"""What every portal view shares: login, the 404/403 mapping of ``access`` errors, safe redirects."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from accounts.forms import PAGE_ERRORS
+from config.api.exceptions import error_body
+from config.errors import ApplicationError, NotFound
+
+
+def portal_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Require a logged-in user and turn ``NotFound`` into the 404 page and ``PermissionDenied`` into the
+    403 page. The original error stays the ``__cause__``, so the error pages show its code and message."""
+
+    @login_required
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except NotFound as exc:
+            raise Http404(exc.message) from exc
+        except PAGE_ERRORS as exc:
+            raise DjangoPermissionDenied(exc.message) from exc
+
+    return wrapped
+
+
+def attempt(action: Callable[[], Any]) -> dict[str, Any] | None:
+    """Run a form-less mutation (revoke, remove). Returns ``None`` on success or the REST error body;
+    page-level errors (404/403) propagate."""
+    try:
+        action()
+    except PAGE_ERRORS:
+        raise
+    except ApplicationError as exc:
+        return error_body(exc)[0]
+    return None
+
+
+def flash_error(request: HttpRequest, error: dict[str, Any]) -> None:
+    """Flash a REST error body (field messages appended); the stable code travels as the extra tag."""
+    details = [f"{name}: {item['message']}" for name, items in error["fields"].items() for item in items]
+    text = " ".join([error["message"], *details])
+    messages.error(request, text, extra_tags=error["code"])
+
+
+def next_url(request: HttpRequest, default: str) -> str:
+    """The ``next`` value of the form when it points back into this site, else ``default``."""
+    candidate = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(candidate, allowed_hosts={request.get_host(), *settings.ALLOWED_HOSTS},
+                                       require_https=request.is_secure()):
+        return candidate
+    return default

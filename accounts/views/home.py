@@ -1,0 +1,91 @@
+"""Dashboard, the section landing pages, personal settings and the team switcher."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from accounts import access, selectors, services
+from accounts.api.serializers import MeUpdateSerializer
+from accounts.forms import SerializerForm
+from accounts.views.common import flash_error, next_url, portal_view
+
+RECENT_EVENTS = 8
+
+#: Sections whose pages arrive with their apps; until then each says honestly what it will show.
+SECTIONS = {
+    "clusters": (
+        "Clusters", "No clusters yet",
+        "HyperPod clusters on EKS that your team creates or imports will be listed here, with their instance "
+        "groups, nodes, health and managed features.",
+    ),
+    "training": (
+        "Training", "No training jobs yet",
+        "Training jobs (HyperPod PyTorch jobs and Ray jobs) will appear here with their status, recovery "
+        "budget and live logs from every rank.",
+    ),
+    "inference": (
+        "Inference", "No inference endpoints yet",
+        "Managed and self-managed inference endpoints, model pools and model downloads will be listed here "
+        "with their readiness and routing.",
+    ),
+    "operations": (
+        "Operations", "No operations yet",
+        "Every long-running cloud action (cluster creation, scaling, deletion) becomes an operation with "
+        "ordered phases; you will follow each phase live here and retry a failed one.",
+    ),
+}
+
+
+@portal_view
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """The current team at a glance, or a call to action when the user has no team yet."""
+    team = request.team
+    context = {"section": "dashboard", "team": None, "sections": SECTIONS}
+    if team is not None:
+        context |= {
+            "team": selectors.team_get(actor=request.user, team_id=team.pk),
+            "my_role": access.role_in(request.user, team),
+            "recent_events": selectors.audit_event_list(actor=request.user).filter(team=team)[:RECENT_EVENTS],
+            "can_view_audit": access.can(request.user, "audit.view", team),
+        }
+    return render(request, "accounts/dashboard.html", context)
+
+
+@portal_view
+def section(request: HttpRequest, name: str) -> HttpResponse:
+    """An empty-state page for a section whose app has not shipped its portal pages yet."""
+    if name not in SECTIONS:
+        raise Http404("No such section.")
+    title, empty_title, description = SECTIONS[name]
+    return render(request, "accounts/section.html", {
+        "section": name, "title": title, "empty_title": empty_title, "description": description,
+    })
+
+
+@portal_view
+def account_settings(request: HttpRequest) -> HttpResponse:
+    """Who you are, your teams and roles, and where to manage API tokens."""
+    access.require(request.user, "user.view_self")
+    return render(request, "accounts/settings.html", {"section": "settings"})
+
+
+@require_POST
+@portal_view
+def switch_team(request: HttpRequest) -> HttpResponse:
+    """Make another team current (the same serializer and service as ``PATCH /api/v1/me``)."""
+    form = SerializerForm(MeUpdateSerializer, request.POST, ignore=["next"])
+
+    def switch(current_team: int | None) -> None:
+        team = None if current_team is None else selectors.team_get(actor=request.user, team_id=current_team)
+        services.user_switch_team(actor=request.user, team=team, source=request.source)
+        if team is not None:
+            messages.success(request, f"Switched to {team.name}.")
+
+    form.submit(switch)
+    if form.error:
+        flash_error(request, form.error)
+    return redirect(next_url(request, reverse("dashboard")))

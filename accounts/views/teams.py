@@ -1,0 +1,114 @@
+"""Teams: my teams, create a team, a team's members (add, change role, remove, leave)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts import access, selectors, services
+from accounts.api.serializers import MembershipCreateSerializer, MembershipUpdateSerializer, TeamCreateSerializer
+from accounts.forms import SerializerForm
+from accounts.models import Role, Team
+from accounts.views.common import attempt, flash_error, portal_view
+
+MEMBER_ACTIONS = ["membership.create", "membership.update", "membership.delete"]
+
+
+@portal_view
+def team_list(request: HttpRequest) -> HttpResponse:
+    teams = list(selectors.team_list(actor=request.user).order_by("name"))
+    for team in teams:
+        team.my_role = access.role_in(request.user, team)
+    return render(request, "accounts/teams/list.html", {
+        "section": "teams", "teams": teams, "can_create": access.can(request.user, "team.create"),
+    })
+
+
+@portal_view
+def team_create(request: HttpRequest) -> HttpResponse:
+    """GET shows the form; POST validates with ``TeamCreateSerializer`` and calls ``services.team_create``."""
+    access.require(request.user, "team.create")
+    if request.method != "POST":
+        form = SerializerForm(TeamCreateSerializer)
+        return render(request, "accounts/teams/create.html", {"section": "teams", "form": form})
+    form = SerializerForm(TeamCreateSerializer, request.POST)
+    team = form.submit(lambda **data: services.team_create(actor=request.user, source=request.source, **data))
+    if team is None:
+        return render(request, "accounts/teams/create.html", {"section": "teams", "form": form}, status=form.status)
+    messages.success(request, f"Team {team.name} created. You are its admin.")
+    return redirect("team-detail", team_id=team.pk)
+
+
+def _render_detail(request: HttpRequest, team: Team, *, add_form: SerializerForm | None = None) -> HttpResponse:
+    memberships = list(selectors.membership_list(actor=request.user, team=team).order_by("user__username"))
+    add_form = add_form or SerializerForm(MembershipCreateSerializer, initial={"role": Role.VIEWER})
+    return render(request, "accounts/teams/detail.html", {
+        "section": "teams",
+        "team": team,
+        "memberships": memberships,
+        "my_membership": next((m for m in memberships if m.user_id == request.user.pk), None),
+        "my_role": access.role_in(request.user, team),
+        "caps": {action.replace(".", "_"): allowed
+                 for action, allowed in access.capabilities(request.user, team, MEMBER_ACTIONS).items()},
+        "roles": Role.choices,
+        "add_form": add_form,
+    }, status=add_form.status)
+
+
+@portal_view
+def team_detail(request: HttpRequest, team_id: int) -> HttpResponse:
+    """404 for a team the user cannot see; management buttons only for those who may use them."""
+    return _render_detail(request, selectors.team_get(actor=request.user, team_id=team_id))
+
+
+@require_POST
+@portal_view
+def member_add(request: HttpRequest, team_id: int) -> HttpResponse:
+    team = selectors.team_get(actor=request.user, team_id=team_id)
+    access.require(request.user, "membership.create", team)
+    form = SerializerForm(MembershipCreateSerializer, request.POST)
+    membership = form.submit(
+        lambda **data: services.membership_create(actor=request.user, team=team, source=request.source, **data)
+    )
+    if membership is None:
+        return _render_detail(request, team, add_form=form)
+    messages.success(request, f"{membership.user.username} joined {team.name} as {membership.get_role_display()}.")
+    return redirect("team-detail", team_id=team.pk)
+
+
+@require_POST
+@portal_view
+def member_role(request: HttpRequest, team_id: int, membership_id: int) -> HttpResponse:
+    """Change a member's role; a last-admin conflict is flashed with its code."""
+    team = selectors.team_get(actor=request.user, team_id=team_id)
+    membership = selectors.membership_get(actor=request.user, team=team, membership_id=membership_id)
+    access.require(request.user, "membership.update", membership)
+    form = SerializerForm(MembershipUpdateSerializer, request.POST)
+    updated = form.submit(lambda **data: services.membership_update(
+        actor=request.user, membership=membership, source=request.source, **data))
+    if updated is None:
+        flash_error(request, form.error)
+    else:
+        messages.success(request, f"{membership.user.username} is now {updated.get_role_display()}.")
+    return redirect("team-detail", team_id=team.pk)
+
+
+@require_POST
+@portal_view
+def member_remove(request: HttpRequest, team_id: int, membership_id: int) -> HttpResponse:
+    """Admins remove anyone; every member may remove themselves (leave). The last admin cannot go."""
+    team = selectors.team_get(actor=request.user, team_id=team_id)
+    membership = selectors.membership_get(actor=request.user, team=team, membership_id=membership_id)
+    leaving = membership.user_id == request.user.pk
+    error = attempt(lambda: services.membership_delete(actor=request.user, membership=membership,
+                                                       source=request.source))
+    if error:
+        flash_error(request, error)
+        return redirect("team-detail", team_id=team.pk)
+    if leaving:
+        messages.success(request, f"You left {team.name}.")
+        return redirect("team-list")
+    messages.success(request, f"{membership.user.username} was removed from {team.name}.")
+    return redirect("team-detail", team_id=team.pk)

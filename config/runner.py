@@ -1,0 +1,181 @@
+"""``python -m config.runner`` (``make run``): the whole product on one machine, stopped by one Ctrl-C.
+
+Order: the embedded Redis (only when ``REDIS_URL`` is unset; its URL is exported to everything after),
+``migrate``, ``collectstatic``, ``ensure_first_admin``, then three children — ``web`` (uvicorn serving
+``config.asgi``: portal, REST, WebSockets and ``/mcp``), ``worker`` and ``beat`` (Celery) — whose output
+lines are prefixed with their names. The URLs are printed once ``/healthz`` answers.
+
+Contract: SIGINT or SIGTERM stops every child (SIGTERM, up to ``STOP_TIMEOUT`` seconds, then SIGKILL to
+its whole process group), then Redis, and exits 0. A child that dies on its own, or a setup step that
+fails, stops the rest and the runner exits 1. Data stays in ``INSTANTSTART_VAR_DIR`` (SQLite file, Redis
+snapshot, beat schedule), so a restart continues where the last run stopped. With ``DATABASE_URL`` and
+``REDIS_URL`` set those are used and no Redis is started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+from config.embedded import redis_url, start_redis
+from config.settings import BASE_DIR, VAR_DIR
+
+STOP_TIMEOUT = 10.0
+LOOPBACK_OR_ANY = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::"}
+_output_lock = threading.Lock()
+
+
+def say(name: str, line: str) -> None:
+    with _output_lock:
+        sys.stdout.write(f"{name:<6} | {line.rstrip()}\n")
+        sys.stdout.flush()
+
+
+def child_commands(host: str, port: int) -> dict[str, list[str]]:
+    python = sys.executable
+    return {
+        "web": [python, "-m", "uvicorn", "config.asgi:application", "--host", host, "--port", str(port),
+                "--lifespan", "on", "--proxy-headers"],
+        "worker": [python, "-m", "celery", "-A", "config", "worker", "--concurrency", "2", "--pool", "prefork",
+                   "--loglevel", "INFO"],
+        "beat": [python, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
+                 "--schedule", str(VAR_DIR / "celerybeat-schedule")],
+    }
+
+
+class Child:
+    """A child process in its own process group (so a kill reaches Celery's pool too), output prefixed."""
+
+    def __init__(self, name: str, command: list[str]):
+        self.name = name
+        self.process = subprocess.Popen(
+            command, cwd=BASE_DIR, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, errors="replace", process_group=0,
+        )
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
+
+    def _pump(self) -> None:
+        for line in self.process.stdout:
+            say(self.name, line)
+
+    def finish(self, deadline: float) -> None:
+        """Wait until ``deadline`` for the exit, then SIGKILL whatever is left of the process group."""
+        try:
+            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            say("runner", f"{self.name} did not stop within {STOP_TIMEOUT:.0f} s; killing it")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self.pump.join(timeout=1)
+
+
+def manage(*args: str) -> None:
+    """Run one management command to completion (output prefixed ``setup``); a failure raises."""
+    child = Child("setup", [sys.executable, "manage.py", *args])
+    try:
+        child.process.wait()
+    except KeyboardInterrupt:
+        child.process.terminate()
+        raise
+    finally:
+        child.finish(time.monotonic() + STOP_TIMEOUT)
+    if child.process.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} exited with code {child.process.returncode}")
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def supervise(children: list[Child], health_url: str, banner: str) -> int:
+    """Print ``banner`` once ``health_url`` answers; return 1 as soon as any child exits."""
+    announced = False
+    while True:
+        for child in children:
+            if child.process.poll() is not None:
+                say("runner", f"{child.name} exited with code {child.process.returncode}; stopping everything")
+                return 1
+        if not announced and answers(health_url):
+            announced = True
+            with _output_lock:
+                print(banner, flush=True)
+        time.sleep(0.5)
+
+
+def stop(children: list[Child], redis: subprocess.Popen | None) -> None:
+    """SIGTERM every child, give them ``STOP_TIMEOUT`` seconds in all, then stop Redis the same way."""
+    for child in children:
+        if child.process.poll() is None:
+            child.process.terminate()
+    deadline = time.monotonic() + STOP_TIMEOUT
+    for child in children:
+        child.finish(deadline)
+    if redis is not None:
+        redis.terminate()
+        try:
+            redis.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            redis.kill()
+            redis.wait()
+
+
+def banner(public_url: str) -> str:
+    credentials = VAR_DIR / "first-admin.txt"
+    lines = [
+        f"  Portal    {public_url}/",
+        f"  MCP       {public_url}/mcp",
+        f"  API docs  {public_url}/api/docs/",
+        *([f"  First admin credentials: {credentials}"] if credentials.exists() else []),
+        "  Ctrl-C stops everything.",
+    ]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    host = os.environ.get("INSTANTSTART_HOST", "127.0.0.1")
+    port = int(os.environ.get("INSTANTSTART_PORT", "3099"))
+    local_host = "127.0.0.1" if host in {"0.0.0.0", "::"} else host
+    local_url = f"http://[{local_host}]:{port}" if ":" in local_host else f"http://{local_host}:{port}"
+    public_url = f"http://localhost:{port}" if host in LOOPBACK_OR_ANY else local_url
+    os.environ["PYTHONUNBUFFERED"] = "1"
+    redis = None
+    children: list[Child] = []
+    try:
+        if not os.environ.get("REDIS_URL"):
+            redis = start_redis(VAR_DIR)
+            os.environ["REDIS_URL"] = redis_url(VAR_DIR)
+            say("runner", f"embedded Redis on {os.environ['REDIS_URL']}")
+        manage("migrate", "--noinput")
+        manage("collectstatic", "--noinput", "--verbosity", "0")
+        manage("ensure_first_admin")
+        children = [Child(name, command) for name, command in child_commands(host, port).items()]
+        return supervise(children, f"{local_url}/healthz", banner(public_url))
+    except KeyboardInterrupt:
+        say("runner", "stopping")
+        return 0
+    except RuntimeError as error:
+        say("runner", str(error))
+        return 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop(children, redis)
+        say("runner", "stopped")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
