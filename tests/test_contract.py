@@ -1,0 +1,82 @@
+"""One validation path: the same bad input through the portal, REST and MCP gets the same error code.
+
+Each case sends one input three ways (the portal form, the REST endpoint, the MCP tool), then checks
+that REST and MCP answer the identical body, that the portal page carries the same codes, and that
+nothing was written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from accounts.models import AuditEvent, Membership, Team
+from mcp_server.testing import call_tool
+
+
+@dataclass(frozen=True)
+class BadInput:
+    name: str
+    portal_url: str
+    rest_path: str
+    tool: str
+    data: dict[str, Any]
+    code: str
+    field_codes: dict[str, str]
+
+
+CASES = [
+    BadInput("team slug", "team-create", "/api/v1/teams", "create_team",
+             {"name": "Robotics", "slug": "Not A Slug"}, "validation_failed", {"slug": "invalid_slug"}),
+    BadInput("team name taken", "team-create", "/api/v1/teams", "create_team",
+             {"name": "vision", "slug": "vision-two"}, "validation_failed", {"name": "unique"}),
+    BadInput("team name missing", "team-create", "/api/v1/teams", "create_team",
+             {"name": "", "slug": "robotics"}, "validation_failed", {"name": "blank"}),
+    BadInput("team name too long", "team-create", "/api/v1/teams", "create_team",
+             {"name": "x" * 101, "slug": "robotics"}, "validation_failed", {"name": "max_length"}),
+]
+
+
+def portal_codes(response) -> set[str]:
+    return set(re.findall(r'data-error-code="([^"]+)"', response.content.decode()))
+
+
+@pytest.mark.parametrize("bad", CASES, ids=lambda bad: bad.name)
+def test_same_bad_input_same_code_on_every_face(bad: BadInput, cast, token_for):
+    written = (Team.objects.count(), Membership.objects.count())
+    secret = token_for(cast.admin)
+    events = AuditEvent.objects.count()
+
+    rest = Client().post(bad.rest_path, bad.data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, bad.tool, bad.data)
+    browser = Client()
+    browser.force_login(cast.admin)
+    portal = browser.post(reverse(bad.portal_url), bad.data)
+
+    rest_body = rest.json()
+    assert rest_body["code"] == bad.code
+    assert {field: errors[0]["code"] for field, errors in rest_body["fields"].items()} == bad.field_codes
+    assert is_error
+    assert mcp_body == rest_body
+    assert portal.status_code == rest.status_code
+    assert portal_codes(portal) == {bad.code, *bad.field_codes.values()}
+    assert (Team.objects.count(), Membership.objects.count()) == written
+    assert AuditEvent.objects.count() == events
+
+
+def test_membership_conflict_is_the_same_on_portal_and_rest(cast, token_for):
+    secret = token_for(cast.admin)
+    rest = Client().post(f"/api/v1/teams/{cast.team.pk}/memberships", {"username": "vera", "role": "viewer"},
+                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    browser = Client()
+    browser.force_login(cast.admin)
+    portal = browser.post(reverse("member-add", args=[cast.team.pk]), {"username": "vera", "role": "viewer"},
+                          follow=True)
+    assert rest.json()["code"] == "already_member"
+    assert "already_member" in portal_codes(portal)
