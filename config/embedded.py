@@ -38,7 +38,7 @@ def start_redis(var_dir: Path, *, persist: bool = True, timeout: float = 10.0) -
         "--unixsocketperm", "700",
         "--dir", str(var_dir),
         "--dbfilename", "redis.rdb",
-        "--save", "60 1" if persist else "",
+        "--save", *(["60", "1"] if persist else [""]),
         "--appendonly", "no",
         "--loglevel", "warning",
         "--logfile", str(var_dir / "redis.log"),

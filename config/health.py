@@ -1,4 +1,8 @@
-"""``/healthz`` (the process answers) and ``/readyz`` (database, Redis and the Celery broker answer)."""
+"""``/healthz`` (the process answers) and ``/readyz`` (database, Redis and the Celery broker answer).
+
+Served by ``ProbeMiddleware`` ahead of the rest of the stack: probes from a load balancer or the kubelet
+reach the pod by IP, which is not an allowed host, and must not need a session, CSRF or a redirect.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
-from django.views.decorators.http import require_GET
+from django.http import HttpResponseNotAllowed
 
 from config.celery import app as celery_app
 
@@ -40,13 +44,29 @@ def _broker() -> None:
         conn.ensure_connection(max_retries=1, timeout=2)
 
 
-@require_GET
 def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
-@require_GET
 def readyz(request):
     checks = {"database": _timed(_database), "redis": _timed(_redis), "broker": _timed(_broker)}
     ready = all(check["ok"] for check in checks.values())
     return JsonResponse({"status": "ready" if ready else "not_ready", "checks": checks}, status=200 if ready else 503)
+
+
+PROBES = {"/healthz": healthz, "/readyz": readyz}
+
+
+class ProbeMiddleware:
+    """Answers the probe paths before host validation and every other middleware."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        probe = PROBES.get(request.path_info)
+        if probe is None:
+            return self.get_response(request)
+        if request.method not in {"GET", "HEAD"}:
+            return HttpResponseNotAllowed(["GET", "HEAD"])
+        return probe(request)

@@ -50,7 +50,11 @@ def child_commands(host: str, port: int) -> dict[str, list[str]]:
 
 
 class Child:
-    """A child process in its own process group (so a kill reaches Celery's pool too), output prefixed."""
+    """A child process, output prefixed with its name, in its own process group.
+
+    The own group keeps a terminal's Ctrl-C away from it (the runner stops children itself, in order)
+    and lets the final SIGKILL reach Celery's pool processes too.
+    """
 
     def __init__(self, name: str, command: list[str]):
         self.name = name

@@ -1,13 +1,13 @@
-"""URL map: portal pages, Django admin, REST API under /api/v1/, OpenAPI schema and docs, health probes.
+"""URL map: portal pages, Django admin, REST API under /api/v1/, OpenAPI schema and docs.
 
-``/mcp`` and WebSocket routes are served by the ASGI router in ``config.asgi``, not here.
+``/healthz`` and ``/readyz`` are answered by ``config.health.ProbeMiddleware`` before URL routing;
+``/mcp`` and WebSocket routes are served by the ASGI router in ``config.asgi``.
 """
 
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config import health
 from config.api.views import api_not_found
 
 api_v1 = [
@@ -16,8 +16,6 @@ api_v1 = [
 ]
 
 urlpatterns = [
-    path("healthz", health.healthz, name="healthz"),
-    path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

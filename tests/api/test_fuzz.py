@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -26,7 +28,13 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 
 @pytest.fixture
 def api_schema(db):
-    return schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
+    """The schema, loaded from the app. Requests go straight to the WSGI app, so, as Django's test client
+    does, the request signals must not close the test's database connection mid-transaction."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture

@@ -1,0 +1,37 @@
+# The two commands of the README: `make run` (the whole product) and `make test` (lint + all tests, what CI runs).
+# Both create .venv with Python 3.11 and reinstall the project only when pyproject.toml changed.
+
+PYTHON ?= python3.11
+VENV := .venv
+STAMP := $(VENV)/.installed
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: run test lint fmt
+
+run: $(STAMP)
+	$(VENV)/bin/python -m config.runner
+
+test: $(STAMP) $(CHROMIUM)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+fmt: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install --quiet -e '.[test,dev]'
+	touch $@
+
+# Browser tests drive Debian's Chromium; only root can install it, anyone else is told how.
+$(CHROMIUM):
+	@if [ "$$(id -u)" -eq 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; \
+	else \
+		echo "Chromium is missing: run 'sudo apt-get install chromium'; tests marked browser will fail until then."; \
+	fi
