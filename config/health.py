@@ -11,8 +11,7 @@ import time
 import redis
 from django.conf import settings
 from django.db import connection
-from django.http import JsonResponse
-from django.http import HttpResponseNotAllowed
+from django.http import HttpResponseNotAllowed, JsonResponse
 
 from config.celery import app as celery_app
 
