@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Model, QuerySet
 
 from accounts import access
 from accounts.models import ApiToken, AuditEvent, Membership, Team, User
 from config.errors import NotFound
+
+
+def get_visible(queryset: QuerySet, pk: int | str, what: str) -> Model:
+    """``queryset.get(pk=pk)``, or ``NotFound`` ("No such <what>.") — the same answer whether the row does not
+    exist or the actor may not see it."""
+    try:
+        return queryset.get(pk=pk)
+    except (queryset.model.DoesNotExist, ValueError):
+        raise NotFound(f"No such {what}.") from None
 
 
 def team_list(*, actor: User) -> QuerySet[Team]:
@@ -14,10 +23,7 @@ def team_list(*, actor: User) -> QuerySet[Team]:
 
 
 def team_get(*, actor: User, team_id: int | str) -> Team:
-    try:
-        return team_list(actor=actor).get(pk=team_id)
-    except (Team.DoesNotExist, ValueError):
-        raise NotFound("No such team.") from None
+    return get_visible(team_list(actor=actor), team_id, "team")
 
 
 def membership_list(*, actor: User, team: Team) -> QuerySet[Membership]:
@@ -25,10 +31,7 @@ def membership_list(*, actor: User, team: Team) -> QuerySet[Membership]:
 
 
 def membership_get(*, actor: User, team: Team, membership_id: int | str) -> Membership:
-    try:
-        return membership_list(actor=actor, team=team).get(pk=membership_id)
-    except (Membership.DoesNotExist, ValueError):
-        raise NotFound("No such membership.") from None
+    return get_visible(membership_list(actor=actor, team=team), membership_id, "membership")
 
 
 def token_list(*, actor: User) -> QuerySet[ApiToken]:
@@ -36,10 +39,7 @@ def token_list(*, actor: User) -> QuerySet[ApiToken]:
 
 
 def token_get(*, actor: User, token_id: int | str) -> ApiToken:
-    try:
-        return token_list(actor=actor).get(pk=token_id)
-    except (ApiToken.DoesNotExist, ValueError):
-        raise NotFound("No such token.") from None
+    return get_visible(token_list(actor=actor), token_id, "token")
 
 
 def audit_event_list(*, actor: User) -> QuerySet[AuditEvent]:
@@ -47,10 +47,7 @@ def audit_event_list(*, actor: User) -> QuerySet[AuditEvent]:
 
 
 def audit_event_get(*, actor: User, event_id: int | str) -> AuditEvent:
-    try:
-        return audit_event_list(actor=actor).get(pk=event_id)
-    except (AuditEvent.DoesNotExist, ValueError):
-        raise NotFound("No such audit event.") from None
+    return get_visible(audit_event_list(actor=actor), event_id, "audit event")
 
 
 def memberships_of(*, actor: User) -> QuerySet[Membership]:
