@@ -25,7 +25,7 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install --quiet -e '.[test,dev]'
+	$(VENV)/bin/python -m pip install --quiet -e '.[test,dev,sandbox]'
 	touch $@
 
 # Browser tests drive Debian's Chromium; only root can install it, anyone else is told how.
