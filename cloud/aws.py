@@ -1,0 +1,106 @@
+"""The AWS gateway: cached boto3 clients and the translation of AWS errors into the error vocabulary.
+
+Endpoints come from boto3's own configuration (``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>``), so the
+offline sandbox needs no special code here. Clients use botocore's adaptive retry mode (client-side rate
+limiting plus exponential backoff on throttling) and are cached per (service, region, credentials):
+boto3 clients are thread-safe, sessions are not, so each cache entry gets its own session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import boto3
+from botocore.client import BaseClient
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+
+from cloud.errors import classify, provider_error
+from config.errors import ApplicationError, CloudError
+
+RETRY_ATTEMPTS = 8
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Explicit credentials (e.g. from an assumed role). ``None`` in calls means boto3's standard chain."""
+
+    access_key_id: str
+    secret_access_key: str
+    session_token: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Credentials(access_key_id={self.access_key_id[:4]}…)"
+
+
+def client_config() -> Config:
+    return Config(
+        retries={"mode": "adaptive", "max_attempts": RETRY_ATTEMPTS},
+        user_agent_extra="instantstart",
+        connect_timeout=10,
+        read_timeout=60,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_client(service: str, region: str, credentials: Credentials | None) -> BaseClient:
+    session = boto3.session.Session(
+        aws_access_key_id=credentials.access_key_id if credentials else None,
+        aws_secret_access_key=credentials.secret_access_key if credentials else None,
+        aws_session_token=credentials.session_token if credentials else None,
+        region_name=region,
+    )
+    return session.client(service, config=client_config())
+
+
+def client(service: str, *, region: str, credentials: Credentials | None = None) -> BaseClient:
+    """A boto3 client for ``service`` in ``region`` (cached; safe to share between threads)."""
+    with _lock:
+        return _cached_client(service, region, credentials)
+
+
+def forget_clients() -> None:
+    """Drop cached clients (after credentials rotate, or when tests change the endpoint)."""
+    with _lock:
+        _cached_client.cache_clear()
+
+
+def translate(error: Exception, *, service: str = "aws", operation: str = "") -> ApplicationError:
+    """The vocabulary error for a botocore exception, keeping AWS's code, message and request id."""
+    if isinstance(error, ClientError):
+        details = error.response.get("Error", {})
+        provider_code = str(details.get("Code", "Unknown"))
+        error_class, code = classify(provider_code)
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return provider_error(
+            error_class, code, service=service, operation=operation or error.operation_name,
+            provider_code=provider_code, provider_message=str(details.get("Message", "")),
+            request_id=error.response.get("ResponseMetadata", {}).get("RequestId", ""),
+            retryable=code == "cloud_throttled" or status >= 500,
+        )
+    if isinstance(error, NoCredentialsError):
+        return provider_error(CloudError, "cloud_credentials_missing", service=service, operation=operation,
+                              provider_code="NoCredentials", provider_message=str(error))
+    if isinstance(error, EndpointConnectionError):
+        return provider_error(CloudError, "cloud_unreachable", service=service, operation=operation,
+                              provider_code="EndpointConnectionError", provider_message=str(error), retryable=True)
+    return provider_error(CloudError, "cloud_error", service=service, operation=operation,
+                          provider_code=type(error).__name__, provider_message=str(error), retryable=True)
+
+
+@contextlib.contextmanager
+def translated(service: str, operation: str = "") -> Iterator[None]:
+    """Run AWS calls, raising their failures as vocabulary errors::
+
+        with aws.translated("sagemaker", "CreateCluster"):
+            sagemaker.create_cluster(...)
+    """
+    try:
+        yield
+    except (ClientError, BotoCoreError) as error:
+        raise translate(error, service=service, operation=operation) from error
