@@ -1,0 +1,85 @@
+"""The ASGI application: ``/clusters/<region>/<cluster>/...`` → that cluster's virtual API server.
+
+Per request: the cluster must be one ``clusters()`` reports (else 404) and ACTIVE or UPDATING (else 503,
+as an EKS endpoint that does not answer); its store is synced (add-on CRDs); the bearer token must have the
+``aws eks get-token`` shape (else 401); then discovery or a resource verb. Every failure is a ``Status``
+body; an unexpected exception becomes a 500 ``InternalError`` and is logged, never a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from sandbox.kube import discovery, handlers, world
+from sandbox.kube.auth import token_problem
+from sandbox.kube.errors import ApiError, internal, path_not_found, unauthorized, unavailable
+from sandbox.kube.responses import error_response, json_response
+from sandbox.kube.routing import Discovery, parse
+from sandbox.kube.store import Store
+
+logger = logging.getLogger(__name__)
+
+ClusterSource = Callable[[], list[world.ClusterRef]]
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def _cluster(clusters: ClusterSource, region: str, name: str) -> Store:
+    ref = next((ref for ref in clusters() if ref.region == region and ref.name == name), None)
+    if ref is None:
+        raise ApiError(404, "NotFound", f'EKS cluster "{name}" in {region} does not exist', {})
+    store = world.sync_cluster(ref)
+    if store is None:
+        raise unavailable(f'EKS cluster "{name}" is {ref.status}; its API server is not available')
+    return store
+
+
+def _discovery(store: Store, target: Discovery) -> Response:
+    if target.what == "health":
+        return PlainTextResponse("ok")
+    if target.what == "version":
+        return json_response(discovery.version(store.kubernetes_version))
+    if target.what == "root":
+        return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]})
+    if target.what == "api":
+        return json_response(discovery.api_versions())
+    with store.lock:
+        if target.what == "apis":
+            return json_response(discovery.api_group_list(store.registry))
+        body = (discovery.api_group(store.registry, target.group) if target.what == "group"
+                else discovery.api_resource_list(store.registry, target.group, target.version))
+    if body is None:
+        raise path_not_found()
+    return json_response(body)
+
+
+def create_app(clusters: ClusterSource, stopping: threading.Event) -> Starlette:
+    """The emulator for the clusters ``clusters()`` reports; long streams end when ``stopping`` is set."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            parts = request.url.path.split("/", 4)
+            if len(parts) < 4 or parts[1] != "clusters":
+                raise path_not_found()
+            store = _cluster(clusters, parts[2], parts[3])
+            if token_problem(request.headers.get("authorization")):
+                raise unauthorized()
+            target = parse(parts[4] if len(parts) > 4 else "")
+            if target is None:
+                raise path_not_found()
+            if isinstance(target, Discovery):
+                return _discovery(store, target)
+            return await handlers.handle(request, store, target, stopping)
+        except ApiError as error:
+            return error_response(error)
+        except Exception as error:
+            logger.exception("kube emulator failed on %s %s", request.method, request.url.path)
+            return error_response(internal(f"{type(error).__name__}: {error}"))
+
+    return Starlette(routes=[Route("/{path:path}", endpoint, methods=_METHODS)])

@@ -1,0 +1,113 @@
+"""Pod container logs: what the kubelet would hold for each container, current and previous instance.
+
+The simulator writes lines with ``append``; ``restart`` moves the current instance's lines to "previous"
+(what ``previous=true`` reads) as a container restart does. ``render`` applies the read options of
+``GET pods/<name>/log`` — ``sinceTime``/``sinceSeconds``, ``tailLines``, ``timestamps``, ``limitBytes`` —
+to a list of lines. Each container keeps its newest ``MAX_LINES`` lines.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sandbox import clock
+from sandbox.kube.meta import rfc3339_nano
+
+MAX_LINES = 50_000
+
+#: (microseconds since the epoch, text): whole microseconds, so ``sinceTime`` round-trips exactly.
+Line = tuple[int, str]
+LogListener = Callable[[str, str, str], None]
+
+
+@dataclass
+class ContainerLog:
+    current: list[Line] = field(default_factory=list)
+    previous: list[Line] | None = None
+    trimmed: int = 0
+
+    @property
+    def written(self) -> int:
+        """Lines written by the current instance so far, including those trimmed away."""
+        return self.trimmed + len(self.current)
+
+
+class LogBook:
+    """Log lines per (namespace, pod, container); guarded by the owning store's lock."""
+
+    def __init__(self, lock: threading.RLock):
+        self._lock = lock
+        self._logs: dict[tuple[str, str], dict[str, ContainerLog]] = {}
+        self._listeners: list[LogListener] = []
+
+    def append(self, namespace: str, pod: str, container: str, line: str, timestamp: float | None = None) -> None:
+        """Add one line (without its newline) written at ``timestamp`` (default: now)."""
+        with self._lock:
+            log = self._logs.setdefault((namespace, pod), {}).setdefault(container, ContainerLog())
+            written_at = clock.now() if timestamp is None else timestamp
+            log.current.append((round(written_at * 1_000_000), line.rstrip("\n")))
+            if len(log.current) > MAX_LINES:
+                log.trimmed += len(log.current) - MAX_LINES
+                del log.current[:-MAX_LINES]
+            for listener in list(self._listeners):
+                listener(namespace, pod, container)
+
+    def restart(self, namespace: str, pod: str, container: str) -> None:
+        """The container restarted: its lines become the previous instance's, the current log is empty."""
+        with self._lock:
+            log = self._logs.setdefault((namespace, pod), {}).setdefault(container, ContainerLog())
+            log.previous, log.current, log.trimmed = log.current, [], 0
+
+    def lines(self, namespace: str, pod: str, container: str, *, previous: bool = False) -> list[Line] | None:
+        """A copy of the lines; ``None`` when that instance never wrote anything (or never existed)."""
+        with self._lock:
+            log = self._logs.get((namespace, pod), {}).get(container)
+            if log is None:
+                return None
+            chosen = log.previous if previous else log.current
+            return None if chosen is None else list(chosen)
+
+    def since(self, namespace: str, pod: str, container: str, position: int) -> tuple[list[Line], int]:
+        """The current instance's lines after the first ``position`` written, and the new position (a
+        follower's cursor; a restart starts a new instance, so a cursor past its end reads from its start)."""
+        with self._lock:
+            log = self._logs.get((namespace, pod), {}).get(container)
+            if log is None:
+                return [], 0
+            if position > log.written:
+                position = 0
+            return log.current[max(position - log.trimmed, 0):], log.written
+
+    def forget(self, namespace: str, pod: str) -> None:
+        with self._lock:
+            self._logs.pop((namespace, pod), None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._logs.clear()
+
+    def subscribe(self, listener: LogListener) -> Callable[[], None]:
+        """Call ``listener(namespace, pod, container)`` after every append (under the store lock; be quick)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+
+def render(lines: list[Line], *, since: float | None = None, tail: int | None = None, timestamps: bool = False,
+           limit_bytes: int | None = None) -> bytes:
+    """The response body for ``lines`` under the read options (newline-terminated lines)."""
+    if since is not None:
+        since_micros = round(since * 1_000_000)
+        lines = [line for line in lines if line[0] >= since_micros]
+    if tail is not None:
+        lines = lines[-tail:] if tail > 0 else []
+    body = "".join((f"{rfc3339_nano(ts)} " if timestamps else "") + text + "\n" for ts, text in lines).encode()
+    return body[:limit_bytes] if limit_bytes is not None else body
