@@ -1,0 +1,297 @@
+"""EKS cluster operations: create/describe/list/delete, configuration and version updates, and their updates.
+
+Clusters report the sandbox's Kubernetes endpoint (``sandbox.endpoints.eks_endpoint``), the sandbox CA as
+``certificateAuthority.data`` and an OIDC issuer. ``accessConfig`` behaves as in EKS: the API default
+authentication mode is CONFIG_MAP, it only moves forward (CONFIG_MAP → API_AND_CONFIG_MAP → API), and with
+``bootstrapClusterCreatorAdminPermissions`` (default true) the caller (moto's STS identity for its access
+key) gets an access entry with AmazonEKSClusterAdminPolicy as soon as access entries are enabled.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from moto.iam.models import iam_backends
+from moto.sts.models import sts_backends
+
+from sandbox import clock
+from sandbox.aws import core, eks_model, outcomes, tags
+from sandbox.aws.core import ApiError, Call, operation
+from sandbox.aws.eks_model import EksCluster
+from sandbox.aws.network import subnet_facts
+
+SUPPORTED_VERSIONS = ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+DEFAULT_VERSION = "1.33"
+PLATFORM_VERSION = "eks.9"
+MODE_ORDER = {"CONFIG_MAP": 0, "API_AND_CONFIG_MAP": 1, "API": 2}
+_CONFIG_UPDATES = {  # UpdateClusterConfig member → (update type, update param type)
+    "resourcesVpcConfig": ("EndpointAccessUpdate", "EndpointPublicAccess"),
+    "logging": ("LoggingUpdate", "ClusterLogging"),
+    "accessConfig": ("AccessConfigUpdate", "AuthenticationMode"),
+    "upgradePolicy": ("UpgradePolicyUpdate", "UpgradePolicy"),
+    "zonalShiftConfig": ("ZonalShiftConfigUpdate", "ZonalShiftConfig"),
+    "computeConfig": ("AutoModeUpdate", "ComputeConfig"),
+    "kubernetesNetworkConfig": ("AutoModeUpdate", "KubernetesNetworkConfig"),
+    "storageConfig": ("AutoModeUpdate", "StorageConfig"),
+    "remoteNetworkConfig": ("RemoteNetworkConfigUpdate", "RemoteNetworkConfig"),
+    "deletionProtection": ("DeletionProtectionUpdate", "DeletionProtection"),
+    "controlPlaneScalingConfig": ("ControlPlaneScalingConfigUpdate", "UpdatedTier"),
+    "kubeApiServerConfig": ("ControlPlaneComponentConfigUpdate", "KubeApiServerConfig"),
+    "kubeSchedulerConfig": ("ControlPlaneComponentConfigUpdate", "KubeSchedulerConfig"),
+    "kubeControllerManagerConfig": ("ControlPlaneComponentConfigUpdate", "KubeControllerManagerConfig"),
+}
+_ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+")
+
+
+def invalid(message: str, **fields: Any) -> ApiError:
+    return ApiError("InvalidParameterException", message, **fields)
+
+
+def lookup(call: Call, key: str = "name") -> EksCluster:
+    name = call.params[key]
+    cluster = eks_model.find(call.region, name)
+    if cluster is None:
+        raise ApiError("ResourceNotFoundException", f"No cluster found for name: {name}.", clusterName=name)
+    return cluster
+
+
+def require_active(cluster: EksCluster) -> None:
+    if cluster.status != "ACTIVE":
+        raise ApiError("InvalidRequestException", f"Cluster '{cluster.name}' is not in ACTIVE status",
+                       clusterName=cluster.name)
+
+
+def caller_arn(call: Call) -> str:
+    """The IAM principal moto's STS reports for the caller's access key (an assumed role as its role).
+
+    moto's IAM backend is consulted only if something already created it (creating it loads every AWS managed
+    policy); without it no IAM user can own the key and STS answers its default identity.
+    """
+    sts = sts_backends[core.ACCOUNT_ID]["aws"]
+    if sts.get_assumed_role_from_access_key(call.access_key) or core.ACCOUNT_ID in iam_backends:
+        _, arn, _ = sts.get_caller_identity(call.access_key, call.region)
+    else:
+        arn = f"arn:aws:sts::{core.ACCOUNT_ID}:user/moto"
+    match = re.fullmatch(r"arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/.*", arn)
+    if match:
+        return f"arn:{match.group(1)}:iam::{match.group(2)}:role/{match.group(3)}"
+    return arn.replace(":sts::", ":iam::", 1)
+
+
+def _check_subnets(region: str, subnet_ids: list[str]) -> str:
+    """The VPC of the subnets. Subnets moto knows must span two zones of one VPC, as EKS requires."""
+    facts = [subnet_facts(region, subnet_id) for subnet_id in subnet_ids]
+    if not facts:
+        raise invalid("Subnets are required.")
+    known = [fact for fact in facts if fact.known]
+    if len({fact.vpc_id for fact in known}) > 1:
+        raise invalid("Subnets specified must belong to the same VPC.")
+    if len(known) == len(facts) and len({fact.availability_zone for fact in facts}) < 2:
+        raise invalid("Subnets specified must be in at least two different AZs.")
+    return (known or facts)[0].vpc_id
+
+
+@operation("eks", "CreateCluster")
+def create_cluster(call: Call) -> dict[str, Any]:
+    name = call.params["name"]
+    if eks_model.find(call.region, name) is not None:
+        raise ApiError("ResourceInUseException", f"Cluster already exists with name: {name}", clusterName=name)
+    if not _ROLE_ARN.fullmatch(call.params["roleArn"]):
+        raise invalid(f"The role with name {call.params['roleArn']} cannot be found.", clusterName=name)
+    version = call.get("version", DEFAULT_VERSION)
+    if version not in SUPPORTED_VERSIONS:
+        raise invalid(f"unsupported Kubernetes version {version}", clusterName=name)
+    vpc = call.params["resourcesVpcConfig"]
+    vpc_id = _check_subnets(call.region, vpc.get("subnetIds", []))
+    access = call.get("accessConfig", {})
+    cluster_tags = dict(call.get("tags", {}))
+    outcome = outcomes.take("eks-cluster", name, cluster_tags)
+    now = clock.now()
+    spec = {key: value for key, value in call.params.items() if key not in ("name", "tags", "version")}
+    cluster = EksCluster(
+        name=name, region=call.region, arn=core.arn("eks", call.region, f"cluster/{name}"), id=core.new_uuid(),
+        created_at=now, since=now, spec=spec, tags=cluster_tags, version=version,
+        authentication_mode=access.get("authenticationMode", "CONFIG_MAP"),
+        bootstrap_admin=access.get("bootstrapClusterCreatorAdminPermissions", True), creator_arn=caller_arn(call),
+        oidc_id=core.hex_id(32).upper(), security_group_id="sg-" + core.hex_id(17), vpc_id=vpc_id,
+        pending_failure=outcome[1] if outcome else None)
+    eks_model.add(cluster)
+    eks_model.bootstrap_creator_entry(cluster)
+    return {"cluster": render(cluster)}
+
+
+def render(cluster: EksCluster) -> dict[str, Any]:
+    """The ``Cluster`` structure."""
+    spec = cluster.spec
+    vpc = spec.get("resourcesVpcConfig", {})
+    network = spec.get("kubernetesNetworkConfig", {})
+    return {
+        **spec,
+        "name": cluster.name, "arn": cluster.arn, "createdAt": core.utc(cluster.created_at),
+        "version": cluster.version, "endpoint": cluster.endpoint, "status": cluster.status,
+        "roleArn": spec["roleArn"], "id": cluster.id, "platformVersion": PLATFORM_VERSION,
+        "certificateAuthority": {"data": cluster.certificate_data},
+        "identity": {"oidc": {"issuer": cluster.oidc_issuer}},
+        "resourcesVpcConfig": {
+            "subnetIds": vpc.get("subnetIds", []), "securityGroupIds": vpc.get("securityGroupIds", []),
+            "clusterSecurityGroupId": cluster.security_group_id, "vpcId": cluster.vpc_id,
+            "endpointPublicAccess": vpc.get("endpointPublicAccess", True),
+            "endpointPrivateAccess": vpc.get("endpointPrivateAccess", False),
+            "publicAccessCidrs": vpc.get("publicAccessCidrs", ["0.0.0.0/0"])},
+        "kubernetesNetworkConfig": {"serviceIpv4Cidr": network.get("serviceIpv4Cidr", "10.100.0.0/16"),
+                                    "ipFamily": network.get("ipFamily", "ipv4"),
+                                    "elasticLoadBalancing": network.get("elasticLoadBalancing",
+                                                                        {"enabled": False})},
+        "logging": spec.get("logging", {"clusterLogging": [{"types": ["api", "audit", "authenticator",
+                                                                      "controllerManager", "scheduler"],
+                                                            "enabled": False}]}),
+        "accessConfig": {"authenticationMode": cluster.authentication_mode,
+                         "bootstrapClusterCreatorAdminPermissions": cluster.bootstrap_admin},
+        "upgradePolicy": spec.get("upgradePolicy", {"supportType": "EXTENDED"}),
+        "health": {"issues": []}, "tags": cluster.tags or None,
+        "deletionProtection": spec.get("deletionProtection", False),
+    }
+
+
+@operation("eks", "DescribeCluster")
+def describe_cluster(call: Call) -> dict[str, Any]:
+    return {"cluster": render(lookup(call))}
+
+
+@operation("eks", "ListClusters")
+def list_clusters(call: Call) -> dict[str, Any]:
+    names = sorted(cluster.name for cluster in eks_model.clusters() if cluster.region == call.region)
+    page, token = core.paginate(names, call.get("nextToken"), call.get("maxResults"))
+    return {"clusters": page, "nextToken": token}
+
+
+@operation("eks", "DeleteCluster")
+def delete_cluster(call: Call) -> dict[str, Any]:
+    cluster = lookup(call)
+    if cluster.status == "CREATING":
+        raise ApiError("ResourceInUseException", f"Cluster {cluster.name} is currently being created.",
+                       clusterName=cluster.name)
+    if eks_model.shadow_nodegroups(cluster):
+        raise ApiError("ResourceInUseException", "Cluster has nodegroups attached", clusterName=cluster.name)
+    if cluster.spec.get("deletionProtection"):
+        raise ApiError("InvalidRequestException", f"Cluster {cluster.name} has deletion protection enabled.",
+                       clusterName=cluster.name)
+    if cluster.status != "DELETING":
+        eks_model.set_status(cluster, "DELETING")
+    return {"cluster": render(cluster)}
+
+
+def _start_update(cluster: EksCluster, update_type: str, params: list[dict[str, str]],
+                  addon: str | None = None) -> dict[str, Any]:
+    update = eks_model.Update(id=core.new_uuid(), type=update_type, params=params, created_at=clock.now(),
+                              addon=addon)
+    cluster.updates[update.id] = update
+    return render_update(update)
+
+
+def render_update(update: eks_model.Update) -> dict[str, Any]:
+    return {"id": update.id, "status": update.status, "type": update.type, "params": update.params,
+            "createdAt": core.utc(update.created_at), "errors": []}
+
+
+def _param_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _check_access_change(cluster: EksCluster, access: dict[str, Any]) -> None:
+    if "bootstrapClusterCreatorAdminPermissions" in access:
+        raise invalid("bootstrapClusterCreatorAdminPermissions can only be set when the cluster is created.",
+                      clusterName=cluster.name)
+    mode = access.get("authenticationMode")
+    if mode is not None and MODE_ORDER[mode] <= MODE_ORDER[cluster.authentication_mode]:
+        raise invalid(f"Unsupported authentication mode update from {cluster.authentication_mode} to {mode}",
+                      clusterName=cluster.name)
+
+
+@operation("eks", "UpdateClusterConfig")
+def update_cluster_config(call: Call) -> dict[str, Any]:
+    cluster = lookup(call)
+    changes = {key: call.params[key] for key in _CONFIG_UPDATES if key in call.params}
+    if not changes:
+        raise invalid("No changes were requested.", clusterName=cluster.name)
+    if cluster.status != "ACTIVE":
+        raise ApiError("ResourceInUseException", f"Cluster {cluster.name} has an update in progress or is not "
+                                                 "ACTIVE.", clusterName=cluster.name)
+    if "accessConfig" in changes:
+        _check_access_change(cluster, changes["accessConfig"])
+    update_type = _CONFIG_UPDATES[next(iter(changes))][0]
+    params = [{"type": _CONFIG_UPDATES[key][1], "value": _param_value(value)} for key, value in changes.items()]
+    for key, value in changes.items():
+        if key == "accessConfig":
+            cluster.authentication_mode = value.get("authenticationMode", cluster.authentication_mode)
+        elif isinstance(value, dict) and isinstance(cluster.spec.get(key), dict):
+            cluster.spec[key] = {**cluster.spec[key], **value}
+        else:
+            cluster.spec[key] = value
+    eks_model.bootstrap_creator_entry(cluster)
+    eks_model.set_status(cluster, "UPDATING")
+    return {"update": _start_update(cluster, update_type, params)}
+
+
+@operation("eks", "UpdateClusterVersion")
+def update_cluster_version(call: Call) -> dict[str, Any]:
+    cluster = lookup(call)
+    version = call.params["version"]
+    if cluster.status != "ACTIVE":
+        raise ApiError("ResourceInUseException", f"Cluster {cluster.name} has an update in progress or is not "
+                                                 "ACTIVE.", clusterName=cluster.name)
+    current_minor = int(cluster.version.split(".")[1])
+    if version not in SUPPORTED_VERSIONS or int(version.split(".")[1]) != current_minor + 1:
+        raise invalid(f"Unsupported Kubernetes minor version update from {cluster.version} to {version}",
+                      clusterName=cluster.name)
+    cluster.pending_version = version
+    eks_model.set_status(cluster, "UPDATING")
+    params = [{"type": "Version", "value": version}, {"type": "PlatformVersion", "value": PLATFORM_VERSION}]
+    return {"update": _start_update(cluster, "VersionUpdate", params)}
+
+
+def start_addon_update(cluster: EksCluster, addon: str, params: list[dict[str, str]]) -> dict[str, Any]:
+    return _start_update(cluster, "AddonUpdate", params, addon=addon)
+
+
+@operation("eks", "DescribeUpdate")
+def describe_update(call: Call) -> Any:
+    if call.get("nodegroupName"):
+        return core.PASS
+    cluster = lookup(call)
+    update = cluster.updates.get(call.params["updateId"])
+    if update is None or update.addon != call.get("addonName"):
+        raise ApiError("ResourceNotFoundException", f"No update found for ID: {call.params['updateId']}",
+                       clusterName=cluster.name)
+    return {"update": render_update(update)}
+
+
+@operation("eks", "ListUpdates")
+def list_updates(call: Call) -> Any:
+    if call.get("nodegroupName"):
+        return core.PASS
+    cluster = lookup(call)
+    ids = [update.id for update in cluster.updates.values() if update.addon == call.get("addonName")]
+    page, token = core.paginate(ids, call.get("nextToken"), call.get("maxResults"))
+    return {"updateIds": page, "nextToken": token}
+
+
+def _eks_tags(arn: str) -> dict[str, str] | None:
+    for cluster in eks_model.clusters():
+        if cluster.arn == arn:
+            return cluster.tags
+        for addon in cluster.addons.values():
+            if addon.arn == arn:
+                return addon.tags
+        for entry in cluster.access_entries.values():
+            if entry.arn == arn:
+                return entry.tags
+        for association in cluster.pod_identities.values():
+            if association.arn == arn:
+                return association.tags
+    return None
+
+
+tags.register("eks", ("cluster", "addon", "access-entry", "podidentityassociation"), _eks_tags)

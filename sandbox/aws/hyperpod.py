@@ -1,0 +1,350 @@
+"""SageMaker HyperPod cluster operations (replacing moto's cluster model).
+
+``CreateCluster`` stores every member the caller set and ``DescribeCluster`` returns it, with the instance
+groups in ``ClusterInstanceGroupDetails`` form (``InstanceCount`` → ``TargetCount``, ``MinInstanceCount`` →
+``MinCount``, ``KubernetesConfig`` → current/desired labels and taints, …). Every input is checked before
+anything is stored: the model's constraints (instance types are botocore's ``ClusterInstanceType`` enum),
+unique group names, an instance type or instance requirements per group, the EKS orchestrator cluster (must
+exist, be ACTIVE and use the API or API_AND_CONFIG_MAP authentication mode), training plans (must exist,
+match the instance type and be usable), the autoscaling prerequisites (EKS orchestrator, Continuous
+provisioning, ClusterRole) and the "<type> for cluster usage" quotas (``ResourceLimitExceeded`` with
+SageMaker's message).
+
+Each instance group's execution role gets a HYPERPOD_LINUX access entry on the EKS cluster. A tag
+``sandbox:fail`` (or an outcome rule) makes the cluster end Creating as Failed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from sandbox import clock
+from sandbox.aws import core, eks_model, outcomes, quotas, tags, training_plans
+from sandbox.aws import hyperpod_model as model
+from sandbox.aws.core import ApiError, Call, operation, validation
+
+_NOT_STORED = ("ClusterName", "InstanceGroups", "Tags")
+_CLUSTER_UPDATABLE = ("RestrictedInstanceGroups", "RestrictedInstanceGroupsConfig", "TieredStorageConfig",
+                      "NodeRecovery", "NodeProvisioningMode", "ClusterRole", "AutoScaling", "Orchestrator")
+
+
+def lookup(call: Call, key: str = "ClusterName") -> model.Cluster:
+    name = call.params[key]
+    cluster = model.find(name, call.region)
+    if cluster is None:
+        raise ApiError("ResourceNotFound", f"Cluster with name or ARN '{name}' not found.")
+    return cluster
+
+
+def _check_plan(call: Call, group: dict[str, Any]) -> None:
+    plan_arn = group.get("TrainingPlanArn")
+    if not plan_arn:
+        return
+    plan = training_plans.find(plan_arn, call.region)
+    if plan is None:
+        raise validation(f"Training plan {plan_arn} does not exist.")
+    instance_type = group.get("InstanceType")
+    if plan.instance_type != instance_type:
+        raise validation(f"Instance group {group['InstanceGroupName']} uses {instance_type} but training plan "
+                         f"{plan.name} reserves {plan.instance_type}.")
+    if plan.status == "Expired":
+        raise validation(f"Training plan {plan.name} has expired.")
+    if group.get("InstanceCount", 0) > plan.count:
+        raise validation(f"Instance group {group['InstanceGroupName']} requests {group['InstanceCount']} instances "
+                         f"but training plan {plan.name} reserves {plan.count}.")
+
+
+def check_unique(specs: list[dict[str, Any]]) -> None:
+    counts = Counter(spec["InstanceGroupName"] for spec in specs)
+    duplicates = sorted(name for name, count in counts.items() if count > 1)
+    if duplicates:
+        raise validation(f"Instance group names must be unique; duplicated: {', '.join(duplicates)}.")
+
+
+def check_group(call: Call, spec: dict[str, Any]) -> None:
+    """Semantic checks of one (complete) instance group specification beyond the model's constraints."""
+    name = spec["InstanceGroupName"]
+    if bool(spec.get("InstanceType")) == bool(spec.get("InstanceRequirements")):
+        raise validation(f"Instance group {name} must specify exactly one of InstanceType and "
+                         "InstanceRequirements.")
+    _check_plan(call, spec)
+
+
+def _quota_usage(region: str, exclude: model.Cluster | None) -> Counter[str]:
+    usage: Counter[str] = Counter()
+    for cluster in model.clusters():
+        if cluster.region != region or cluster is exclude or cluster.status in ("Failed", "Deleting"):
+            continue
+        for group in cluster.groups.values():
+            if not group.deleting and not group.spec.get("TrainingPlanArn"):
+                usage[group.instance_type] += group.target
+    return usage
+
+
+def check_quotas(call: Call, groups: list[model.Group], cluster: model.Cluster | None = None) -> None:
+    """``ResourceLimitExceeded`` if ``groups`` (a cluster's groups after the change) exceed a usage quota."""
+    current = _quota_usage(call.region, cluster)
+    before: Counter[str] = Counter()
+    if cluster is not None:
+        for group in cluster.groups.values():
+            if not group.spec.get("TrainingPlanArn"):
+                before[group.instance_type] += group.target
+    after: Counter[str] = Counter()
+    for group in groups:
+        if not group.deleting and not group.spec.get("TrainingPlanArn"):
+            after[group.instance_type] += group.target
+    for instance_type, wanted in after.items():
+        delta = wanted - before[instance_type]
+        limit = quotas.hyperpod_limit(call.region, instance_type)
+        if delta <= 0 or limit is None or current[instance_type] + before[instance_type] + delta <= limit[1]:
+            continue
+        name, value = limit
+        used = current[instance_type] + before[instance_type]
+        raise ApiError("ResourceLimitExceeded",
+                       f"The account-level service limit '{name}' is {value:g} Instances, with current utilization "
+                       f"of {used} Instances and a request delta of {delta} Instances. Please use AWS Service "
+                       "Quotas to request an increase for this quota. If AWS Service Quotas is not available, "
+                       "contact AWS support to request an increase for this quota.")
+
+
+def check_cluster_settings(settings: dict[str, Any], new_orchestrator: bool = True) -> None:
+    """A new orchestrator must be an ACTIVE EKS cluster; autoscaling needs EKS, Continuous mode and a role."""
+    eks_arn = ((settings.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn")
+    if eks_arn and new_orchestrator:
+        eks = eks_model.find_by_arn(eks_arn)
+        if eks is None:
+            raise validation(f"The EKS cluster {eks_arn} does not exist.")
+        if eks.status != "ACTIVE":
+            raise validation(f"The EKS cluster {eks.name} is in {eks.status} state; it must be ACTIVE.")
+        if eks.authentication_mode not in eks_model.ACCESS_MODES_WITH_ENTRIES:
+            raise validation(f"The EKS cluster {eks.name} uses the {eks.authentication_mode} authentication mode; "
+                             "HyperPod supports API and API_AND_CONFIG_MAP.")
+    if (settings.get("AutoScaling") or {}).get("Mode") == "Enable":
+        if not eks_arn:
+            raise validation("Autoscaling is supported only for clusters orchestrated by Amazon EKS.")
+        if settings.get("NodeProvisioningMode") != "Continuous":
+            raise validation("Autoscaling requires NodeProvisioningMode to be Continuous.")
+        if not settings.get("ClusterRole"):
+            raise validation("Autoscaling requires a ClusterRole.")
+
+
+@operation("sagemaker", "CreateCluster")
+def create_cluster(call: Call) -> dict[str, Any]:
+    name = call.params["ClusterName"]
+    if model.find(name, call.region) is not None:
+        raise ApiError("ResourceInUse", f"Cluster with name '{name}' already exists.")
+    specs = call.get("InstanceGroups", [])
+    check_unique(specs)
+    for spec in specs:
+        check_group(call, spec)
+    settings = {key: value for key, value in call.params.items() if key not in _NOT_STORED}
+    check_cluster_settings(settings)
+    groups = [model.Group(name=spec["InstanceGroupName"], spec=dict(spec)) for spec in specs]
+    check_quotas(call, groups)
+    cluster_tags = core.tag_list(call.get("Tags"))
+    outcome = outcomes.take("hyperpod-cluster", name, cluster_tags)
+    now = clock.now()
+    cluster = model.Cluster(name=name, arn=core.arn("sagemaker", call.region, f"cluster/{core.lower_alnum(12)}"),
+                            region=call.region, created_at=now, since=now, spec=settings, tags=cluster_tags,
+                            groups={group.name: group for group in groups},
+                            pending_failure=outcome[1] if outcome else None)
+    model.add(cluster)
+    grant_node_access(cluster)
+    for group in groups:
+        model.reconcile(cluster, group)
+    return {"ClusterArn": cluster.arn}
+
+
+def grant_node_access(cluster: model.Cluster) -> None:
+    """Give each execution role a HYPERPOD_LINUX access entry on the EKS cluster, as HyperPod does."""
+    eks = eks_model.find_by_arn(cluster.eks_cluster_arn) if cluster.eks_cluster_arn else None
+    if eks is None:
+        return
+    for group in cluster.groups.values():
+        eks_model.ensure_node_entry(eks, group.spec["ExecutionRole"])
+
+
+def _group_status(cluster: model.Cluster, group: model.Group) -> str:
+    if cluster.status in ("Failed", "Deleting"):
+        return cluster.status
+    if group.deleting:
+        return "Deleting"
+    if cluster.status == "Creating":
+        return "Creating"
+    nodes = cluster.group_nodes(group.name)
+    if group.desired_release or any(node.phase in ("launching", "terminating") for node in nodes):
+        return "Updating"
+    return "InService"
+
+
+def _both(current: str, desired: str, value: Any) -> dict[str, Any]:
+    return {current: value, desired: value}
+
+
+def group_details(cluster: model.Cluster, group: model.Group) -> dict[str, Any]:
+    """One ``ClusterInstanceGroupDetails``: the stored specification in the response's member names."""
+    spec = group.spec
+    running = [node for node in cluster.group_nodes(group.name) if model.node_status(node)[0] == "Running"]
+    details = {key: value for key, value in spec.items()
+               if key not in ("InstanceCount", "MinInstanceCount", "KubernetesConfig", "InstanceRequirements",
+                              "ImageId", "ImageReleaseVersion", "AutoPatchConfig")}
+    details.update(CurrentCount=len(running), TargetCount=group.target, Status=_group_status(cluster, group),
+                   CurrentImageReleaseVersion=group.image_release,
+                   DesiredImageReleaseVersion=group.desired_release or group.image_release,
+                   ImageVersionStatus="UpToDate")
+    if group.desired_release or group.software_updated:
+        details["SoftwareUpdateStatus"] = "InProgress" if group.desired_release else "Succeeded"
+    if "MinInstanceCount" in spec:
+        details["MinCount"] = spec["MinInstanceCount"]
+    kubernetes = spec.get("KubernetesConfig")
+    if kubernetes is not None:
+        details["KubernetesConfig"] = {**_both("CurrentLabels", "DesiredLabels", kubernetes.get("Labels", {})),
+                                       **_both("CurrentTaints", "DesiredTaints", kubernetes.get("Taints", []))}
+    requirements = spec.get("InstanceRequirements")
+    if requirements is not None:
+        types = requirements.get("InstanceTypes", [])
+        details["InstanceRequirements"] = _both("CurrentInstanceTypes", "DesiredInstanceTypes", types)
+        details["InstanceTypeDetails"] = [
+            {"InstanceType": instance_type, "ThreadsPerCore": spec.get("ThreadsPerCore"),
+             "CurrentCount": sum(1 for node in running if node.instance_type == instance_type)}
+            for instance_type in types]
+    if "ImageId" in spec:
+        details.update(_both("CurrentImageId", "DesiredImageId", spec["ImageId"]))
+    patch = spec.get("AutoPatchConfig")
+    if patch is not None:
+        details["AutoPatchConfig"] = {"PatchingStrategy": patch.get("PatchingStrategy"),
+                                      "DeploymentConfig": patch.get("DeploymentConfig"),
+                                      **_both("CurrentPatchSchedule", "DesiredPatchSchedule",
+                                              patch.get("PatchSchedule"))}
+    if spec.get("TrainingPlanArn"):
+        plan = training_plans.find(spec["TrainingPlanArn"], cluster.region)
+        details["TrainingPlanStatus"] = plan.status if plan else "Expired"
+    return details
+
+
+def _autoscaling(cluster: model.Cluster) -> dict[str, Any] | None:
+    config = cluster.spec.get("AutoScaling")
+    if config is None:
+        return None
+    return {**config, "Status": "Creating" if cluster.status in ("Creating", "Updating") else "InService"}
+
+
+@operation("sagemaker", "DescribeCluster")
+def describe_cluster(call: Call) -> dict[str, Any]:
+    cluster = lookup(call)
+    return {**cluster.spec, "ClusterArn": cluster.arn, "ClusterName": cluster.name,
+            "ClusterStatus": cluster.status, "CreationTime": core.utc(cluster.created_at),
+            "FailureMessage": cluster.failure_message, "NodeRecovery": cluster.node_recovery,
+            "AutoScaling": _autoscaling(cluster),
+            "InstanceGroups": [group_details(cluster, group) for group in cluster.groups.values()]}
+
+
+@operation("sagemaker", "ListClusters")
+def list_clusters(call: Call) -> dict[str, Any]:
+    selected = [cluster for cluster in model.clusters() if cluster.region == call.region]
+    if call.get("NameContains"):
+        selected = [cluster for cluster in selected if call.params["NameContains"] in cluster.name]
+    after, before, plan = call.get("CreationTimeAfter"), call.get("CreationTimeBefore"), call.get("TrainingPlanArn")
+    if after is not None:
+        selected = [cluster for cluster in selected if cluster.created_at > after.timestamp()]
+    if before is not None:
+        selected = [cluster for cluster in selected if cluster.created_at < before.timestamp()]
+    if plan:
+        selected = [cluster for cluster in selected
+                    if any(group.spec.get("TrainingPlanArn") == plan for group in cluster.groups.values())]
+    by_name = call.get("SortBy") == "NAME"
+    selected.sort(key=lambda cluster: cluster.name if by_name else cluster.created_at,
+                  reverse=call.get("SortOrder", "Descending") == "Descending")
+    page, token = core.paginate(selected, call.get("NextToken"), call.get("MaxResults"))
+    summaries = []
+    for cluster in page:
+        plans = sorted({group.spec["TrainingPlanArn"] for group in cluster.groups.values()
+                        if group.spec.get("TrainingPlanArn")})
+        summaries.append({"ClusterArn": cluster.arn, "ClusterName": cluster.name, "ClusterStatus": cluster.status,
+                          "CreationTime": core.utc(cluster.created_at), "TrainingPlanArns": plans or None,
+                          "ImageVersionStatus": "UpToDate"})
+    return {"ClusterSummaries": summaries, "NextToken": token}
+
+
+def _require_in_service(cluster: model.Cluster) -> None:
+    if cluster.status != "InService":
+        raise ApiError("ConflictException", f"Cluster {cluster.name} is in {cluster.status} state; the operation "
+                                            "is allowed only when it is InService.")
+
+
+@operation("sagemaker", "UpdateCluster")
+def update_cluster(call: Call) -> dict[str, Any]:
+    cluster = lookup(call)
+    _require_in_service(cluster)
+    specs = call.get("InstanceGroups", [])
+    to_delete = call.get("InstanceGroupsToDelete", [])
+    check_unique(specs)
+    unknown = sorted(set(to_delete) - set(cluster.groups))
+    if unknown:
+        raise validation(f"Instance groups to delete do not exist: {', '.join(unknown)}.")
+    both = sorted(set(to_delete) & {spec["InstanceGroupName"] for spec in specs})
+    if both:
+        raise validation(f"Instance groups cannot be both updated and deleted: {', '.join(both)}.")
+    merged: dict[str, model.Group] = {name: model.Group(name, dict(group.spec), group.deleting)
+                                      for name, group in cluster.groups.items()}
+    for spec in specs:
+        name = spec["InstanceGroupName"]
+        existing = merged.get(name)
+        if existing is not None and spec.get("InstanceType") not in (None, existing.spec.get("InstanceType")):
+            raise validation(f"The instance type of instance group {name} cannot be changed.")
+        merged[name] = model.Group(name, {**existing.spec, **spec} if existing else dict(spec))
+        check_group(call, merged[name].spec)
+    for name in to_delete:
+        merged[name].deleting = True
+    settings = {**cluster.spec, **{key: call.params[key] for key in _CLUSTER_UPDATABLE if key in call.params}}
+    check_cluster_settings(settings, new_orchestrator="Orchestrator" in call.params)
+    check_quotas(call, list(merged.values()), cluster)
+    cluster.spec = settings
+    for name, group in merged.items():
+        if name in cluster.groups:
+            cluster.groups[name].spec, cluster.groups[name].deleting = group.spec, group.deleting
+        else:
+            cluster.groups[name] = group
+    model.set_status(cluster, "Updating")
+    grant_node_access(cluster)
+    for group in list(cluster.groups.values()):
+        model.reconcile(cluster, group)
+    return {"ClusterArn": cluster.arn}
+
+
+@operation("sagemaker", "UpdateClusterSoftware")
+def update_cluster_software(call: Call) -> dict[str, Any]:
+    cluster = lookup(call)
+    _require_in_service(cluster)
+    requested = call.get("InstanceGroups") or [{"InstanceGroupName": name} for name in cluster.groups]
+    unknown = sorted({item["InstanceGroupName"] for item in requested} - set(cluster.groups))
+    if unknown:
+        raise validation(f"Instance groups do not exist: {', '.join(unknown)}.")
+    for item in requested:
+        group = cluster.groups[item["InstanceGroupName"]]
+        group.desired_release = item.get("ImageReleaseVersion") or model.IMAGE_RELEASE_VERSION
+        if call.get("ImageId"):
+            group.spec["ImageId"] = call.params["ImageId"]
+        if call.get("DeploymentConfig"):
+            group.spec["ActiveSoftwareUpdateConfig"] = call.params["DeploymentConfig"]
+    model.set_status(cluster, "Updating")
+    return {"ClusterArn": cluster.arn}
+
+
+@operation("sagemaker", "DeleteCluster")
+def delete_cluster(call: Call) -> dict[str, Any]:
+    cluster = lookup(call)
+    if cluster.status != "Deleting":
+        model.set_status(cluster, "Deleting")
+        for node in list(cluster.nodes.values()):
+            model.terminate(cluster, node)
+    return {"ClusterArn": cluster.arn}
+
+
+def _cluster_tags(arn: str) -> dict[str, str] | None:
+    cluster = model.find(arn, region="")
+    return cluster.tags if cluster is not None else None
+
+
+tags.register("sagemaker", ("cluster",), _cluster_tags)

@@ -1,0 +1,148 @@
+"""The AWS world as the other sandbox parts see it, in-process and read-only (plus one report channel).
+
+For the Kubernetes emulator::
+
+    eks_clusters() -> list[EksClusterView]        # every EKS cluster: name, region, status, endpoint, …
+    eks_cluster(region, name) -> EksClusterView | None
+    eks_addons(region, cluster) -> list[AddonView]  # its add-ons with status ([] for an unknown cluster)
+
+For the simulator::
+
+    hyperpod_clusters() -> list[HyperPodView]     # clusters with instance groups and nodes
+    hyperpod_cluster(arn) -> HyperPodView | None
+    on_node_event(callback) / off_node_event(callback)
+                                                  # NodeEvent per node change (launched, running, rebooting,
+                                                  # rebooted, replacing, replaced, terminating, terminated)
+    set_node_health(cluster_arn, instance_id, status)
+
+Every reader first applies the transitions that are due, so what it returns is current. Node events are
+delivered on the thread that observed the change (an API request thread, a reader, or the server's ticker,
+which observes a few times a second) after the world's lock is released, so a callback may call back into
+this module; callbacks should return quickly. ``set_node_health`` records the HyperPod health label the
+simulator derived (``Schedulable``, ``Unschedulable``, ``UnschedulablePendingReboot``,
+``UnschedulablePendingReplacement``); with the cluster's NodeRecovery ``Automatic`` (the default) the two
+"pending" verdicts start a reboot or a replacement, as HyperPod does. It raises ``LookupError`` for an unknown
+cluster or instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from sandbox.aws import core, eks_model, fsx, hyperpod, mlflow
+from sandbox.aws import hyperpod_model as model
+from sandbox.aws.views import (
+    AddonView,
+    EksClusterView,
+    HyperPodView,
+    InstanceGroupView,
+    NodeEvent,
+    NodeView,
+)
+
+__all__ = ["AddonView", "EksClusterView", "HyperPodView", "InstanceGroupView", "NodeEvent", "NodeView",
+           "eks_addons", "eks_cluster", "eks_clusters", "hyperpod_cluster", "hyperpod_clusters", "off_node_event",
+           "on_node_event", "refresh", "set_node_health", "snapshot"]
+
+
+def refresh() -> None:
+    """Apply every transition that is due (and queue the node events they cause)."""
+    with core.transaction():
+        eks_model.refresh()
+        model.refresh()
+        mlflow.refresh()
+        fsx.refresh()
+
+
+def _eks_view(cluster: eks_model.EksCluster) -> EksClusterView:
+    return EksClusterView(name=cluster.name, region=cluster.region, arn=cluster.arn, status=cluster.status,
+                          version=cluster.version, endpoint=cluster.endpoint, oidc_issuer=cluster.oidc_issuer,
+                          authentication_mode=cluster.authentication_mode, created_at=cluster.created_at)
+
+
+def eks_clusters() -> list[EksClusterView]:
+    with core.transaction():
+        refresh()
+        return [_eks_view(cluster) for cluster in eks_model.clusters()]
+
+
+def eks_cluster(region: str, name: str) -> EksClusterView | None:
+    with core.transaction():
+        refresh()
+        cluster = eks_model.find(region, name)
+        return _eks_view(cluster) if cluster is not None else None
+
+
+def eks_addons(region: str, cluster: str) -> list[AddonView]:
+    with core.transaction():
+        refresh()
+        found = eks_model.find(region, cluster)
+        if found is None:
+            return []
+        return [AddonView(name=addon.name, version=addon.version, status=addon.status,
+                          configuration_values=addon.spec.get("configurationValues"),
+                          service_account_role_arn=addon.spec.get("serviceAccountRoleArn"))
+                for addon in found.addons.values()]
+
+
+def _group_view(cluster: model.Cluster, group: model.Group) -> InstanceGroupView:
+    details = hyperpod.group_details(cluster, group)
+    kubernetes = group.kubernetes
+    return InstanceGroupView(name=group.name, instance_type=group.instance_type, target_count=group.target,
+                             current_count=details["CurrentCount"], status=details["Status"],
+                             threads_per_core=group.spec.get("ThreadsPerCore"),
+                             training_plan_arn=group.spec.get("TrainingPlanArn"),
+                             labels=dict(kubernetes.get("Labels") or {}),
+                             taints=[dict(taint) for taint in kubernetes.get("Taints") or []])
+
+
+def _hyperpod_view(cluster: model.Cluster) -> HyperPodView:
+    eks_arn = cluster.eks_cluster_arn
+    return HyperPodView(name=cluster.name, arn=cluster.arn, region=cluster.region, status=cluster.status,
+                        eks_cluster_arn=eks_arn, eks_cluster_name=eks_arn.rsplit("/", 1)[-1] if eks_arn else None,
+                        node_recovery=cluster.node_recovery,
+                        instance_groups=tuple(_group_view(cluster, group) for group in cluster.groups.values()),
+                        nodes=tuple(model.node_view(cluster, node) for node in cluster.nodes.values()))
+
+
+def hyperpod_clusters() -> list[HyperPodView]:
+    with core.transaction():
+        refresh()
+        return [_hyperpod_view(cluster) for cluster in model.clusters()]
+
+
+def hyperpod_cluster(arn: str) -> HyperPodView | None:
+    with core.transaction():
+        refresh()
+        cluster = model.find(arn, region="")
+        return _hyperpod_view(cluster) if cluster is not None else None
+
+
+def on_node_event(callback: Callable[[NodeEvent], None]) -> Callable[[NodeEvent], None]:
+    """Subscribe ``callback`` to node events (usable as a decorator); subscriptions survive resets."""
+    return model.on_node_event(callback)
+
+
+def off_node_event(callback: Callable[[NodeEvent], None]) -> None:
+    """Unsubscribe ``callback`` (no-op if it is not subscribed)."""
+    model.off_node_event(callback)
+
+
+def set_node_health(cluster_arn: str, instance_id: str, status: str) -> None:
+    with core.transaction():
+        refresh()
+        cluster = model.find(cluster_arn, region="")
+        node = cluster.nodes.get(instance_id) if cluster is not None else None
+        if cluster is None or node is None:
+            raise LookupError(f"no node {instance_id} in HyperPod cluster {cluster_arn}")
+        model.set_health(cluster, node, status)
+
+
+def snapshot() -> dict[str, Any]:
+    """The world as JSON-ready data (``GET /_sandbox/world``)."""
+    return {"eks_clusters": [{**asdict(view), "addons": [asdict(addon) for addon in eks_addons(view.region,
+                                                                                                view.name)]}
+                             for view in eks_clusters()],
+            "hyperpod_clusters": [asdict(view) for view in hyperpod_clusters()]}

@@ -1,0 +1,77 @@
+"""Helpers shared by the AWS sandbox tests."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from sandbox import clock
+
+REGION = "us-west-2"
+ACCOUNT = "123456789012"
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/sandbox-role"
+
+
+@contextlib.contextmanager
+def instantly() -> Iterator[None]:
+    """Run the block with time scale 0 (every transition is due at once), then restore the scale."""
+    previous = clock.scale()
+    clock.set_scale(0)
+    try:
+        yield
+    finally:
+        clock.set_scale(previous)
+
+
+def wait_for(read: Callable[[], Any], done: Callable[[Any], bool], timeout: float = 10.0) -> Any:
+    """Poll ``read()`` until ``done(value)``; the last value, or ``AssertionError`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if done(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out; last value: {value!r}")
+        time.sleep(0.02)
+
+
+def make_eks_cluster(client: Callable[..., Any], name: str = "demo", region: str = REGION,
+                     **extra: Any) -> dict[str, Any]:
+    """An ACTIVE EKS cluster (its describe_cluster ``cluster``), made without waiting for time to pass."""
+    eks = client("eks", region)
+    with instantly():
+        eks.create_cluster(name=name, roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]},
+                           **extra)
+        return wait_for(lambda: eks.describe_cluster(name=name)["cluster"], lambda c: c["status"] == "ACTIVE")
+
+
+def group(name: str = "workers", instance_type: str = "ml.g5.8xlarge", count: int = 2,
+          **extra: Any) -> dict[str, Any]:
+    """A minimal instance group specification."""
+    return {"InstanceGroupName": name, "InstanceType": instance_type, "InstanceCount": count,
+            "ExecutionRole": ROLE, **extra}
+
+
+def make_hyperpod(client: Callable[..., Any], name: str = "hp", groups: list[dict[str, Any]] | None = None,
+                  wait: bool = True, **extra: Any) -> dict[str, Any]:
+    """A HyperPod cluster on a new ACTIVE EKS cluster (access entries on); its describe_cluster.
+
+    With ``wait`` the cluster is made InService without waiting for time to pass; without, it is left
+    Creating at the current time scale.
+    """
+    eks = make_eks_cluster(client, name=f"{name}-eks", accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})
+    sagemaker = client("sagemaker")
+
+    def create() -> None:
+        sagemaker.create_cluster(ClusterName=name, Orchestrator={"Eks": {"ClusterArn": eks["arn"]}},
+                                 InstanceGroups=groups if groups is not None else [group()], **extra)
+
+    if not wait:
+        create()
+        return sagemaker.describe_cluster(ClusterName=name)
+    with instantly():
+        create()
+        return wait_for(lambda: sagemaker.describe_cluster(ClusterName=name),
+                        lambda c: c["ClusterStatus"] == "InService")
