@@ -39,6 +39,8 @@ PRESIGN_EXPIRES = 60
 #: EKS honours a token for 15 minutes; stop reusing it well before.
 TOKEN_REUSE = 10 * 60
 CLUSTER_ID_HEADER = "x-k8s-aws-id"
+#: EKS statuses in which the API server answers.
+SERVING_STATUSES = frozenset({"ACTIVE", "UPDATING"})
 
 _lock = threading.Lock()
 
@@ -87,7 +89,7 @@ def describe_access(cluster_name: str, *, region: str, credentials: aws.Credenti
         cluster = eks.describe_cluster(name=cluster_name)["cluster"]
     endpoint = cluster.get("endpoint")
     ca_data = cluster.get("certificateAuthority", {}).get("data")
-    if not endpoint or not ca_data:
+    if cluster.get("status") not in SERVING_STATUSES or not endpoint or not ca_data:
         raise CloudError(f"EKS cluster {cluster_name} has no API endpoint yet (status {cluster.get('status')}).",
                          code="cluster_not_ready")
     with tempfile.NamedTemporaryFile("wb", prefix=f"eks-{cluster_name}-", suffix=".pem", delete=False) as ca_file:

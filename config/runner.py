@@ -1,7 +1,9 @@
 """``python -m config.runner`` (``make run``): the whole product on one machine, stopped by one Ctrl-C.
 
 Order: the embedded Redis (only when ``REDIS_URL`` is unset; its URL is exported to everything after),
-``migrate``, ``collectstatic``, ``ensure_first_admin``, then three children — ``web`` (uvicorn serving
+the offline sandbox (only when ``INSTANTSTART_SANDBOX`` is on and ``AWS_ENDPOINT_URL`` is unset; its
+endpoint, dummy credentials and region are exported to everything after), ``migrate``, ``collectstatic``,
+``ensure_first_admin``, then three children — ``web`` (uvicorn serving
 ``config.asgi``: portal, REST, WebSockets and ``/mcp``), ``worker`` and ``beat`` (Celery) — whose output
 lines are prefixed with their names. The URLs are printed once ``/healthz`` answers.
 
@@ -24,9 +26,15 @@ import time
 import urllib.request
 
 from config.embedded import redis_url, start_redis
-from config.settings import BASE_DIR, VAR_DIR
+from config.settings import BASE_DIR, SANDBOX, VAR_DIR
 
 STOP_TIMEOUT = 10.0
+SANDBOX_START_TIMEOUT = 60.0
+SANDBOX_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "sandbox",
+    "AWS_SECRET_ACCESS_KEY": "sandbox",
+    "AWS_DEFAULT_REGION": "us-west-2",
+}
 LOOPBACK_OR_ANY = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::"}
 _output_lock = threading.Lock()
 
@@ -93,6 +101,26 @@ def manage(*args: str) -> None:
         child.finish(time.monotonic() + STOP_TIMEOUT)
     if child.process.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} exited with code {child.process.returncode}")
+
+
+def start_sandbox() -> Child:
+    """Start ``python -m sandbox`` and point every later child at it (``AWS_ENDPOINT_URL``, dummy credentials)."""
+    aws_port = int(os.environ.get("INSTANTSTART_SANDBOX_AWS_PORT", "4566"))
+    os.environ.setdefault("INSTANTSTART_SANDBOX_STATE_DIR", str(VAR_DIR / "sandbox"))
+    child = Child("sandbox", [sys.executable, "-m", "sandbox"])
+    endpoint = f"http://127.0.0.1:{aws_port}"
+    deadline = time.monotonic() + SANDBOX_START_TIMEOUT
+    while not answers(f"{endpoint}/_sandbox/clock"):
+        if child.process.poll() is not None or time.monotonic() > deadline:
+            child.finish(time.monotonic())
+            raise RuntimeError(f"the sandbox did not answer on {endpoint} within {SANDBOX_START_TIMEOUT:.0f} s")
+        time.sleep(0.2)
+    os.environ["AWS_ENDPOINT_URL"] = endpoint
+    for name, value in SANDBOX_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+    say("runner", f"sandbox AWS on {endpoint}, Kubernetes API servers under https://127.0.0.1:"
+                  f"{os.environ.get('INSTANTSTART_SANDBOX_KUBE_PORT', '4567')}/clusters/")
+    return child
 
 
 def answers(url: str) -> bool:
@@ -163,10 +191,12 @@ def main() -> int:
             redis = start_redis(VAR_DIR)
             os.environ["REDIS_URL"] = redis_url(VAR_DIR)
             say("runner", f"embedded Redis on {os.environ['REDIS_URL']}")
+        if SANDBOX and not os.environ.get("AWS_ENDPOINT_URL"):
+            children.append(start_sandbox())
         manage("migrate", "--noinput")
         manage("collectstatic", "--noinput", "--verbosity", "0")
         manage("ensure_first_admin")
-        children = [Child(name, command) for name, command in child_commands(host, port).items()]
+        children += [Child(name, command) for name, command in child_commands(host, port).items()]
         return supervise(children, f"{local_url}/healthz", banner(public_url))
     except KeyboardInterrupt:
         say("runner", "stopping")

@@ -123,16 +123,18 @@ def create_cluster(call: Call) -> dict[str, Any]:
 
 
 def render(cluster: EksCluster) -> dict[str, Any]:
-    """The ``Cluster`` structure."""
+    """The ``Cluster`` structure. As in EKS, the API endpoint and its CA appear once the control plane is up."""
     spec = cluster.spec
+    serving = cluster.status in ("ACTIVE", "UPDATING")
     vpc = spec.get("resourcesVpcConfig", {})
     network = spec.get("kubernetesNetworkConfig", {})
     return {
         **spec,
         "name": cluster.name, "arn": cluster.arn, "createdAt": core.utc(cluster.created_at),
-        "version": cluster.version, "endpoint": cluster.endpoint, "status": cluster.status,
+        "version": cluster.version, "status": cluster.status,
         "roleArn": spec["roleArn"], "id": cluster.id, "platformVersion": PLATFORM_VERSION,
-        "certificateAuthority": {"data": cluster.certificate_data},
+        **({"endpoint": cluster.endpoint, "certificateAuthority": {"data": cluster.certificate_data}}
+           if serving else {"certificateAuthority": {}}),
         "identity": {"oidc": {"issuer": cluster.oidc_issuer}},
         "resourcesVpcConfig": {
             "subnetIds": vpc.get("subnetIds", []), "securityGroupIds": vpc.get("securityGroupIds", []),

@@ -52,9 +52,13 @@ class Run:
     def __init__(self, var_dir: Path, log: Path):
         self.var_dir, self.log, self.port = var_dir, log, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        hidden = {"REDIS_URL", "DATABASE_URL", "INSTANTSTART_ADMIN_USERNAME", "INSTANTSTART_ADMIN_PASSWORD"}
+        hidden = {"REDIS_URL", "DATABASE_URL", "INSTANTSTART_ADMIN_USERNAME", "INSTANTSTART_ADMIN_PASSWORD",
+                  "AWS_ENDPOINT_URL"}
         env = {key: value for key, value in os.environ.items() if key not in hidden}
-        env |= {"INSTANTSTART_VAR_DIR": str(var_dir), "INSTANTSTART_PORT": str(self.port)}
+        self.sandbox_port = free_port()
+        env |= {"INSTANTSTART_VAR_DIR": str(var_dir), "INSTANTSTART_PORT": str(self.port),
+                "INSTANTSTART_SANDBOX_AWS_PORT": str(self.sandbox_port),
+                "INSTANTSTART_SANDBOX_KUBE_PORT": str(free_port())}
         with log.open("w") as output:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "config.runner"], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
@@ -146,6 +150,8 @@ def test_runner_serves_the_product_stops_cleanly_and_keeps_data_across_restarts(
     admin = credentials(first.var_dir)
     assert admin["password"] in first.output()
     assert log_in(first.url, admin["username"], admin["password"])["username"] == admin["username"]
+    sandbox = httpx.get(f"http://127.0.0.1:{first.sandbox_port}/_sandbox/clock", timeout=5)
+    assert sandbox.status_code == 200
     queue = redis.Redis(unix_socket_path=str(first.var_dir / "redis.sock"))
     queue.set("instantstart:test:restart", "kept")
     queue.close()
