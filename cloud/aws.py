@@ -22,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 from cloud.errors import classify, provider_error
 from config.errors import ApplicationError, CloudError
 
+#: Attempts per call, the first included.
 RETRY_ATTEMPTS = 8
 _lock = threading.Lock()
 
@@ -40,7 +41,7 @@ class Credentials:
 
 def client_config() -> Config:
     return Config(
-        retries={"mode": "adaptive", "max_attempts": RETRY_ATTEMPTS},
+        retries={"mode": "adaptive", "total_max_attempts": RETRY_ATTEMPTS},
         user_agent_extra="instantstart",
         connect_timeout=10,
         read_timeout=60,

@@ -110,6 +110,7 @@ def _cached_api_client(cluster_name: str, region: str, credentials: aws.Credenti
             token_box[:] = [eks_token(cluster_name, region=region, credentials=credentials)]
             config.api_key["authorization"] = token_box[0].value
 
+    refresh(configuration)
     configuration.refresh_api_key_hook = refresh
     return k8s.ApiClient(configuration)
 

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import httpx
 import pytest
+from botocore.retries.standard import ExponentialBackoff
 from django.core.cache import cache
 from django.test import Client
 
 from accounts import services
 from accounts.models import Membership, Role, Team, User
+from cloud import aws, kube
 from config.context import Source
 
 _counter = itertools.count(1)
@@ -116,3 +120,49 @@ def api(token_for) -> Callable[..., ApiClient]:
         return ApiClient(token_for(user, read_only=read_only) if user else None)
 
     return client
+
+
+@pytest.fixture(scope="session")
+def sandbox_world(tmp_path_factory):
+    """The whole sandbox (AWS, Kubernetes emulator, simulator), started once per session on free ports.
+
+    It runs on threads of the test process, but the product reaches it only over HTTP with the real boto3
+    and kubernetes clients. Its certificate authority lives in a temporary state directory.
+    """
+    os.environ.setdefault("INSTANTSTART_SANDBOX_STATE_DIR", str(tmp_path_factory.mktemp("sandbox-state")))
+    from sandbox.main import start_world
+
+    world = start_world(aws_port=0, kube_port=0)
+    yield world
+    world.stop()
+
+
+@dataclass
+class SandboxHandle:
+    aws_url: str
+
+    def control(self, method: str, path: str, body=None):
+        """Call the sandbox's control API (``/_sandbox/<path>``); raises on an error status."""
+        response = httpx.request(method, f"{self.aws_url}/_sandbox/{path}", json=body, timeout=10)
+        response.raise_for_status()
+        return response.json()
+
+
+@pytest.fixture
+def sandbox(sandbox_world, monkeypatch) -> SandboxHandle:
+    """An empty sandbox world for this test, with boto3 pointed at it, time at 1/1000 of AWS's and botocore's
+    retry backoff shrunk a hundredfold (its logic unchanged)."""
+    handle = SandboxHandle(aws_url=sandbox_world.aws_url)
+    handle.control("POST", "reset")
+    handle.control("PUT", "clock", {"scale": 0.001})
+    for name, value in {"AWS_ENDPOINT_URL": sandbox_world.aws_url, "AWS_ACCESS_KEY_ID": "sandbox",
+                        "AWS_SECRET_ACCESS_KEY": "sandbox", "AWS_DEFAULT_REGION": "us-west-2"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    delay = ExponentialBackoff.delay_amount
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: delay(self, context) / 100)
+    aws.forget_clients()
+    kube.forget_api_clients()
+    yield handle
+    aws.forget_clients()
+    kube.forget_api_clients()
