@@ -164,5 +164,6 @@ def sandbox(sandbox_world, monkeypatch) -> SandboxHandle:
     aws.forget_clients()
     kube.forget_api_clients()
     yield handle
+    handle.control("POST", "reset")
     aws.forget_clients()
     kube.forget_api_clients()

@@ -1,0 +1,100 @@
+"""Helpers shared by the simulator tests and ``tests/sandbox/test_world.py``.
+
+The sandbox itself comes from the session fixture ``sandbox_world`` in ``tests/conftest.py`` (one world per
+process: the emulator's clusters and the simulator are process-wide); its ``sandbox`` fixture empties it,
+sets time to 1/1000 and points boto3 at it before each test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+from kubernetes import client as k8s
+
+from cloud import kube
+from sandbox import clock
+
+REGION = "us-west-2"
+ROLE = "arn:aws:iam::123456789012:role/sandbox"
+TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
+
+
+@contextlib.contextmanager
+def instantly() -> Iterator[None]:
+    """Time scale 0 for the block (every AWS transition and simulated delay is due at once)."""
+    previous = clock.scale()
+    clock.set_scale(0)
+    try:
+        yield
+    finally:
+        clock.set_scale(previous)
+
+
+def wait_for(read: Callable[[], Any], done: Callable[[Any], bool] = bool, timeout: float = 10.0) -> Any:
+    """Poll ``read()`` until ``done(value)``; returns the value, or fails with the last one after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if done(value):
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting; last value: {value!r}"
+        time.sleep(0.02)
+
+
+_session = boto3.session.Session()
+
+
+def client(service: str) -> Any:
+    """A plain boto3 client (endpoint, credentials and region from the environment)."""
+    return _session.client(service, region_name=REGION)
+
+
+def group(name: str = "gpu", instance_type: str = "ml.g5.8xlarge", count: int = 2, **extra: Any) -> dict[str, Any]:
+    """An instance group specification for ``create_cluster``."""
+    return {"InstanceGroupName": name, "InstanceType": instance_type, "InstanceCount": count, "ExecutionRole": ROLE,
+            "LifeCycleConfig": {"SourceS3Uri": "s3://sandbox-lifecycle/scripts", "OnCreate": "on_create.sh"},
+            **extra}
+
+
+def make_cluster(name: str = "demo", groups: list[dict[str, Any]] | None = None,
+                 addons: tuple[str, ...] = (TRAINING_OPERATOR,)) -> k8s.ApiClient:
+    """An ACTIVE EKS cluster orchestrating an InService HyperPod cluster ``<name>-hp`` (default: two
+    ml.g5.8xlarge), with ``addons`` ACTIVE and every node Ready; returns its ``ApiClient``. Made at time
+    scale 0, so it costs no simulated time."""
+    groups = [group()] if groups is None else groups
+    eks, sagemaker = client("eks"), client("sagemaker")
+    with instantly():
+        arn = eks.create_cluster(name=name, roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]},
+                                 accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})["cluster"]["arn"]
+        wait_for(lambda: eks.describe_cluster(name=name)["cluster"]["status"], lambda s: s == "ACTIVE")
+        sagemaker.create_cluster(ClusterName=f"{name}-hp", Orchestrator={"Eks": {"ClusterArn": arn}},
+                                 InstanceGroups=groups)
+        wait_for(lambda: sagemaker.describe_cluster(ClusterName=f"{name}-hp")["ClusterStatus"],
+                 lambda s: s == "InService")
+        for addon in addons:
+            eks.create_addon(clusterName=name, addonName=addon)
+            wait_for(lambda a=addon: eks.describe_addon(clusterName=name, addonName=a)["addon"]["status"],
+                     lambda s: s == "ACTIVE")
+        api_client = kube.api_client(name, region=REGION)
+        core = k8s.CoreV1Api(api_client)
+        expected = sum(g["InstanceCount"] for g in groups)
+        wait_for(lambda: [n for n in core.list_node().items
+                          if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions)],
+                 lambda ready: len(ready) == expected)
+    return api_client
+
+
+def pod_template(name: str = "app", image: str = "nginx:1.27", resources: dict[str, Any] | None = None,
+                 restart_policy: str | None = None) -> dict[str, Any]:
+    """A pod template labelled ``app: <name>`` with one container (``resources`` as requests and limits)."""
+    container: dict[str, Any] = {"name": name, "image": image}
+    if resources:
+        container["resources"] = {"requests": resources, "limits": resources}
+    spec: dict[str, Any] = {"containers": [container]}
+    if restart_policy:
+        spec["restartPolicy"] = restart_policy
+    return {"metadata": {"labels": {"app": name}}, "spec": spec}
