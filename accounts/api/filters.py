@@ -3,6 +3,7 @@
 import django_filters
 
 from accounts.models import AuditEvent
+from config.api.filters import UtcIsoDateTimeFilter
 from config.context import Source
 
 
@@ -15,8 +16,8 @@ class AuditEventFilter(django_filters.FilterSet):
     target_type = django_filters.CharFilter()
     target_id = django_filters.CharFilter()
     request_id = django_filters.CharFilter()
-    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    until = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    since = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    until = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = AuditEvent

@@ -242,3 +242,18 @@ def test_team_and_membership_lists_have_constant_queries(cast, api, make_user, d
         assert len(client.get(f"/api/v1/teams/{cast.team.pk}/memberships").json()) == 23
     with django_assert_max_num_queries(6):
         assert len(client.get("/api/v1/teams").json()["results"]) == 1
+
+
+@pytest.mark.parametrize("value", ["1088-02-23T15:37:12+18:15", "0001-01-01T00:00:00+01:00"])
+def test_date_times_outside_utc_are_validation_errors(cast, api, value):
+    response = api(cast.viewer).get("/api/v1/audit-events", since=value)
+    assert response.status_code == 400
+    assert codes(response) == {"since": ["invalid"]}
+
+
+def test_date_time_filters_compare_in_utc(cast, api):
+    client = api(cast.viewer)
+    event = AuditEvent.objects.filter(team=cast.team).earliest("created_at")
+    local = event.created_at.astimezone(timezone.get_fixed_timezone(-300)).isoformat()
+    ids = [row["id"] for row in client.get("/api/v1/audit-events", since=local, team=cast.team.pk).json()["results"]]
+    assert event.pk in ids
