@@ -30,9 +30,11 @@ def _empty_sandbox(sandbox) -> Iterator[None]:
     sandbox.control("POST", "reset")
 
 
-def wait(read: Any, until: Any) -> Any:
-    """Poll like a script would."""
+def wait(read: Any, until: Any, timeout: float = 30.0) -> Any:
+    """Poll like a script would (giving up after ``timeout`` seconds with the last value)."""
+    deadline = time.monotonic() + timeout
     while not until(value := read()):
+        assert time.monotonic() < deadline, f"timed out; last value: {value!r}"
         time.sleep(0.05)
     return value
 
@@ -116,9 +118,12 @@ def test_boto3_builds_a_hyperpod_cluster_whose_nodes_run_a_training_job_with_str
     stream = core.read_namespaced_pod_log("llama3-1-8b-fsdp-hpto-pods-0", "default", follow=True, timestamps=True,
                                           _preload_content=False)
     lines = [raw.decode().rstrip("\n") for raw in stream]
-    job = custom.get_namespaced_custom_object("sagemaker.amazonaws.com", "v1", "default", "hyperpodpytorchjobs",
-                                              "llama3-1-8b-fsdp-hpto")
-    assert [c["type"] for c in job["status"]["conditions"] if c["status"] == "True"] == ["Created", "Succeeded"]
+    true_conditions = wait(
+        lambda: [c["type"] for c in custom.get_namespaced_custom_object(
+            "sagemaker.amazonaws.com", "v1", "default", "hyperpodpytorchjobs", "llama3-1-8b-fsdp-hpto",
+        )["status"]["conditions"] if c["status"] == "True"],
+        lambda types: "Running" not in types)
+    assert true_conditions == ["Created", "Succeeded"]
     messages = [line.split(" ", 1)[1] for line in lines]
     assert messages[0].startswith("hyperpodrun: started 1 worker processes")
     assert [message.split(",")[0] for message in messages[1:]] == [f"step={step}" for step in range(1, 51)]
