@@ -1,8 +1,8 @@
 """The real CRDs the emulator validates against, and which add-on or operator installs which.
 
-Location (first that applies): ``$INSTANTSTART_CRDS_DIR``; ``<repo>/../shared/crds`` (the shared folder CI
-lays beside the clone); ``sandbox/kube/crd_files/`` (a vendored copy with the same layout). Files are read
-once and parsed with libyaml; callers get copies.
+Location: ``$INSTANTSTART_CRDS_DIR`` when set, else ``sandbox/kube/crd_files/`` — the project's own copy of the
+reference CRDs (byte for byte, with their README naming source repository, commit and licence), so a fresh
+clone runs the sandbox with nothing beside it. Files are read once and parsed with libyaml; callers get copies.
 
 HyperPodPyTorchJob has no published CRD. ``hyperpod_pytorch_job_crd()`` builds one from
 ``sagemaker.amazonaws.com/hyperpodpytorchjobs.derived-schema.json`` (JSON Schema from the hyp SDK's
@@ -32,7 +32,6 @@ from sandbox.kube.patch import json_patch
 
 ENV_VAR = "INSTANTSTART_CRDS_DIR"
 HYPERPOD_PYTORCH_JOB = "sagemaker.amazonaws.com/hyperpodpytorchjobs"
-_REPO = Path(__file__).resolve().parents[2]
 _VENDORED = Path(__file__).resolve().parent / "crd_files"
 
 _INFERENCE = tuple(f"inference.sagemaker.aws.amazon.com/{name}.yaml"
@@ -61,17 +60,13 @@ _KEDA_PATCHES = {"keda.sh/scaledobjects.yaml": "keda.sh/kustomize-patches/scaled
 
 
 def crds_dir() -> Path:
-    """The folder holding the reference CRDs (see the module docstring for the search order)."""
+    """The folder holding the reference CRDs (see the module docstring)."""
     configured = os.environ.get(ENV_VAR)
     if configured:
         if not Path(configured).is_dir():
             raise FileNotFoundError(f"{ENV_VAR}={configured} is not a directory")
         return Path(configured)
-    for candidate in (_REPO.parent / "shared" / "crds", _VENDORED):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"no CRD folder: set {ENV_VAR}, or put the CRDs in {_REPO.parent / 'shared' / 'crds'} "
-                            f"or {_VENDORED}")
+    return _VENDORED
 
 
 def parse_yaml(text: str | bytes) -> Any:
