@@ -266,7 +266,7 @@ class _Run:
     def _clean(self) -> None:
         policy = self.run_policy.get("cleanPodPolicy") or "All"
         for pod in self.pods.values():
-            if policy == "All" or (policy == "Running" and not pods.terminal(pod)):
+            if policy == "All" or (policy == "OnlyComplete" and pods.terminal(pod)):
                 self.ctx.delete("pods", pod)
 
 
