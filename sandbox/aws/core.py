@@ -17,7 +17,9 @@ import base64
 import contextlib
 import datetime
 import secrets
+import sys
 import threading
+import traceback
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -117,7 +119,10 @@ def transaction() -> Iterator[None]:
             _queue.clear()
         _lock.release()
         for callback, event in pending:
-            callback(event)
+            try:
+                callback(event)
+            except Exception:  # a listener's bug must neither fail the AWS call nor starve the other listeners
+                traceback.print_exc(file=sys.stderr)
 
 
 def enqueue(callbacks: Sequence[Callable[[Any], None]], event: Any) -> None:

@@ -16,6 +16,7 @@ All functions here must be called under ``core.transaction()``.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,10 +176,14 @@ def node_view(cluster: Cluster, node: Node) -> NodeView:
 
 
 def _emit(kind: str, cluster: Cluster, node: Node, replacement_id: str | None = None) -> None:
+    """Queue a node event (under the extension lock, so sequence numbers follow the order of changes)."""
     event = NodeEvent(kind=kind, cluster_arn=cluster.arn, cluster_name=cluster.name, region=cluster.region,
                       eks_cluster_arn=cluster.eks_cluster_arn, node=node_view(cluster, node),
-                      replacement_id=replacement_id)
+                      replacement_id=replacement_id, sequence=next(_event_sequence))
     core.enqueue(list(_listeners), event)
+
+
+_event_sequence = itertools.count(1)
 
 
 def _subnet_id(cluster: Cluster, group: Group) -> str:

@@ -98,3 +98,5 @@ class NodeEvent:
     eks_cluster_arn: str | None
     node: NodeView
     replacement_id: str | None = None
+    sequence: int = 0
+    """Increases with every event emitted; listeners on several threads use it to keep only the newest."""

@@ -27,6 +27,9 @@ class ContainerLog:
     current: list[Line] = field(default_factory=list)
     previous: list[Line] | None = None
     trimmed: int = 0
+    previous_trimmed: int = 0
+    #: Which instance of the container ``current`` belongs to (0 until the first restart).
+    instance: int = 0
 
     @property
     def written(self) -> int:
@@ -58,7 +61,9 @@ class LogBook:
         """The container restarted: its lines become the previous instance's, the current log is empty."""
         with self._lock:
             log = self._logs.setdefault((namespace, pod), {}).setdefault(container, ContainerLog())
-            log.previous, log.current, log.trimmed = log.current, [], 0
+            log.previous, log.current = log.current, []
+            log.previous_trimmed, log.trimmed = log.trimmed, 0
+            log.instance += 1
 
     def lines(self, namespace: str, pod: str, container: str, *, previous: bool = False) -> list[Line] | None:
         """A copy of the lines; ``None`` when that instance never wrote anything (or never existed)."""
@@ -69,16 +74,22 @@ class LogBook:
             chosen = log.previous if previous else log.current
             return None if chosen is None else list(chosen)
 
-    def since(self, namespace: str, pod: str, container: str, position: int) -> tuple[list[Line], int]:
-        """The current instance's lines after the first ``position`` written, and the new position (a
-        follower's cursor; a restart starts a new instance, so a cursor past its end reads from its start)."""
+    def since(self, namespace: str, pod: str, container: str, position: int,
+              instance: int | None = None) -> tuple[list[Line], int, int, bool]:
+        """A follower's next read: ``(lines, position, instance, restarted)``.
+
+        ``lines`` are those written after the first ``position`` lines of container instance ``instance``
+        (``None``: the current one). When that instance has since restarted, they are the rest of its lines and
+        ``restarted`` is true — like the kubelet, a follow ends with the container it was following."""
         with self._lock:
             log = self._logs.get((namespace, pod), {}).get(container)
             if log is None:
-                return [], 0
-            if position > log.written:
-                position = 0
-            return log.current[max(position - log.trimmed, 0):], log.written
+                return [], 0, 0, False
+            if instance is None or instance == log.instance:
+                return log.current[max(position - log.trimmed, 0):], log.written, log.instance, False
+            rest = log.previous[max(position - log.previous_trimmed, 0):] \
+                if instance == log.instance - 1 and log.previous is not None else []
+            return rest, position + len(rest), instance, True
 
     def forget(self, namespace: str, pod: str) -> None:
         with self._lock:

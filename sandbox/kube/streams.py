@@ -168,7 +168,7 @@ def follow_response(request: LogRequest, stopping: threading.Event) -> Streaming
             _post(loop, wake, None)
 
     with store.lock:
-        lines, position = store.logs.since(request.namespace, request.pod, request.container, 0)
+        lines, position, instance, _ = store.logs.since(request.namespace, request.pod, request.container, 0)
         stop_logs = store.logs.subscribe(on_log)
         stop_events = store.watch(on_event)
 
@@ -177,7 +177,7 @@ def follow_response(request: LogRequest, stopping: threading.Event) -> Streaming
                       limit_bytes=budget)
 
     async def body() -> AsyncIterator[bytes]:
-        nonlocal position
+        nonlocal position, instance
         budget = request.limit_bytes
         try:
             data = chunk(lines, True, budget)
@@ -190,7 +190,9 @@ def follow_response(request: LogRequest, stopping: threading.Event) -> Streaming
                             return
                 with store.lock:
                     ended = _terminated(store.find("pods", request.pod, request.namespace), request.container)
-                    new, position = store.logs.since(request.namespace, request.pod, request.container, position)
+                    new, position, instance, restarted = store.logs.since(
+                        request.namespace, request.pod, request.container, position, instance)
+                    ended = ended or restarted
                 if new:
                     data = chunk(new, False, budget)
                     continue

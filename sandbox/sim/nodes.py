@@ -54,10 +54,16 @@ class NodePhases:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._kinds: dict[tuple[str, str], str] = {}
+        self._sequences: dict[tuple[str, str], int] = {}
 
     def observe(self, event: aws.NodeEvent) -> None:
+        """Keep the newest event per node; events delivered late by another thread are ignored."""
+        key = (event.cluster_arn, event.node.instance_id)
         with self._lock:
-            self._kinds[(event.cluster_arn, event.node.instance_id)] = event.kind
+            if event.sequence < self._sequences.get(key, 0):
+                return
+            self._sequences[key] = event.sequence
+            self._kinds[key] = event.kind
 
     def phase(self, cluster_arn: str, node: aws.NodeView) -> str | None:
         """What the node is doing; without an event seen, a Running instance counts as ``running``."""
@@ -71,6 +77,7 @@ class NodePhases:
         with self._lock:
             for key in [key for key in self._kinds if key not in live]:
                 del self._kinds[key]
+                self._sequences.pop(key, None)
 
 
 def eks_cluster(view: aws.HyperPodView) -> tuple[str, str] | None:
@@ -202,8 +209,13 @@ def reconcile(ctx: Context, views: list[aws.HyperPodView], phases: NodePhases) -
 
 
 def _report(ctx: Context, view: aws.HyperPodView, node: aws.NodeView, state: dict[str, Any]) -> None:
+    """Send the Node's health label to HyperPod — except a pending-reboot/replacement label the simulator set
+    itself for the phase in progress: echoing it back would ask HyperPod for the same recovery again."""
     current = ctx.store.find("nodes", node_name(node.instance_id))
     label = objects.labels(current).get(HEALTH) if current else None
+    own = _PHASES[state["applied"]][0] if state.get("applied") in _PHASES else None
+    if label == own and label.startswith("UnschedulablePending"):
+        return
     if label and label != state.get("reported"):
         state["reported"] = label
         try:
