@@ -13,6 +13,7 @@ A read-only API token limits its bearer to viewer-level actions and read-only pe
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -71,7 +72,8 @@ def roles(actor: Any) -> dict[int, Role]:
 
 def forget_roles(actor: Any) -> None:
     """Drop the cached roles after a membership change that concerns ``actor``."""
-    actor.__dict__.pop("_team_roles", None)
+    with contextlib.suppress(AttributeError):
+        del actor._team_roles
 
 
 def role_in(actor: Any, team: Team | int | None) -> Role | None:

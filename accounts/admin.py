@@ -6,10 +6,25 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from accounts.models import ApiToken, AuditEvent, Membership, Team, User
 
 
-class MembershipInline(admin.TabularInline):
+class ReadOnlyAdminMixin:
+    """Rows whose changes carry rules and audit rows (memberships: the last-admin rule) are changed through the
+    portal or the API, which run the services; admin shows them."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class MembershipInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Membership
     extra = 0
-    autocomplete_fields = ["user", "team"]
+    fields = ["user", "team", "role", "created_at"]
+    readonly_fields = fields
 
 
 @admin.register(User)
@@ -33,31 +48,30 @@ class TeamAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["user", "team", "role", "created_at"]
     list_select_related = ["user", "team"]
     list_filter = ["role", "team"]
     search_fields = ["user__username", "user__email", "team__name"]
-    autocomplete_fields = ["user", "team"]
 
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    """Tokens are issued by their owners in the portal; admins can inspect and revoke, not mint."""
+    """Tokens are issued and revoked by their owners; admins inspect them (deactivate the user to cut one off)."""
 
     list_display = ["name", "user", "prefix", "read_only", "created_at", "expires_at", "last_used_at", "revoked_at"]
     list_select_related = ["user"]
     list_filter = ["read_only", ("revoked_at", admin.EmptyFieldListFilter), "expires_at"]
     search_fields = ["name", "prefix", "user__username"]
-    readonly_fields = ["user", "name", "prefix", "key_hash", "read_only", "created_at", "expires_at", "last_used_at"]
-    exclude = []
+    readonly_fields = ["user", "name", "prefix", "key_hash", "read_only", "created_at", "expires_at", "last_used_at",
+                       "revoked_at"]
 
     def has_add_permission(self, request):
         return False
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read-only: the audit trail is append-only."""
 
     list_display = ["created_at", "actor_name", "team", "source", "action", "target_type", "target_repr"]
@@ -65,12 +79,3 @@ class AuditEventAdmin(admin.ModelAdmin):
     list_filter = ["source", "action", "target_type", "team"]
     search_fields = ["actor_name", "action", "target_repr", "target_id", "request_id"]
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

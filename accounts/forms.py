@@ -27,7 +27,7 @@ PAGE_ERRORS = (NotFound, PermissionDenied, NotAuthenticated)
 
 Result = TypeVar("Result")
 
-_INTEGER = re.compile(r"[+-]?\d+")
+_INTEGER = re.compile(r"[+-]?\d{1,19}")
 _TRUE = {"on", "true", "1", "yes"}
 
 

@@ -16,6 +16,7 @@ from accounts.tokens import display_prefix, generate_secret, hash_secret
 from config.errors import Conflict, NotFound, ValidationFailed
 
 TEAM_AUDIT_FIELDS = ["name", "slug", "description"]
+MUTABLE_TEAM_FIELDS = ["name", "description"]
 
 
 def _unique_team_fields(*, name: str | None, slug: str | None, exclude: Team | None = None) -> None:
@@ -52,12 +53,22 @@ def team_create(*, actor: User, name: str, slug: str, description: str = "", sou
 
 
 def team_update(*, actor: User, team: Team, source: str, **changes: str) -> Team:
-    """Change name, slug or description; only the fields given are touched."""
+    """Change the name or description; only the fields given are touched. The slug is fixed at creation: it
+    names the team's Kubernetes namespaces and cloud tags."""
     access.require(actor, "team.update", team)
-    changes = {key: value for key, value in changes.items() if key in TEAM_AUDIT_FIELDS and getattr(team, key) != value}
+    changes = {key: value for key, value in changes.items()
+               if key in MUTABLE_TEAM_FIELDS and getattr(team, key) != value}
     if not changes:
         return team
-    _unique_team_fields(name=changes.get("name"), slug=changes.get("slug"), exclude=team)
+    _unique_team_fields(name=changes.get("name"), slug=None, exclude=team)
+    try:
+        return _team_save(actor=actor, team=team, changes=changes, source=source)
+    except IntegrityError:
+        _unique_team_fields(name=changes.get("name"), slug=None, exclude=team)
+        raise
+
+
+def _team_save(*, actor: User, team: Team, changes: dict[str, str], source: str) -> Team:
     with transaction.atomic():
         before = audit.snapshot(team, list(changes))
         for key, value in changes.items():
@@ -89,6 +100,7 @@ def team_delete(*, actor: User, team: Team, source: str) -> None:
 
 
 def _other_admins(membership: Membership) -> bool:
+    """Call with the team row locked: concurrent demotions and departures of admins then take turns."""
     return (
         Membership.objects.filter(team_id=membership.team_id, role=Role.ADMIN).exclude(pk=membership.pk).exists()
     )
@@ -120,6 +132,7 @@ def membership_update(*, actor: User, membership: Membership, role: str, source:
     if membership.role == role:
         return membership
     with transaction.atomic():
+        Team.objects.select_for_update().get(pk=membership.team_id)
         membership = Membership.objects.select_for_update().get(pk=membership.pk)
         if membership.role == Role.ADMIN and not _other_admins(membership):
             raise Conflict("A team needs at least one admin; promote someone else first.", code="last_admin")
@@ -140,6 +153,7 @@ def membership_delete(*, actor: User, membership: Membership, source: str) -> No
     else:
         access.require(actor, "membership.delete", membership)
     with transaction.atomic():
+        Team.objects.select_for_update().get(pk=membership.team_id)
         membership = Membership.objects.select_for_update().select_related("user", "team").get(pk=membership.pk)
         if membership.role == Role.ADMIN and not _other_admins(membership):
             raise Conflict("A team needs at least one admin; promote someone else first.", code="last_admin")
@@ -163,18 +177,28 @@ class IssuedToken:
 def token_create(
     *, actor: User, name: str, read_only: bool = False, expires_in_days: int | None = None, source: str
 ) -> IssuedToken:
-    """Issue a personal API token. The secret is returned once and stored only as a hash."""
+    """Issue a personal API token. The secret is returned once and stored only as a hash.
+
+    Issued through an API token, the new token may not outlive the issuing one, so a leaked short-lived token
+    cannot mint itself a long-lived successor."""
     access.require(actor, "token.create")
     days = expires_in_days or settings.INSTANTSTART_TOKEN_DEFAULT_DAYS
     if not 1 <= days <= settings.INSTANTSTART_TOKEN_MAX_DAYS:
         raise ValidationFailed.for_field(
             "expires_in_days", "out_of_range", f"Choose between 1 and {settings.INSTANTSTART_TOKEN_MAX_DAYS} days."
         )
+    expires_at = timezone.now() + timedelta(days=days)
+    issuing_token = getattr(actor, "api_token", None)
+    if issuing_token is not None and expires_at > issuing_token.expires_at:
+        raise ValidationFailed.for_field(
+            "expires_in_days", "outlives_issuing_token",
+            "A token can only issue tokens that expire no later than itself; use the portal for a longer one.",
+        )
     secret = generate_secret()
     with transaction.atomic():
         token = ApiToken.objects.create(
             user=actor, name=name, read_only=read_only, prefix=display_prefix(secret),
-            key_hash=hash_secret(secret), expires_at=timezone.now() + timedelta(days=days),
+            key_hash=hash_secret(secret), expires_at=expires_at,
         )
         audit.record(
             actor=actor, source=source, action="token.create", target=token,

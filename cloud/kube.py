@@ -10,10 +10,11 @@ and are verified like any TLS server — the sandbox's EKS endpoints are real HT
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import json
+import os
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 
@@ -42,7 +43,8 @@ CLUSTER_ID_HEADER = "x-k8s-aws-id"
 #: EKS statuses in which the API server answers.
 SERVING_STATUSES = frozenset({"ACTIVE", "UPDATING"})
 
-_lock = threading.Lock()
+#: Clients built by the cache, so forgetting them also removes their CA files.
+_api_clients_built: list[k8s.ApiClient] = []
 
 
 @dataclass(frozen=True)
@@ -112,19 +114,26 @@ def _cached_api_client(cluster_name: str, region: str, credentials: aws.Credenti
 
     refresh(configuration)
     configuration.refresh_api_key_hook = refresh
-    return k8s.ApiClient(configuration)
+    client = k8s.ApiClient(configuration)
+    _api_clients_built.append(client)
+    return client
 
 
 def api_client(cluster_name: str, *, region: str, credentials: aws.Credentials | None = None) -> k8s.ApiClient:
-    """An ``ApiClient`` for the EKS cluster (cached; the token refreshes itself before it expires)."""
-    with _lock:
-        return _cached_api_client(cluster_name, region, credentials)
+    """An ``ApiClient`` for the EKS cluster (cached; the token refreshes itself before it expires).
+
+    No lock is held around ``describe_cluster``: one slow cluster must not stall clients of the others. Two
+    threads filling the same entry at once both build a client and the cache keeps one; both work."""
+    return _cached_api_client(cluster_name, region, credentials)
 
 
 def forget_api_clients() -> None:
-    """Drop cached clients, e.g. after a cluster was deleted and recreated under the same name."""
-    with _lock:
-        _cached_api_client.cache_clear()
+    """Drop cached clients (and their CA files), e.g. after a cluster was deleted and recreated."""
+    for client in _api_clients_built:
+        with contextlib.suppress(OSError):
+            os.unlink(client.configuration.ssl_ca_cert)
+    _api_clients_built.clear()
+    _cached_api_client.cache_clear()
 
 
 _STATUS_CLASSES: dict[int, tuple[type[ApplicationError], str]] = {

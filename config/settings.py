@@ -6,7 +6,7 @@
 | ``REDIS_URL`` | the embedded Redis on ``var/redis.sock`` (started by the run command) |
 | ``INSTANTSTART_SECRET_KEY`` / ``INSTANTSTART_SECRET_KEY_FILE`` | a key generated once into ``var/secret_key`` |
 | ``INSTANTSTART_DEBUG`` | off |
-| ``INSTANTSTART_ALLOWED_HOSTS`` | ``localhost,127.0.0.1,[::1]`` |
+| ``INSTANTSTART_ALLOWED_HOSTS`` | ``localhost,127.0.0.1,[::1],testserver`` |
 | ``INSTANTSTART_SANDBOX`` | on (the offline sandbox stands in for AWS and Kubernetes) |
 | ``INSTANTSTART_THROTTLE_TOKEN`` | ``1200/min`` per API token or user |
 | ``INSTANTSTART_VAR_DIR`` | ``var/`` beside ``manage.py`` |
@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -44,8 +45,10 @@ def load_secret_key() -> str:
     path = Path(os.environ.get("INSTANTSTART_SECRET_KEY_FILE", VAR_DIR / "secret_key"))
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        with contextlib.suppress(FileExistsError), os.fdopen(
+            os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w"
+        ) as key_file:
+            key_file.write(secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 

@@ -14,6 +14,7 @@ import json
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from rest_framework.response import Response
 
@@ -22,6 +23,8 @@ from operations.models import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 IDEMPOTENCY_TTL = timedelta(hours=24)
+#: A claim whose request has not finished by then died with its process; its key may be claimed again.
+IN_PROGRESS_LEASE = timedelta(minutes=5)
 MAX_KEY_LENGTH = 255
 
 
@@ -40,8 +43,9 @@ def purge_expired() -> int:
 def _claim(request, key: str) -> IdempotencyRecord | Response:
     """Insert the in-progress record, or answer from an existing one."""
     digest = fingerprint(request)
-    IdempotencyRecord.objects.filter(
-        user=request.user, key=key, created_at__lt=timezone.now() - IDEMPOTENCY_TTL
+    now = timezone.now()
+    IdempotencyRecord.objects.filter(user=request.user, key=key).filter(
+        Q(created_at__lt=now - IDEMPOTENCY_TTL) | Q(status_code__isnull=True, created_at__lt=now - IN_PROGRESS_LEASE)
     ).delete()
     try:
         with transaction.atomic():

@@ -3,12 +3,12 @@
 import django_filters
 
 from accounts.models import AuditEvent
-from config.api.filters import UtcIsoDateTimeFilter
+from config.api.filters import IdFilter, UtcIsoDateTimeFilter
 from config.context import Source
 
 
 class AuditEventFilter(django_filters.FilterSet):
-    team = django_filters.NumberFilter(field_name="team_id", min_value=1, max_value=2**63 - 1)
+    team = IdFilter(field_name="team_id")
     actor = django_filters.CharFilter(field_name="actor_name", help_text="Username of the actor.")
     source = django_filters.ChoiceFilter(choices=Source.choices)
     action = django_filters.CharFilter(help_text="Exact action, e.g. team.create; or a prefix ending in '.'.",

@@ -34,8 +34,9 @@ class TeamCreateSerializer(StrictSerializer):
 
 
 class TeamUpdateSerializer(StrictSerializer):
+    """The slug is not here: it is fixed at creation (it names namespaces and tags)."""
+
     name = serializers.CharField(max_length=100, required=False)
-    slug = serializers.CharField(max_length=40, validators=[slug_validator], required=False)
     description = serializers.CharField(max_length=2000, required=False, allow_blank=True)
 
 

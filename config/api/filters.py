@@ -31,3 +31,14 @@ class UtcIsoDateTimeField(IsoDateTimeField):
 
 class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcIsoDateTimeField
+
+
+class IdFilter(django_filters.NumberFilter):
+    """A database id: an integer (``1.5`` or ``1e0`` is invalid, not truncated) that fits a bigint."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", 2**63 - 1)
+        super().__init__(*args, **kwargs)

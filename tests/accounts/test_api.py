@@ -147,11 +147,21 @@ class TestIdempotencyKey:
 
     def test_token_secret_is_not_stored_for_replay(self, cast, api):
         client = api(cast.admin)
-        first = client.post("/api/v1/tokens", {"name": "ci"}, HTTP_IDEMPOTENCY_KEY="k-5").json()
-        again = client.post("/api/v1/tokens", {"name": "ci"}, HTTP_IDEMPOTENCY_KEY="k-5").json()
+        first = client.post("/api/v1/tokens", {"name": "ci", "expires_in_days": 7}, HTTP_IDEMPOTENCY_KEY="k-5").json()
+        again = client.post("/api/v1/tokens", {"name": "ci", "expires_in_days": 7}, HTTP_IDEMPOTENCY_KEY="k-5").json()
         assert again["id"] == first["id"]
         assert again["token"] != first["token"]
         assert first["token"] not in str(IdempotencyRecord.objects.get().response_body)
+
+    def test_a_claim_abandoned_by_a_dead_process_is_released_after_its_lease(self, cast, api):
+        client = api(cast.admin)
+        body = {"name": "Orphan", "slug": "orphan"}
+        record = IdempotencyRecord.objects.create(user=cast.admin, key="k-7", fingerprint="x", method="POST",
+                                                  path="/api/v1/teams")
+        assert client.post("/api/v1/teams", body, HTTP_IDEMPOTENCY_KEY="k-7").json()["code"] == \
+            "idempotency_key_reused"
+        IdempotencyRecord.objects.filter(pk=record.pk).update(created_at=timezone.now() - timedelta(minutes=6))
+        assert client.post("/api/v1/teams", body, HTTP_IDEMPOTENCY_KEY="k-7").status_code == 201
 
     def test_an_expired_key_can_be_used_again(self, cast, api):
         client = api(cast.admin)
@@ -257,3 +267,22 @@ def test_date_time_filters_compare_in_utc(cast, api):
     local = event.created_at.astimezone(timezone.get_fixed_timezone(-300)).isoformat()
     ids = [row["id"] for row in client.get("/api/v1/audit-events", since=local, team=cast.team.pk).json()["results"]]
     assert event.pk in ids
+
+
+def test_a_token_cannot_issue_a_token_that_outlives_it(cast, api):
+    client = api(cast.admin)
+    longer = client.post("/api/v1/tokens", {"name": "forever", "expires_in_days": 365})
+    assert longer.status_code == 400
+    assert codes(longer) == {"expires_in_days": ["outlives_issuing_token"]}
+    assert client.post("/api/v1/tokens", {"name": "short", "expires_in_days": 30}).status_code == 201
+
+
+@pytest.mark.parametrize("value", ["1.5", "1e0", "abc", "99999999999999999999"])
+def test_id_filters_take_whole_ids_only(cast, api, value):
+    response = api(cast.viewer).get("/api/v1/audit-events", team=value)
+    assert (response.status_code, codes(response)) == (400, {"team": [codes(response)["team"][0]]})
+
+
+def test_the_slug_is_fixed_at_creation(cast, api):
+    response = api(cast.admin).patch(f"/api/v1/teams/{cast.team.pk}", {"slug": "renamed"})
+    assert codes(response) == {"slug": ["unknown_field"]}

@@ -464,3 +464,10 @@ def test_500_page_is_static_and_needs_no_database(rf, django_assert_num_queries)
     assert response.status_code == 500
     assert error_code_on_page(response, "internal_error")
     assert "app.css" in text(response)
+
+
+def test_an_absurdly_long_number_in_a_form_is_a_field_error_not_a_crash(make_user):
+    user = make_user()
+    response = login(user).post(reverse("token-create"), {"name": "x", "expires_in_days": "9" * 5000})
+    assert response.status_code == 400
+    assert error_code_on_page(response, "invalid_type")

@@ -85,3 +85,34 @@ async def test_session_cookie_from_a_foreign_origin_is_refused(cast):
     cookie = await sync_to_async(session_cookie)(cast.operator)
     connected, _ = await feed(cast.team.pk, cookie=cookie, origin="https://evil.example").connect()
     assert not connected
+
+
+async def test_a_revoked_token_or_removed_member_stops_receiving(cast, token_for, monkeypatch):
+    from accounts import consumers
+    from accounts.models import ApiToken, Membership
+
+    monkeypatch.setattr(consumers, "RECHECK_SECONDS", 0)
+    token = await sync_to_async(token_for)(cast.viewer)
+    communicator = feed(cast.team.pk, token=token)
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.receive_json_from()
+    await sync_to_async(services.team_update)(actor=cast.admin, team=cast.team, description="one", source="api")
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "audit.event"
+
+    token_row = await sync_to_async(ApiToken.objects.get)(user=cast.viewer)
+    await sync_to_async(services.token_revoke)(actor=cast.viewer, token=token_row, source="api")
+    await sync_to_async(services.team_update)(actor=cast.admin, team=cast.team, description="two", source="api")
+    assert (await communicator.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4403}
+    assert await sync_to_async(Membership.objects.filter(user=cast.viewer).exists)()
+
+
+async def test_a_message_that_is_not_an_object_is_ignored(cast, token_for):
+    token = await sync_to_async(token_for)(cast.viewer)
+    communicator = feed(cast.team.pk, token=token)
+    await communicator.connect()
+    await communicator.receive_json_from()
+    await communicator.send_to(text_data="[1]")
+    await communicator.send_json_to({"type": "ping"})
+    assert await communicator.receive_json_from() == {"type": "pong"}
+    await communicator.disconnect()

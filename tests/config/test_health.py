@@ -70,3 +70,10 @@ def test_probes_answer_any_host_and_only_read_methods(client):
     assert client.get("/healthz", HTTP_HOST="10.1.2.3:3099").status_code == 200
     assert client.get("/api/v1/me", HTTP_HOST="10.1.2.3:3099").status_code == 400
     assert client.post("/healthz").status_code == 405
+
+
+@pytest.mark.django_db
+def test_readiness_failures_name_the_error_class_only(client, broker_down):
+    checks = client.get("/readyz").json()["checks"]
+    assert checks["redis"]["error"] == "ConnectionError"
+    assert "127.0.0.1" not in str(checks)
