@@ -23,7 +23,8 @@ def scale() -> float:
 
 
 def set_scale(value: float) -> None:
-    """Change the time scale for durations computed from now on (0 ≤ value ≤ 10)."""
+    """Change the time scale (0 ≤ value ≤ 10). It is retroactive: ``due`` measures every step in flight
+    against the new scale, so 0 finishes all of them at their next observation and a larger scale delays them."""
     if not 0 <= value <= 10:
         raise ValueError("time scale must be between 0 and 10")
     global _scale
