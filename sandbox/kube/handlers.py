@@ -154,7 +154,12 @@ def _delete_options(call: Call) -> dict[str, Any]:
         policy = "Orphan" if str(orphan).lower() == "true" else "Background"
     if policy not in (None, "Orphan", "Background", "Foreground"):
         raise bad_request(f"propagationPolicy: Unsupported value: {policy!r}")
-    return {"propagation": policy, "preconditions": options.get("preconditions")}
+    preconditions = options.get("preconditions")
+    if preconditions is not None and not (
+        isinstance(preconditions, dict) and all(isinstance(value, str) for value in preconditions.values())
+    ):
+        raise bad_request("preconditions must be an object of strings (uid, resourceVersion)")
+    return {"propagation": policy, "preconditions": preconditions}
 
 
 def _delete(call: Call) -> Response:

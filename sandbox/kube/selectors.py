@@ -83,6 +83,9 @@ def label_selector(text: str | None) -> Selector:
     return matches
 
 
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
 def match_labels(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
     """Does a ``LabelSelector`` object (``matchLabels`` + ``matchExpressions``) select ``labels``?"""
     if not selector:
@@ -98,6 +101,8 @@ def match_labels(selector: dict[str, Any] | None, labels: dict[str, str]) -> boo
         if operator == "NotIn" and present and labels[key] in values:
             return False
         if (operator == "Exists" and not present) or (operator == "DoesNotExist" and present):
+            return False
+        if operator not in SELECTOR_OPERATORS:
             return False
     return True
 

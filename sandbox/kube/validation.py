@@ -25,7 +25,7 @@ from sandbox.kube.errors import (
 from sandbox.kube.modelschema import model_schema
 from sandbox.kube.resources import ResourceType
 from sandbox.kube.schema import object_schema
-from sandbox.kube.selectors import match_labels
+from sandbox.kube.selectors import SELECTOR_OPERATORS, match_labels
 
 _WORKLOADS = ("deployments", "replicasets", "statefulsets", "daemonsets")
 _POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
@@ -81,7 +81,15 @@ def _template_errors(plural: str, spec: dict[str, Any], path: str) -> list[Field
     labels = (template.get("metadata") or {}).get("labels") or {}
     if plural in _WORKLOADS:
         selector = spec.get("selector")
-        if isinstance(selector, dict) and not (selector.get("matchLabels") or selector.get("matchExpressions")):
+        expressions = (selector.get("matchExpressions") or []) if isinstance(selector, dict) else []
+        operators = [expression.get("operator") if isinstance(expression, dict) else None
+                     for expression in expressions]
+        unsupported = [not_supported(f"{path}.selector.matchExpressions[{index}].operator", operator,
+                                     list(SELECTOR_OPERATORS))
+                       for index, operator in enumerate(operators) if operator not in SELECTOR_OPERATORS]
+        if unsupported:
+            errors += unsupported
+        elif isinstance(selector, dict) and not (selector.get("matchLabels") or selector.get("matchExpressions")):
             errors.append(invalid(f"{path}.selector", selector, "empty selector is invalid for deployment"))
         elif isinstance(selector, dict) and not match_labels(selector, labels):
             errors.append(invalid(f"{path}.template.metadata.labels", labels,
