@@ -37,6 +37,7 @@ def record(
         actor=actor if authenticated else None,
         actor_name=actor.get_username() if authenticated else "system",
         team=team,
+        team_name=team.name if team is not None else "",
         source=source,
         request_id=current_request_id(),
         action=action,

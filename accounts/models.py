@@ -115,7 +115,8 @@ class ApiToken(models.Model):
 class AuditEvent(models.Model):
     """One attributed mutation. Append-only: rows are never updated or deleted by the product.
 
-    ``before``/``after`` hold a summary of the changed fields (never secrets).
+    ``before``/``after`` hold a summary of the changed fields (never secrets). ``team_name`` is the team's name
+    when the event happened, so the trail still reads after the team is renamed or deleted.
     """
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -123,7 +124,10 @@ class AuditEvent(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     actor_name = models.CharField(max_length=150, blank=True)
-    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events")
+    #: Kept as recorded when the team is deleted (no database constraint, no cascade): history is not rewritten.
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False,
+                             related_name="audit_events")
+    team_name = models.CharField(max_length=100, blank=True)
     source = models.CharField(max_length=16, choices=Source.choices)
     request_id = models.CharField(max_length=64, blank=True, db_index=True)
     action = models.CharField(max_length=64, db_index=True)

@@ -43,7 +43,7 @@ def token_get(*, actor: User, token_id: int | str) -> ApiToken:
 
 
 def audit_event_list(*, actor: User) -> QuerySet[AuditEvent]:
-    return access.visible(actor, AuditEvent).select_related("team")
+    return access.visible(actor, AuditEvent)
 
 
 def audit_event_get(*, actor: User, event_id: int | str) -> AuditEvent:

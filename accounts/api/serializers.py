@@ -126,7 +126,6 @@ class IssuedTokenSerializer(TokenSummarySerializer):
 
 
 class AuditEventSerializer(serializers.ModelSerializer):
-    team_name = serializers.CharField(source="team.name", read_only=True, default=None, allow_null=True)
 
     class Meta:
         model = AuditEvent

@@ -126,10 +126,13 @@ def test_switching_to_a_team_you_cannot_see_is_not_found(cast):
 
 def test_team_with_only_memberships_can_be_deleted_and_the_audit_survives(cast):
     team_id = cast.team.pk
+    history = list(AuditEvent.objects.filter(team_id=team_id).values_list("pk", "team_id", "team_name"))
+    assert history and all(name == "Vision" for _, _, name in history)
     services.team_delete(actor=cast.admin, team=cast.team, source=Source.API)
     assert not Team.objects.filter(pk=team_id).exists()
     event = AuditEvent.objects.get(action="team.delete")
     assert event.before["id"] == team_id
+    assert list(AuditEvent.objects.filter(team_id=team_id).values_list("pk", "team_id", "team_name")) == history
 
 
 def test_audit_events_are_append_only(cast):
