@@ -28,6 +28,8 @@ from sandbox.kube.schema import object_schema
 from sandbox.kube.selectors import SELECTOR_OPERATORS, match_labels
 
 _WORKLOADS = ("deployments", "replicasets", "statefulsets", "daemonsets")
+#: The API server's default ``--service-node-port-range``.
+NODE_PORTS = (30000, 32767)
 _POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
 
 
@@ -141,6 +143,12 @@ def _semantic_errors(plural: str, obj: dict[str, Any], old: dict[str, Any] | Non
                                         ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]))
         elif service_type != "ExternalName" and spec.get("clusterIP") != "None" and not spec.get("ports"):
             errors.append(required("spec.ports"))
+        for index, port in enumerate(spec.get("ports") or []):
+            node_port = port.get("nodePort") if isinstance(port, dict) else None
+            if isinstance(node_port, int) and node_port and not NODE_PORTS[0] <= node_port <= NODE_PORTS[1]:
+                errors.append(invalid(f"spec.ports[{index}].nodePort", node_port,
+                                      f"provided port is not in the valid range. The range of valid ports is "
+                                      f"{NODE_PORTS[0]}-{NODE_PORTS[1]}"))
     return errors
 
 

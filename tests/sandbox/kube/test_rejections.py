@@ -41,3 +41,17 @@ def test_delete_preconditions_must_be_an_object(api, core):
     response.read()
     assert response.status == 400
     assert core.read_namespaced_config_map("c", "default").metadata.name == "c"
+
+
+def test_node_ports_outside_the_default_range_are_invalid(core):
+    from kubernetes import client as k8s
+
+    def service(node_port: int):
+        return k8s.V1Service(metadata=k8s.V1ObjectMeta(name=f"s{node_port}"), spec=k8s.V1ServiceSpec(
+            type="NodePort", selector={"app": "web"},
+            ports=[k8s.V1ServicePort(port=80, target_port=8080, node_port=node_port)]))
+
+    with pytest.raises(ApiException) as error:
+        core.create_namespaced_service("default", service(99999))
+    assert json.loads(error.value.body)["details"]["causes"][0]["field"] == "spec.ports[0].nodePort"
+    assert core.create_namespaced_service("default", service(30080)).spec.ports[0].node_port == 30080
