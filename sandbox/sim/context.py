@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,19 @@ class Context:
         if not self.served(resource):
             return []
         return self.store.list(resource, namespace, **selectors)
+
+    def reconcile_each(self, resource: str, controller: str,
+                       sync: Callable[[dict[str, Any], list[dict[str, Any]], dict[str, Any]], None]) -> None:
+        """Call ``sync(obj, pods, memory)`` for every live ``resource`` object, each under ``guard``: ``pods`` are
+        all the cluster's pods (listed once per pass), ``memory`` the controller's own state for that object."""
+        live = self.list(resource)
+        memory = self.remembered(controller, live)
+        if not live:
+            return
+        pods = self.list("pods")
+        for obj in live:
+            with self.guard(f"{resource} {objects.namespace(obj)}/{objects.name(obj)}"):
+                sync(obj, pods, memory.setdefault(objects.uid(obj), {}))
 
     def remembered(self, controller: str, live: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """``controller``'s memory, keyed by object uid, forgetting objects that no longer exist."""

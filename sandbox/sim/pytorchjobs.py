@@ -271,11 +271,5 @@ class _Run:
 
 
 def reconcile(ctx: Context) -> None:
-    jobs = ctx.list(RESOURCE)
-    memory = ctx.remembered(CONTROLLER, jobs)
-    if not jobs:
-        return
-    all_pods = ctx.list("pods")
-    for job in jobs:
-        with ctx.guard(f"hyperpodpytorchjob {objects.namespace(job)}/{objects.name(job)}"):
-            _Run(ctx, job, objects.owned_by(all_pods, job), memory.setdefault(objects.uid(job), {})).sync()
+    ctx.reconcile_each(RESOURCE, CONTROLLER,
+                       lambda job, pods, memory: _Run(ctx, job, objects.owned_by(pods, job), memory).sync())

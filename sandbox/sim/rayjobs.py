@@ -189,11 +189,4 @@ class _Job:
 
 
 def reconcile(ctx: Context) -> None:
-    jobs = ctx.list(RESOURCE)
-    memory = ctx.remembered(CONTROLLER, jobs)
-    if not jobs:
-        return
-    all_pods = ctx.list("pods")
-    for job in jobs:
-        with ctx.guard(f"rayjob {objects.namespace(job)}/{objects.name(job)}"):
-            _Job(ctx, job, all_pods, memory.setdefault(objects.uid(job), {})).sync()
+    ctx.reconcile_each(RESOURCE, CONTROLLER, lambda job, pods, memory: _Job(ctx, job, pods, memory).sync())
