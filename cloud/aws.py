@@ -66,9 +66,21 @@ def client(service: str, *, region: str, credentials: Credentials | None = None)
 
 
 def forget_clients() -> None:
-    """Drop cached clients (after credentials rotate, or when tests change the endpoint)."""
+    """Drop cached clients and account ids (after credentials rotate, or when tests change the endpoint)."""
     with _lock:
         _cached_client.cache_clear()
+        _account_id.cache_clear()
+
+
+def account_id(*, region: str, credentials: Credentials | None = None) -> str:
+    """The AWS account the credentials belong to (STS ``GetCallerIdentity``, asked once per process)."""
+    return _account_id(region, credentials)
+
+
+@functools.lru_cache(maxsize=64)
+def _account_id(region: str, credentials: Credentials | None) -> str:
+    with translated("sts", "GetCallerIdentity"):
+        return client("sts", region=region, credentials=credentials).get_caller_identity()["Account"]
 
 
 def translate(error: Exception, *, service: str = "aws", operation: str = "") -> ApplicationError:

@@ -244,6 +244,21 @@ INSTANTSTART_FIRST_ADMIN_PASSWORD = os.environ.get("INSTANTSTART_ADMIN_PASSWORD"
 INSTANTSTART_TOKEN_DEFAULT_DAYS = int(os.environ.get("INSTANTSTART_TOKEN_DEFAULT_DAYS", "90"))
 INSTANTSTART_TOKEN_MAX_DAYS = int(os.environ.get("INSTANTSTART_TOKEN_MAX_DAYS", "365"))
 
+# Operations engine (docs/operations.md): polling, leases, the sweeper and the cloud-call rate limiter.
+OPERATIONS_POLL_SCALE = float(os.environ.get("INSTANTSTART_OPERATIONS_POLL_SCALE", "1.0"))
+OPERATIONS_POLL_MIN_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_POLL_MIN_SECONDS", "0.5"))
+OPERATIONS_POLL_MAX_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_POLL_MAX_SECONDS", "20"))
+OPERATIONS_CLAIM_LEASE_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_LEASE_SECONDS", "120"))
+OPERATIONS_SWEEP_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_SWEEP_SECONDS", "15"))
+OPERATIONS_SWEEP_GRACE_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_SWEEP_GRACE_SECONDS", "60"))
+OPERATIONS_SWEEP_BATCH = 500
+OPERATIONS_STEPS_PER_RUN = 8
+OPERATIONS_CLOUD_CALLS_PER_SECOND = float(os.environ.get("INSTANTSTART_CLOUD_CALLS_PER_SECOND", "10"))
+OPERATIONS_CLOUD_CALLS_BURST = float(os.environ.get("INSTANTSTART_CLOUD_CALLS_BURST", "20"))
+#: The sandbox demo pipeline (``POST /api/v1/demo-operations``); on with the sandbox, off against real AWS.
+OPERATIONS_DEMO = env_flag("INSTANTSTART_DEMO_OPERATIONS", SANDBOX)
+
 CELERY_BEAT_SCHEDULE = {
     "purge-idempotency-records": {"task": "operations.tasks.purge_idempotency_records", "schedule": 3600.0},
+    "sweep-operations": {"task": "operations.tasks.sweep_operations", "schedule": OPERATIONS_SWEEP_SECONDS},
 }

@@ -1,0 +1,293 @@
+"""The engine: advance one operation as far as it can go without waiting, then say when to look again.
+
+:func:`advance` is what the Celery task ``advance_operation`` runs. It
+
+1. **claims** the operation — one UPDATE that only matches an active operation nobody holds (or whose holder's
+   heartbeat is older than ``OPERATIONS_CLAIM_LEASE_SECONDS``) and, for a scheduled wake-up, whose
+   ``next_poll_at`` is still the one the wake-up was scheduled for. A duplicate delivery, a stale wake-up or a
+   second worker therefore finds nothing to claim and does nothing;
+2. runs steps of the current phase (submit, then polls; a finished phase goes straight on to the next one), every
+   write fenced by the lease (``operations.transitions``);
+3. **releases** the lease with the next wake-up time: the phase's poll interval after a submit, capped exponential
+   backoff with full jitter while a poll waits, the rate limiter's wait when the region's call budget is spent.
+
+Failures: ``PhaseFailed`` and non-retryable errors fail the phase and the operation with their code, message and
+the provider's details. Retryable cloud errors (throttling, 5xx, unreachable) are logged as warnings and retried
+with backoff — the user never sees them as a failure unless the phase's deadline passes. A phase still unfinished
+at its deadline fails with ``phase_timeout``. An unexpected exception (a bug in a step) fails the phase with
+``internal_error`` and is logged with its traceback; the operation can be retried once the bug is fixed.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from datetime import datetime, timedelta
+
+from botocore.exceptions import BotoCoreError, ClientError
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from kubernetes.client.exceptions import ApiException
+
+from cloud import aws, kube
+from config.errors import ApplicationError, Conflict
+from operations import logs, ratelimit, transitions
+from operations.context import StepContext
+from operations.models import (
+    ACTIVE_STATES,
+    LogLevel,
+    Operation,
+    OperationPhase,
+    OperationState,
+    PhaseState,
+    PhaseStep,
+)
+from operations.pipeline import Pipeline, pipeline_for
+from operations.transitions import LeaseLost
+
+logger = logging.getLogger(__name__)
+
+#: Phases whose compensate step runs when the operation is cancelled (they may have made something).
+_STARTED = frozenset({PhaseState.RUNNING, PhaseState.FAILED, PhaseState.SUCCEEDED})
+
+
+def advance(operation_id: int, *, due: datetime | None = None) -> datetime | None:
+    """Advance the operation; return when it should be advanced again (``None``: nobody needs to).
+
+    ``due`` is the ``next_poll_at`` the caller's wake-up was scheduled for; ``None`` (a manual nudge) advances an
+    operation whose next poll is due now.
+    """
+    lease = _claim(operation_id, due)
+    if lease is None:
+        return None
+    operation = Operation.objects.get(pk=operation_id)
+    delay: float | None
+    try:
+        delay = _run(operation, pipeline_for(operation.kind), lease)
+    except LeaseLost:
+        logger.warning("operation %s: lease lost to another worker; stopping", operation_id)
+        return None
+    except Conflict:
+        delay = 0.0  # a service changed the state meanwhile (cancel); look again now
+    return _release(operation_id, lease, delay)
+
+
+def backoff(base: float, polls: int) -> float:
+    """Seconds before the next poll: full jitter over ``base · 2^polls`` capped at ``OPERATIONS_POLL_MAX_SECONDS``,
+    never under ``OPERATIONS_POLL_MIN_SECONDS``. ``base`` is scaled by ``OPERATIONS_POLL_SCALE``."""
+    ceiling = min(settings.OPERATIONS_POLL_MAX_SECONDS, base * settings.OPERATIONS_POLL_SCALE * 2 ** min(polls, 30))
+    return max(settings.OPERATIONS_POLL_MIN_SECONDS, random.uniform(0, ceiling))
+
+
+def first_poll_delay(base: float) -> float:
+    return max(settings.OPERATIONS_POLL_MIN_SECONDS, base * settings.OPERATIONS_POLL_SCALE)
+
+
+def stale_operations(now: datetime | None = None) -> list[Operation]:
+    """Active operations nobody is advancing: a wake-up overdue by more than ``OPERATIONS_SWEEP_GRACE_SECONDS``
+    (its task was lost) or a holder whose heartbeat is older than the lease (its worker died)."""
+    now = now or timezone.now()
+    overdue = now - timedelta(seconds=settings.OPERATIONS_SWEEP_GRACE_SECONDS)
+    dead = now - timedelta(seconds=settings.OPERATIONS_CLAIM_LEASE_SECONDS)
+    return list(
+        Operation.objects.filter(state__in=ACTIVE_STATES)
+        .filter(Q(claimed_by="", next_poll_at__lt=overdue) | Q(claimed_by="", next_poll_at__isnull=True)
+                | (~Q(claimed_by="") & Q(heartbeat_at__lt=dead)))
+        .only("id", "next_poll_at")
+        .order_by("next_poll_at")[: settings.OPERATIONS_SWEEP_BATCH]
+    )
+
+
+def _claim(operation_id: int, due: datetime | None) -> str | None:
+    now = timezone.now()
+    dead = now - timedelta(seconds=settings.OPERATIONS_CLAIM_LEASE_SECONDS)
+    rows = Operation.objects.filter(pk=operation_id, state__in=ACTIVE_STATES).filter(
+        Q(claimed_by="") | Q(heartbeat_at__lt=dead))
+    if due is not None:
+        rows = rows.filter(next_poll_at=due)
+    else:
+        rows = rows.filter(Q(next_poll_at__isnull=True) | Q(next_poll_at__lte=now))
+    lease = uuid.uuid4().hex
+    return lease if rows.update(claimed_by=lease, heartbeat_at=now) else None
+
+
+def _release(operation_id: int, lease: str, delay: float | None) -> datetime | None:
+    """Give the lease back, with the next wake-up. An active operation left without one (a service retried or
+    cancelled it while we held it) is woken at its own ``next_poll_at``."""
+    changes: dict = {"claimed_by": ""}
+    if delay is not None:
+        changes["next_poll_at"] = timezone.now() + timedelta(seconds=delay)
+    if Operation.objects.filter(pk=operation_id, claimed_by=lease, state=OperationState.CANCELLING).exists():
+        changes["next_poll_at"] = timezone.now()
+    if not Operation.objects.filter(pk=operation_id, claimed_by=lease).update(**changes):
+        return None
+    state, next_poll_at = Operation.objects.values_list("state", "next_poll_at").get(pk=operation_id)
+    return next_poll_at if state in ACTIVE_STATES else None
+
+
+def _run(operation: Operation, pipeline: Pipeline, lease: str) -> float | None:
+    for _ in range(settings.OPERATIONS_STEPS_PER_RUN):
+        operation.refresh_from_db(fields=["state", "cancel_requested", "outputs", "attempt"])
+        if operation.state not in ACTIVE_STATES:
+            return None
+        if operation.state == OperationState.CANCELLING:
+            _cancel(operation, pipeline, lease)
+            return None
+        if operation.state == OperationState.PENDING:
+            transitions.move(operation, OperationState.RUNNING, lease=lease, started_at=timezone.now())
+            logs.append(operation.pk, "Started.")
+        phases = list(OperationPhase.objects.filter(operation=operation).order_by("index"))
+        phase = next((phase for phase in phases if phase.state != PhaseState.SUCCEEDED), None)
+        if phase is None:
+            _finish(operation, pipeline, lease)
+            return None
+        if phase.state == PhaseState.PENDING:
+            _start_phase(operation, pipeline, phase, lease)
+        elif phase.state != PhaseState.RUNNING:
+            raise Conflict(f"operation {operation.pk} is running but its phase {phase.slug} is {phase.state}")
+        delay = _step(operation, pipeline, phase, lease)
+        if delay is not None:
+            return delay
+    return 0.0
+
+
+def _start_phase(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease: str) -> None:
+    spec = pipeline.phase(phase.slug)
+    now = timezone.now()
+    deadline = now + spec.timeout
+    transitions.move_phase(phase, PhaseState.RUNNING, lease=lease, attempts=phase.attempts + 1,
+                           step=PhaseStep.SUBMIT, polls=0, started_at=now, finished_at=None, deadline_at=deadline)
+    transitions.save(operation, lease=lease, phase=phase.slug, deadline_at=deadline, status_reason=spec.title)
+    transitions.publish(operation)
+    logs.append(operation.pk, f"{spec.title}: started.", phase=phase.slug)
+
+
+def _step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease: str) -> float | None:
+    """Run one step of ``phase``: seconds to wait before the next one, or ``None`` to go on at once (the phase
+    ended: succeeded, or failed and took the operation with it)."""
+    spec = pipeline.phase(phase.slug)
+    if phase.deadline_at is not None and timezone.now() > phase.deadline_at:
+        last = f" (last status: {phase.status_reason})" if phase.status_reason else ""
+        _fail(operation, pipeline, phase, lease, ApplicationError(
+            f"{spec.title} did not finish within {_duration(spec.timeout)}{last}.", code="phase_timeout"))
+        return None
+    context = StepContext(operation, phase, lease=lease, region=pipeline.region(operation.params))
+    try:
+        if phase.step == PhaseStep.SUBMIT:
+            spec.submit(context)
+            transitions.save_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0)
+            logs.append(operation.pk, f"{spec.title}: submitted.", phase=phase.slug)
+            return first_poll_delay(spec.poll_interval)
+        wait = _take_call_token(context)
+        if wait:
+            return wait
+        progress = spec.poll(context)
+    except (LeaseLost, Conflict):
+        raise
+    except Exception as exc:  # judged below: transient → retry, anything else → the phase fails
+        error = _vocabulary_error(exc)
+        if getattr(error, "provider", {}).get("retryable"):
+            delay = backoff(spec.poll_interval, phase.polls)
+            logs.append(operation.pk, f"{spec.title}: {error.message} — retrying in {delay:.1f} s.",
+                        phase=phase.slug, level=LogLevel.WARNING)
+            return delay
+        if error.code == "internal_error":
+            logger.exception("operation %s phase %s: unexpected error", operation.pk, phase.slug)
+        _fail(operation, pipeline, phase, lease, error)
+        return None
+    if progress.done:
+        transitions.move_phase(phase, PhaseState.SUCCEEDED, lease=lease, status_reason=progress.status)
+        transitions.publish(operation)
+        logs.append(operation.pk, f"{spec.title}: done" + (f" ({progress.status})." if progress.status else "."),
+                    phase=phase.slug)
+        return None
+    changed = progress.status != phase.status_reason
+    transitions.save_phase(phase, lease=lease, polls=phase.polls + 1, status_reason=progress.status)
+    if changed:
+        transitions.publish(operation)
+        logs.append(operation.pk, f"{spec.title}: {progress.status}.", phase=phase.slug)
+    return progress.after if progress.after is not None else backoff(spec.poll_interval, phase.polls)
+
+
+def _take_call_token(context: StepContext) -> float:
+    try:
+        account = aws.account_id(region=context.region)
+    except ApplicationError:
+        account = "default"
+    return ratelimit.take(account, context.region)
+
+
+def _vocabulary_error(exc: Exception) -> ApplicationError:
+    if isinstance(exc, ApplicationError):
+        return exc
+    if isinstance(exc, ClientError | BotoCoreError):
+        return aws.translate(exc)
+    if isinstance(exc, ApiException):
+        return kube.translate(exc)
+    return ApplicationError(f"Unexpected {type(exc).__name__}: {exc}", code="internal_error")
+
+
+def _fail(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease: str,
+          error: ApplicationError) -> None:
+    spec = pipeline.phase(phase.slug)
+    detail = dict(getattr(error, "provider", {}) or {})
+    if error.fields:
+        detail["fields"] = error.fields
+    with transaction.atomic():
+        transitions.move_phase(phase, PhaseState.FAILED, lease=lease, error_code=error.code,
+                               error_message=error.message, error_detail=detail)
+        transitions.move(operation, OperationState.FAILED, lease=lease, error_code=error.code,
+                         error_message=f"{spec.title}: {error.message}", status_reason=f"{spec.title} failed")
+        if pipeline.on_finished is not None:
+            pipeline.on_finished(operation)
+        logs.append(operation.pk, f"{spec.title}: failed — {error.message}", phase=phase.slug, level=LogLevel.ERROR)
+
+
+def _finish(operation: Operation, pipeline: Pipeline, lease: str) -> None:
+    with transaction.atomic():
+        transitions.move(operation, OperationState.SUCCEEDED, lease=lease, phase="", deadline_at=None,
+                         status_reason="Completed")
+        if pipeline.on_finished is not None:
+            pipeline.on_finished(operation)
+        logs.append(operation.pk, "Succeeded.")
+
+
+def _cancel(operation: Operation, pipeline: Pipeline, lease: str) -> None:
+    """Best-effort undo: the compensate step of every phase that started, last first; then everything unfinished
+    is ``cancelled`` and every undone phase ``compensated``. Undo failures are logged, never raised."""
+    region = pipeline.region(operation.params)
+    phases = list(OperationPhase.objects.filter(operation=operation).order_by("-index"))
+    for phase in phases:
+        spec = pipeline.phase(phase.slug)
+        undone = False
+        if phase.state in _STARTED and spec.compensate is not None:
+            try:
+                spec.compensate(StepContext(operation, phase, lease=lease, region=region))
+                undone = True
+                logs.append(operation.pk, f"{spec.title}: undone.", phase=phase.slug)
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                error = _vocabulary_error(exc)
+                logs.append(operation.pk, f"{spec.title}: could not undo — {error.message}", phase=phase.slug,
+                            level=LogLevel.WARNING)
+        if phase.state == PhaseState.SUCCEEDED and undone:
+            transitions.move_phase(phase, PhaseState.COMPENSATED, lease=lease)
+        elif phase.state in (PhaseState.PENDING, PhaseState.RUNNING, PhaseState.FAILED):
+            transitions.move_phase(phase, PhaseState.CANCELLED, lease=lease)
+    with transaction.atomic():
+        transitions.move(operation, OperationState.CANCELLED, lease=lease, deadline_at=None,
+                         status_reason="Cancelled")
+        if pipeline.on_finished is not None:
+            pipeline.on_finished(operation)
+        logs.append(operation.pk, "Cancelled.")
+
+
+def _duration(value: timedelta) -> str:
+    minutes, seconds = divmod(int(value.total_seconds()), 60)
+    if minutes and seconds:
+        return f"{minutes} min {seconds} s"
+    return f"{minutes} min" if minutes else f"{seconds} s"

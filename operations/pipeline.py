@@ -1,0 +1,129 @@
+"""How a domain app declares a long action: a :class:`Pipeline` of :class:`Phase` steps, registered by ``kind``.
+
+Each phase has a *submit* step (sends the mutation), a *poll* step (reads the world, answers
+:meth:`Progress.done` or :meth:`Progress.waiting`, raises :class:`PhaseFailed` when the resource failed) and an
+optional *compensate* step (best-effort undo, used when the operation is cancelled). Steps are level-triggered:
+the engine may run any step again after a crash, so a step reads the world first and continues from what it
+finds. A submit step persists what makes its mutation exactly-once *before* sending it, with
+:meth:`StepContext.intend` — the idempotency token where AWS takes one, the deterministic resource name where it
+does not — and on a re-run describes the resource and adopts it instead of sending again::
+
+    def submit_eks(ctx):
+        name = ctx.intend("cluster_name", lambda: f"demo-{ctx.operation_id}")
+        token = ctx.intend("client_request_token", new_token)
+        if describe_or_none(name) is None:
+            eks.create_cluster(name=name, clientRequestToken=token, ...)
+        ctx.record(name=name)
+
+Errors a step raises are judged by the engine: ``PhaseFailed`` and non-retryable ``ApplicationError`` fail the
+phase with their code and message (and the provider's details); retryable cloud errors (throttling, 5xx,
+unreachable) are retried with backoff until the phase's deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from config.errors import ApplicationError
+
+if TYPE_CHECKING:
+    from operations.context import StepContext
+
+Step = Callable[["StepContext"], None]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a poll step found: ``done`` or not, the provider's status, and optionally when to look again."""
+
+    done: bool
+    status: str = ""
+    after: float | None = None
+
+    @classmethod
+    def finished(cls, status: str = "") -> Progress:
+        return cls(done=True, status=status)
+
+    @classmethod
+    def waiting(cls, status: str = "", *, after: float | None = None) -> Progress:
+        """Not there yet; ``after`` (seconds) overrides the engine's backoff for the next look."""
+        return cls(done=False, status=status, after=after)
+
+
+class PhaseFailed(ApplicationError):
+    """The phase cannot succeed as things are (the resource failed, an input was refused). ``detail`` is kept
+    with the phase (e.g. the provider's failure message)."""
+
+    code = "phase_failed"
+    status = 409
+    default_message = "The phase failed."
+
+    def __init__(self, message: str | None = None, *, code: str | None = None, detail: Mapping | None = None):
+        super().__init__(message, code=code)
+        self.provider = dict(detail or {})
+
+
+Poll = Callable[["StepContext"], Progress]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase. ``timeout`` bounds a run of the phase (submit to done); ``poll_interval`` is the first wait
+    after the submit step, doubled (with jitter, up to ``OPERATIONS_POLL_MAX_SECONDS``) while the poll step waits.
+    """
+
+    slug: str
+    title: str
+    submit: Step
+    poll: Poll
+    compensate: Step | None = None
+    timeout: timedelta = timedelta(minutes=30)
+    poll_interval: float = 5.0
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """An ordered list of phases for one ``kind`` of operation.
+
+    ``region`` names the AWS region the steps call (the rate limiter's key). ``on_finished`` runs inside the
+    transaction that makes the operation terminal (succeeded, failed or cancelled), to update the domain model.
+    """
+
+    kind: str
+    phases: tuple[Phase, ...]
+    region: Callable[[Mapping[str, Any]], str] = field(default=lambda params: params["region"])
+    on_finished: Callable[[Any], None] | None = None
+
+    def __post_init__(self) -> None:
+        slugs = [phase.slug for phase in self.phases]
+        if not slugs or len(set(slugs)) != len(slugs):
+            raise ValueError(f"{self.kind}: a pipeline needs at least one phase and unique phase slugs.")
+
+    def phase(self, slug: str) -> Phase:
+        for phase in self.phases:
+            if phase.slug == slug:
+                return phase
+        raise KeyError(slug)
+
+
+_PIPELINES: dict[str, Pipeline] = {}
+
+
+def register(pipeline: Pipeline) -> Pipeline:
+    """Make ``pipeline`` runnable; domain apps call this at import time of their ``phases`` module."""
+    existing = _PIPELINES.get(pipeline.kind)
+    if existing is not None and existing is not pipeline:
+        raise ValueError(f"A pipeline of kind {pipeline.kind!r} is already registered.")
+    _PIPELINES[pipeline.kind] = pipeline
+    return pipeline
+
+
+def pipeline_for(kind: str) -> Pipeline:
+    """The registered pipeline of ``kind`` (``LookupError`` when none is)."""
+    try:
+        return _PIPELINES[kind]
+    except KeyError:
+        raise LookupError(f"No pipeline of kind {kind!r} is registered.") from None

@@ -1,0 +1,63 @@
+"""A client-side rate limiter for cloud calls, shared by every worker through Redis.
+
+One token bucket per (AWS account, region): ``OPERATIONS_CLOUD_CALLS_PER_SECOND`` tokens a second, up to
+``OPERATIONS_CLOUD_CALLS_BURST``. A poll step takes a token before it describes anything; without one the engine
+does not wait in the worker but reschedules the operation for when a token will be there. This keeps a fleet of
+operations polling the same region under AWS's throttling limits instead of provoking them.
+
+When Redis cannot be reached the limiter lets the call through (botocore's adaptive retries still apply) and logs
+a warning: a rate limiter must not stop operations.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import redis
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+# KEYS[1] bucket; ARGV: rate per second, burst, now (seconds). Returns seconds to wait (0 = token taken).
+_TAKE = """
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1]) or burst
+local at = tonumber(state[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+else
+  wait = (1 - tokens) / rate
+end
+redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
+redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 60)
+return tostring(wait)
+"""
+
+
+@functools.cache
+def _connection() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+
+
+@functools.cache
+def _script():
+    return _connection().register_script(_TAKE)
+
+
+def take(account: str, region: str) -> float:
+    """Take one call token for ``account``/``region``: 0.0 when taken, else the seconds until one is free."""
+    key = f"instantstart:ratelimit:{account}:{region}"
+    try:
+        now = _connection().time()
+        wait = _script()(keys=[key], args=[settings.OPERATIONS_CLOUD_CALLS_PER_SECOND,
+                                           settings.OPERATIONS_CLOUD_CALLS_BURST, now[0] + now[1] / 1e6])
+    except redis.RedisError:
+        logger.warning("rate limiter unavailable; letting the call through", exc_info=True)
+        return 0.0
+    return float(wait)

@@ -1,0 +1,154 @@
+"""The one way operation and phase rows change: compare-and-set updates, fenced by the worker lease.
+
+* :func:`move` changes an operation's state along ``OPERATION_TRANSITIONS``: the UPDATE only matches the row if it
+  is still in the state the caller read (and, for workers, still leased to them). A transition that is not
+  allowed, or a row that changed meanwhile, is a ``Conflict`` — never a silent overwrite.
+* :func:`move_phase` does the same for a phase along ``PHASE_TRANSITIONS``.
+* :func:`save` writes other fields of a leased operation (heartbeat, next poll, outputs) and :func:`save_phase`
+  of its phases, failing with :class:`LeaseLost` when another worker took the operation over.
+
+Every successful change is published after commit to ``operation.<id>`` and ``team.<id>`` (``operation.updated``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from config.errors import Conflict
+from config.realtime import publish_on_commit, team_group
+from operations.models import (
+    OPERATION_TRANSITIONS,
+    PHASE_TRANSITIONS,
+    TERMINAL_STATES,
+    Operation,
+    OperationPhase,
+    PhaseState,
+)
+
+
+class LeaseLost(Exception):
+    """The worker's lease on the operation is gone (another worker took it over); stop without writing."""
+
+
+def operation_group(operation_id: int) -> str:
+    return f"operation.{operation_id}"
+
+
+def move(operation: Operation, to: str, *, lease: str | None = None, conflict_code: str = "operation_state_conflict",
+         **changes: Any) -> Operation:
+    """Move ``operation`` from the state it was read in to ``to``, writing ``changes`` in the same UPDATE.
+
+    Raises ``Conflict`` (``conflict_code``) when the transition is not allowed or the row is no longer in the
+    state the caller read; :class:`LeaseLost` when ``lease`` is given and no longer held.
+    """
+    current = operation.state
+    if to not in OPERATION_TRANSITIONS[current]:
+        raise Conflict(f"The operation is {current}; it cannot become {to}.", code=conflict_code)
+    now = timezone.now()
+    changes = {**changes, "state": to, "updated_at": now}
+    if to in TERMINAL_STATES:
+        changes.setdefault("finished_at", now)
+        changes.setdefault("next_poll_at", None)
+    rows = Operation.objects.filter(pk=operation.pk, state=current)
+    if lease is not None:
+        rows = rows.filter(claimed_by=lease)
+    if not rows.update(**changes):
+        if lease is not None and not Operation.objects.filter(pk=operation.pk, claimed_by=lease).exists():
+            raise LeaseLost(operation.pk)
+        raise Conflict("The operation changed meanwhile; reload it and try again.", code=conflict_code)
+    _apply(operation, changes)
+    publish(operation)
+    return operation
+
+
+def save(operation: Operation, *, lease: str, **changes: Any) -> Operation:
+    """Write ``changes`` to a leased operation (and refresh its heartbeat); :class:`LeaseLost` if not ours."""
+    now = timezone.now()
+    changes = {"heartbeat_at": now, "updated_at": now, **changes}
+    if not Operation.objects.filter(pk=operation.pk, claimed_by=lease).update(**changes):
+        raise LeaseLost(operation.pk)
+    _apply(operation, changes)
+    return operation
+
+
+def move_phase(phase: OperationPhase, to: str, *, lease: str | None = None, **changes: Any) -> OperationPhase:
+    """Move ``phase`` from the state it was read in to ``to`` (``Conflict`` if not allowed or changed meanwhile)."""
+    current = phase.state
+    if to not in PHASE_TRANSITIONS[current]:
+        raise Conflict(f"The phase {phase.slug} is {current}; it cannot become {to}.",
+                       code="phase_state_conflict")
+    changes = {**changes, "state": to}
+    if to in (PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED):
+        changes.setdefault("finished_at", timezone.now())
+    with transaction.atomic():
+        _fence(phase.operation_id, lease)
+        if not OperationPhase.objects.filter(pk=phase.pk, state=current).update(**changes):
+            raise Conflict(f"The phase {phase.slug} changed meanwhile.", code="phase_state_conflict")
+    _apply(phase, changes)
+    return phase
+
+
+def save_phase(phase: OperationPhase, *, lease: str, **changes: Any) -> OperationPhase:
+    """Write ``changes`` to a phase of a leased operation; :class:`LeaseLost` if the lease is gone."""
+    with transaction.atomic():
+        _fence(phase.operation_id, lease)
+        OperationPhase.objects.filter(pk=phase.pk).update(**changes)
+    _apply(phase, changes)
+    return phase
+
+
+def publish(operation: Operation) -> None:
+    """Push the operation's current state (with its phases) to its own group and its team's feed."""
+    payload = summary(operation)
+    publish_on_commit(operation_group(operation.pk), "operation.updated", payload)
+    publish_on_commit(team_group(operation.team_id), "operation.updated", payload)
+
+
+def summary(operation: Operation) -> dict[str, Any]:
+    """The live-update payload: the operation's state and every phase's state, JSON-safe."""
+    phases = OperationPhase.objects.filter(operation_id=operation.pk).order_by("index")
+    return {
+        "id": operation.pk,
+        "team": operation.team_id,
+        "kind": operation.kind,
+        "title": operation.title,
+        "state": operation.state,
+        "phase": operation.phase,
+        "status_reason": operation.status_reason,
+        "error_code": operation.error_code,
+        "error_message": operation.error_message,
+        "attempt": operation.attempt,
+        "cancel_requested": operation.cancel_requested,
+        "updated_at": _iso(operation.updated_at),
+        "finished_at": _iso(operation.finished_at),
+        "phases": [
+            {
+                "slug": phase.slug, "title": phase.title, "state": phase.state, "step": phase.step,
+                "attempts": phase.attempts, "polls": phase.polls, "status_reason": phase.status_reason,
+                "error_code": phase.error_code, "error_message": phase.error_message,
+                "started_at": _iso(phase.started_at), "finished_at": _iso(phase.finished_at),
+            }
+            for phase in phases
+        ],
+    }
+
+
+def _fence(operation_id: int, lease: str | None) -> None:
+    if lease is None:
+        return
+    now = timezone.now()
+    if not Operation.objects.filter(pk=operation_id, claimed_by=lease).update(heartbeat_at=now):
+        raise LeaseLost(operation_id)
+
+
+def _apply(obj: Any, changes: dict[str, Any]) -> None:
+    for name, value in changes.items():
+        setattr(obj, name, value)
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value is not None else None
+
