@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -70,6 +71,11 @@ def forget_clients() -> None:
     with _lock:
         _cached_client.cache_clear()
         _account_id.cache_clear()
+
+
+def default_region() -> str:
+    """The deployment's region: ``AWS_REGION`` or ``AWS_DEFAULT_REGION``, else ``us-west-2``."""
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-west-2"
 
 
 def account_id(*, region: str, credentials: Credentials | None = None) -> str:

@@ -13,3 +13,12 @@ class CreatedCursorPagination(CursorPagination):
 
 class NameCursorPagination(CreatedCursorPagination):
     ordering = ("name", "id")
+
+
+class SeqCursorPagination(CursorPagination):
+    """Oldest first by ``seq`` (log lines); ``?page_size=`` up to 1000."""
+
+    ordering = ("seq",)
+    page_size = 200
+    page_size_query_param = "page_size"
+    max_page_size = 1000
