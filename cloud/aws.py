@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import boto3
+import botocore.loaders
+import botocore.session
 from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
@@ -49,13 +51,23 @@ def client_config() -> Config:
     )
 
 
+@functools.cache
+def _service_model_loader() -> botocore.loaders.Loader:
+    """One loader of botocore's service models for every session: parsing a model (EC2's is megabytes of JSON) is
+    the bulk of creating a client, and the models never change while the process runs."""
+    return botocore.loaders.create_loader()
+
+
 @functools.lru_cache(maxsize=256)
 def _cached_client(service: str, region: str, credentials: Credentials | None) -> BaseClient:
+    core = botocore.session.get_session()
+    core.register_component("data_loader", _service_model_loader())
     session = boto3.session.Session(
         aws_access_key_id=credentials.access_key_id if credentials else None,
         aws_secret_access_key=credentials.secret_access_key if credentials else None,
         aws_session_token=credentials.session_token if credentials else None,
         region_name=region,
+        botocore_session=core,
     )
     return session.client(service, config=client_config())
 

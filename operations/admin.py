@@ -1,15 +1,66 @@
+"""Django admin for platform superusers: operations are read-only here (state changes go through the services, so
+they are authorized, audited and enqueued); idempotency records likewise."""
+
 from django.contrib import admin
 
-from operations.models import IdempotencyRecord
+from operations.models import IdempotencyRecord, Operation, OperationLog, OperationPhase
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class OperationPhaseInline(admin.TabularInline):
+    model = OperationPhase
+    extra = 0
+    can_delete = False
+    ordering = ["index"]
+    fields = ["index", "slug", "state", "step", "attempts", "polls", "status_reason", "error_code", "error_message",
+              "reference", "intent", "started_at", "finished_at", "deadline_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Operation)
+class OperationAdmin(ReadOnlyAdmin):
+    list_display = ["id", "title", "team", "kind", "state", "phase", "attempt", "created_by", "source", "created_at",
+                    "finished_at"]
+    list_select_related = ["team", "created_by"]
+    list_filter = ["state", "kind", "source"]
+    search_fields = ["title", "kind", "team__name", "created_by__username", "target_id", "idempotency_key"]
+    date_hierarchy = "created_at"
+    inlines = [OperationPhaseInline]
+
+
+@admin.register(OperationPhase)
+class OperationPhaseAdmin(ReadOnlyAdmin):
+    list_display = ["operation", "index", "slug", "state", "step", "attempts", "polls", "error_code", "started_at",
+                    "finished_at"]
+    list_select_related = ["operation"]
+    list_filter = ["state", "slug"]
+    search_fields = ["operation__title", "slug", "error_message"]
+
+
+@admin.register(OperationLog)
+class OperationLogAdmin(ReadOnlyAdmin):
+    list_display = ["operation", "seq", "phase", "level", "message", "created_at"]
+    list_select_related = ["operation"]
+    list_filter = ["level"]
+    search_fields = ["message", "operation__title"]
 
 
 @admin.register(IdempotencyRecord)
-class IdempotencyRecordAdmin(admin.ModelAdmin):
+class IdempotencyRecordAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "user", "method", "path", "key", "status_code"]
     list_select_related = ["user"]
     list_filter = ["method", "status_code"]
     search_fields = ["key", "path", "user__username"]
-    readonly_fields = ["user", "key", "fingerprint", "method", "path", "status_code", "response_body", "created_at"]
-
-    def has_add_permission(self, request):
-        return False

@@ -9,7 +9,8 @@
 2. runs steps of the current phase (submit, then polls; a finished phase goes straight on to the next one), every
    write fenced by the lease (``operations.transitions``);
 3. **releases** the lease with the next wake-up time: the phase's poll interval after a submit, capped exponential
-   backoff with full jitter while a poll waits, the rate limiter's wait when the region's call budget is spent.
+   backoff with full jitter while a poll waits, or the slot the rate limiter reserved when the region's
+   call budget is spent (the poll then runs at that slot without taking another token).
 
 Failures: ``PhaseFailed`` and non-retryable errors fail the phase and the operation with their code, message and
 the provider's details. Retryable cloud errors (throttling, 5xx, unreachable) are logged as warnings and retried
@@ -130,7 +131,7 @@ def _release(operation_id: int, lease: str, delay: float | None) -> datetime | N
 
 def _run(operation: Operation, pipeline: Pipeline, lease: str) -> float | None:
     for _ in range(settings.OPERATIONS_STEPS_PER_RUN):
-        operation.refresh_from_db(fields=["state", "cancel_requested", "outputs", "attempt"])
+        operation.refresh_from_db(fields=["state", "cancel_requested", "call_reserved", "outputs", "attempt"])
         if operation.state not in ACTIVE_STATES:
             return None
         if operation.state == OperationState.CANCELLING:
@@ -181,9 +182,13 @@ def _step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease
             transitions.save_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0)
             logs.append(operation.pk, f"{spec.title}: submitted.", phase=phase.slug)
             return first_poll_delay(spec.poll_interval)
-        wait = _take_call_token(context)
-        if wait:
-            return wait
+        if operation.call_reserved:
+            transitions.save(operation, lease=lease, call_reserved=False)
+        else:
+            wait = _take_call_token(context)
+            if wait:
+                transitions.save(operation, lease=lease, call_reserved=True)
+                return wait
         progress = spec.poll(context)
     except (LeaseLost, Conflict):
         raise

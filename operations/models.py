@@ -83,7 +83,8 @@ class Operation(models.Model):
     ``params`` is the pipeline's input, fixed at creation; ``outputs`` is what phases found or made (ids, ARNs),
     shared with later phases. ``claimed_by``/``heartbeat_at`` are the worker lease: only the holder writes step
     outcomes, and a lease whose heartbeat is older than ``OPERATIONS_CLAIM_LEASE`` may be taken over.
-    ``next_poll_at`` is when a worker should look again; ``deadline_at`` is the current phase's deadline.
+    ``next_poll_at`` is when a worker should look again; ``deadline_at`` is the current phase's deadline;
+    ``call_reserved`` says the next poll already holds a slot of the cloud-call rate limiter.
     """
 
     team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="operations")
@@ -103,6 +104,7 @@ class Operation(models.Model):
     error_message = models.TextField(blank=True)
     idempotency_key = models.CharField(max_length=255, blank=True)
     cancel_requested = models.BooleanField(default=False)
+    call_reserved = models.BooleanField(default=False)
     attempt = models.PositiveIntegerField(default=1)
     claimed_by = models.CharField(max_length=64, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)

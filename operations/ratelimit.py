@@ -1,9 +1,11 @@
 """A client-side rate limiter for cloud calls, shared by every worker through Redis.
 
 One token bucket per (AWS account, region): ``OPERATIONS_CLOUD_CALLS_PER_SECOND`` tokens a second, up to
-``OPERATIONS_CLOUD_CALLS_BURST``. A poll step takes a token before it describes anything; without one the engine
-does not wait in the worker but reschedules the operation for when a token will be there. This keeps a fleet of
-operations polling the same region under AWS's throttling limits instead of provoking them.
+``OPERATIONS_CLOUD_CALLS_BURST``. A poll step takes a token before it describes anything. When the bucket is empty
+the caller *reserves* the next free slot (the balance goes negative) and is told how long to wait: the engine does
+not sleep in the worker but reschedules the operation for that slot and then polls without taking another token.
+Callers are thus spread one slot apart instead of retrying together, and a fleet of operations polling one region
+stays under AWS's throttling limits instead of provoking them.
 
 When Redis cannot be reached the limiter lets the call through (botocore's adaptive retries still apply) and logs
 a warning: a rate limiter must not stop operations.
@@ -19,7 +21,8 @@ from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
-# KEYS[1] bucket; ARGV: rate per second, burst, now (seconds). Returns seconds to wait (0 = token taken).
+# KEYS[1] bucket; ARGV: rate per second, burst, now (seconds). Returns the seconds until the reserved slot
+# (0: a token was there). The balance may go negative: each caller reserves the slot after the previous one.
 _TAKE = """
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -27,15 +30,13 @@ local now = tonumber(ARGV[3])
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1]) or burst
 local at = tonumber(state[2]) or now
-tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
+tokens = math.min(burst, tokens + math.max(0, now - at) * rate) - 1
 local wait = 0
-if tokens >= 1 then
-  tokens = tokens - 1
-else
-  wait = (1 - tokens) / rate
+if tokens < 0 then
+  wait = -tokens / rate
 end
 redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
-redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 60)
+redis.call('EXPIRE', KEYS[1], math.ceil((burst - tokens) / rate) + 60)
 return tostring(wait)
 """
 
@@ -51,7 +52,8 @@ def _script():
 
 
 def take(account: str, region: str) -> float:
-    """Take one call token for ``account``/``region``: 0.0 when taken, else the seconds until one is free."""
+    """Take one call token for ``account``/``region``: 0.0 when one was there, else the seconds until the slot this
+    call reserved (the caller then calls at that time without taking again)."""
     key = f"instantstart:ratelimit:{account}:{region}"
     try:
         now = _connection().time()

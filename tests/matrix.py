@@ -27,10 +27,14 @@ class Case:
     method: str
     path: str
     allowed: frozenset[str]
-    body: dict[str, Any] | None = None
+    #: the JSON body, or a function of the cast and the acting user returning it
+    body: dict[str, Any] | Callable[[Any, Any], dict[str, Any]] | None = None
     #: path parameters, computed from the cast and the acting user
     params: Callable[[Any, Any], dict[str, Any]] = field(default=lambda cast, actor: {})
     team_scoped: bool = True
+
+    def payload(self, cast, actor) -> dict[str, Any] | None:
+        return self.body(cast, actor) if callable(self.body) else self.body
 
     def denied_status(self, role: str) -> int:
         if role == "anonymous":
@@ -87,6 +91,45 @@ CASES: list[Case] = [
          team_scoped=False),
     Case("audit_events_list", "GET", "/api/v1/audit-events", AUTHENTICATED, team_scoped=False),
     Case("audit_events_retrieve", "GET", "/api/v1/audit-events/{event_id}", MEMBERS, params=team_event),
+]
+
+
+def operation_in(state: str):
+    """Path parameters naming a fresh demo operation of the cast's team in ``state`` (``failed``: its first phase
+    failed)."""
+
+    def params(cast, actor) -> dict:
+        from operations import demo
+        from operations.models import OperationPhase, PhaseState
+
+        operation = demo.demo_start(actor=cast.admin, team=cast.team, name="matrix", region="us-west-2",
+                                    source="system")
+        if state != "pending":
+            first = OperationPhase.objects.get(operation=operation, index=0)
+            first.state = PhaseState.FAILED if state == "failed" else PhaseState.RUNNING
+            first.save()
+            operation.state = state
+            operation.save()
+        return {"operation_id": operation.pk}
+
+    return params
+
+
+OPERATORS = frozenset({"operator", "admin", "superuser"})
+
+CASES += [
+    Case("operations_list", "GET", "/api/v1/operations", AUTHENTICATED, team_scoped=False),
+    Case("operations_retrieve", "GET", "/api/v1/operations/{operation_id}", MEMBERS, params=operation_in("pending")),
+    Case("operation_phases_list", "GET", "/api/v1/operations/{operation_id}/phases", MEMBERS,
+         params=operation_in("pending")),
+    Case("operation_logs_list", "GET", "/api/v1/operations/{operation_id}/logs", MEMBERS,
+         params=operation_in("pending")),
+    Case("operations_retry", "POST", "/api/v1/operations/{operation_id}/retry", OPERATORS, body={},
+         params=operation_in("failed")),
+    Case("operations_cancel", "POST", "/api/v1/operations/{operation_id}/cancel", OPERATORS, body={},
+         params=operation_in("running")),
+    Case("demo_operations_create", "POST", "/api/v1/demo-operations", OPERATORS,
+         body=lambda cast, actor: {"team": cast.team.pk, "name": "matrix"}),
 ]
 
 

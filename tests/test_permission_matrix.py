@@ -24,7 +24,7 @@ def test_rest_endpoint_permission(case: Case, role: str, cast, api, make_user):
     make_user("newcomer")
     actor = cast[role]
     path = case.path.format(**case.params(cast, actor))
-    response = api(actor).request(case.method, path, case.body)
+    response = api(actor).request(case.method, path, case.payload(cast, actor))
     if role in case.allowed:
         assert 200 <= response.status_code < 300, response.content
     else:
@@ -36,7 +36,7 @@ def test_rest_endpoint_permission(case: Case, role: str, cast, api, make_user):
 def test_read_only_token_cannot_mutate(case: Case, cast, api, make_user):
     make_user("newcomer")
     path = case.path.format(**case.params(cast, cast.admin))
-    response = api(cast.admin, read_only=True).request(case.method, path, case.body)
+    response = api(cast.admin, read_only=True).request(case.method, path, case.payload(cast, cast.admin))
     assert response.status_code == 403
     assert response.json()["code"] == "token_read_only"
 
@@ -60,7 +60,7 @@ def test_mcp_tool_permission_matches_rest(tool: str, rest_case: Case, role: str,
 
     make_user("newcomer")
     actor = cast[role]
-    arguments = {**rest_case.params(cast, actor), **(rest_case.body or {})}
+    arguments = {**rest_case.params(cast, actor), **(rest_case.payload(cast, actor) or {})}
     is_error, body = call_tool(token_for(actor) if actor else None, tool, arguments)
     if role in rest_case.allowed:
         assert not is_error, body
@@ -76,7 +76,7 @@ def test_read_only_token_cannot_call_a_mutating_tool(tool: str, rest_case: Case,
     from mcp_server.testing import call_tool
 
     make_user("newcomer")
-    arguments = {**rest_case.params(cast, cast.admin), **(rest_case.body or {})}
+    arguments = {**rest_case.params(cast, cast.admin), **(rest_case.payload(cast, cast.admin) or {})}
     is_error, body = call_tool(token_for(cast.admin, read_only=True), tool, arguments)
     assert is_error
     assert body["code"] == "token_read_only"

@@ -13,6 +13,7 @@ from django.urls import reverse
 from accounts import services
 from accounts.models import Membership, Role
 from config.context import Source
+from operations import demo
 from operations.models import IdempotencyRecord
 
 PRODUCT_APPS = ("accounts", "operations")
@@ -49,5 +50,7 @@ def test_changelist_queries_do_not_grow_with_rows(model, cast, make_user, django
         services.token_create(actor=user, name="bulk", source=Source.SYSTEM)
         services.team_update(actor=cast.admin, team=cast.team, description=f"v{index}", source=Source.SYSTEM)
         IdempotencyRecord.objects.create(user=user, key=f"k{index}", fingerprint="f", method="POST", path="/x")
+        demo.demo_start(actor=cast.admin, team=cast.team, name=f"bulk{index}", region="us-west-2",
+                        source=Source.SYSTEM)
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert client.get(changelist(model), {"q": ""}).status_code == 200
