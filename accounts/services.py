@@ -92,7 +92,7 @@ def team_delete(*, actor: User, team: Team, source: str) -> None:
             )
             team.delete()
     except ProtectedError as error:
-        kinds = sorted({obj._meta.verbose_name_plural for obj in error.protected_objects})
+        kinds = sorted({str(obj._meta.verbose_name_plural) for obj in error.protected_objects})
         raise Conflict(
             f"The team still owns {', '.join(kinds)}; delete those first.", code="team_not_empty"
         ) from error

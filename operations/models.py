@@ -87,7 +87,7 @@ class Operation(models.Model):
     ``call_reserved`` says the next poll already holds a slot of the cloud-call rate limiter.
     """
 
-    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="operations")
+    team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, related_name="operations")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     source = models.CharField(max_length=10, choices=Source.choices)

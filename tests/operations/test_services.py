@@ -158,3 +158,13 @@ def test_the_demo_is_refused_where_it_is_off(cast, settings):
         start(cast)
     assert raised.value.code == "demo_disabled"
     assert not Operation.objects.exists()
+
+
+def test_a_team_with_operations_cannot_be_deleted_so_failures_stay_visible(cast):
+    from accounts.services import team_delete
+
+    fail_at(start(cast), "bucket")
+    with pytest.raises(Conflict) as raised:
+        team_delete(actor=cast.admin, team=cast.team, source="api")
+    assert raised.value.code == "team_not_empty" and "operations" in raised.value.message
+    assert Operation.objects.filter(team=cast.team).count() == 1
