@@ -154,10 +154,15 @@ CACHES = {
         "KEY_PREFIX": "instantstart",
     }
 }
+#: redis-py 8 gives every read a 5 s socket timeout by default, as long as the layer's blocking BZPOPMIN wait
+#: (``brpop_timeout`` 5 s): an idle subscriber's read timed out and crashed its WebSocket consumer every 5 s.
+#: Reads get longer than that wait; a dead Redis is still noticed.
+CHANNEL_LAYER_SOCKET_TIMEOUT = 15.0
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": "instantstart:channels"},
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT}],
+                   "prefix": "instantstart:channels"},
     }
 }
 CELERY_BROKER_URL = celery_broker_url(REDIS_URL)
@@ -222,6 +227,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.add_error_responses",
+        "config.api.schema.add_idempotency_key_header",
     ],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],

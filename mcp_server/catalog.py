@@ -4,6 +4,9 @@ Adding a tool is appending one :class:`ToolSpec` to :data:`CATALOG`. Its input s
 OpenAPI description, its execution is the REST call itself (with the caller's own token), so the entry only says
 what REST cannot: the tool's name, what the agent should know about it, truthful annotations and, for a tool that
 changes something, the read-only tool whose answer decides whether the change is complete.
+
+A :class:`WaitSpec` is the one kind of tool that is more than one REST call: it repeats a read-only operation whose
+answer has a ``terminal`` flag until it is true or the agent's ``timeout_seconds`` pass, reporting progress.
 """
 
 from __future__ import annotations
@@ -45,6 +48,11 @@ class ToolSpec:
         return f"{self.description}\n\nCompletion is decided by `{self.status_tool}`: call it to confirm the result."
 
     @property
+    def waits(self) -> bool:
+        """Whether the tool repeats its operation until the answer is terminal (see :class:`WaitSpec`)."""
+        return False
+
+    @property
     def annotations(self) -> ToolAnnotations:
         return ToolAnnotations(
             read_only_hint=self.read_only,
@@ -52,6 +60,32 @@ class ToolSpec:
             idempotent_hint=self.read_only or self.idempotent,
             open_world_hint=False,
         )
+
+
+@dataclass(frozen=True)
+class WaitSpec(ToolSpec):
+    """A read-only tool that repeats its ``GET`` operation until the answer's ``terminal`` is true or
+    ``timeout_seconds`` (an extra argument: ``default_timeout`` when omitted, 0 to ``max_timeout``) pass.
+
+    The answer must describe an operation (``state``, ``phase``, ``phases`` with ``slug``/``title``/``state``/
+    ``status_reason``): while waiting, the tool sends MCP progress notifications (finished phases of all phases), and
+    its result is the last answer plus ``waited_seconds`` and a ``summary`` that states the outcome — a non-terminal
+    answer is reported as still running, never as done.
+    """
+
+    default_timeout: int = 60
+    max_timeout: int = 900
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.read_only:
+            raise ValueError(f"{self.name}: a waiting tool only reads.")
+        if not 0 <= self.default_timeout <= self.max_timeout:
+            raise ValueError(f"{self.name}: default_timeout must be between 0 and max_timeout.")
+
+    @property
+    def waits(self) -> bool:
+        return True
 
 
 _PAGINATED = (" Results are paginated: while `next` is set, call again with `cursor` set to the `cursor` query "
@@ -106,6 +140,100 @@ CATALOG: tuple[ToolSpec, ...] = (
             "(`portal`, `api`, `mcp`, `system`), with before/after values. Filter by `team` id, `actor` username, "
             "`source`, `action` (exact, e.g. `team.create`, or a prefix ending in '.'), `target_type`/`target_id`, "
             "`request_id`, and a time window (`since`/`until`, ISO 8601)." + _PAGINATED
+        ),
+    ),
+    ToolSpec(
+        name="list_operations",
+        operation_id="operations_list",
+        read_only=True,
+        description=(
+            "List the long-running operations of your teams (cluster creation, deletion, updates, demo "
+            "environments…), newest first, each with its phases. Filter by `team` id, `state` (repeatable), "
+            "`active` (true: pending, running or cancelling), `kind`, `target_type`/`target_id` (the object it "
+            "works on) and a creation window (`since`/`until`, ISO 8601). States: `pending` (waiting for a worker), "
+            "`running`, `succeeded` (done), `failed` (stopped at its failed phase; can be retried), `cancelling` "
+            "(undoing what it made), `cancelled`. `terminal` is true once nothing advances it any more." + _PAGINATED
+        ),
+    ),
+    ToolSpec(
+        name="get_operation",
+        operation_id="operations_retrieve",
+        read_only=True,
+        description=(
+            "Get one operation by id, as it is now: `state`, `terminal`, the current `phase` and `status_reason`, "
+            "`error_code`/`error_message` when it failed, every phase with its state, attempts and error, and "
+            "`capabilities` (whether you may retry or cancel it). An operation is only done when `terminal` is true "
+            "AND `state` is `succeeded`; `failed` stops at the failed phase and can be retried (`retry_operation`). "
+            "To wait for the end, use `wait_for_operation` instead of calling this in a loop. Not found when it does "
+            "not exist or belongs to a team you are not in."
+        ),
+    ),
+    WaitSpec(
+        name="wait_for_operation",
+        operation_id="operations_retrieve",
+        read_only=True,
+        description=(
+            "Wait until an operation is terminal (`succeeded`, `failed` or `cancelled`) or `timeout_seconds` pass "
+            "(default 60, at most 900), looking every half second to two seconds and sending progress notifications "
+            "(finished phases out of all phases, with the current phase and its status) if you asked for progress. "
+            "The result is the operation as `get_operation` returns it plus `waited_seconds`, and a `summary` that "
+            "starts with the outcome. The operation is done only when `terminal` is true and `state` is "
+            "`succeeded`. If the timeout passed first, `terminal` is false: the operation is STILL RUNNING — call "
+            "`wait_for_operation` again; do not report it as finished. A `failed` or `cancelled` result is not a "
+            "tool error (waiting worked): read `error_code`/`error_message` and the failed phase, then fix the "
+            "cause and `retry_operation` (only the failed phase reruns), or report the failure."
+        ),
+    ),
+    ToolSpec(
+        name="list_operation_logs",
+        operation_id="operation_logs_list",
+        read_only=True,
+        description=(
+            "Read an operation's log, oldest first: what each phase sent and saw, warnings (retried throttling, "
+            "slow resources) and errors with the provider's message. Filter by `phase` (slug) and `level`; "
+            "`after_seq` returns only lines after the last `seq` you have, to follow a running operation." + _PAGINATED
+        ),
+    ),
+    ToolSpec(
+        name="retry_operation",
+        operation_id="operations_retry",
+        read_only=False,
+        status_tool="wait_for_operation",
+        description=(
+            "Retry a `failed` operation (operators and admins): only its failed phase runs again; the phases that "
+            "succeeded are not redone. Fix the cause first (read `error_code`/`error_message` and the log). `phase` "
+            "is optional and, when given, must be the failed phase's slug (`unknown_phase`, `phase_not_failed`). "
+            "An operation that is not failed is refused with `operation_not_retryable`. Answers at once with the "
+            "operation back in `running`; it is not done until `wait_for_operation` reports `succeeded`."
+        ),
+    ),
+    ToolSpec(
+        name="cancel_operation",
+        operation_id="operations_cancel",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        status_tool="wait_for_operation",
+        description=(
+            "Cancel an operation that has not finished (operators and admins). A pending one is cancelled at once; "
+            "a running one becomes `cancelling` while a worker undoes what its phases made (best effort, last phase "
+            "first), then `cancelled`. Cancelling a cancelling operation changes nothing; an operation that already "
+            "succeeded, failed or was cancelled is refused with `operation_finished`. Only cancel what the user asked "
+            "you to cancel."
+        ),
+    ),
+    ToolSpec(
+        name="start_demo_operation",
+        operation_id="demo_operations_create",
+        read_only=False,
+        status_tool="wait_for_operation",
+        description=(
+            "Start a demo operation in the sandbox (operators and admins): it builds a small EKS environment (S3 "
+            "bucket, network, IAM role, EKS control plane, add-on) in five phases, to watch an operation work. "
+            "`name` is 2-32 lowercase letters, digits and hyphens; `team` defaults to your current team. Refused "
+            "with `demo_disabled` against real AWS. Answers at once with the new operation (`pending`); it is not "
+            "done until `wait_for_operation` reports `succeeded`. Pass `idempotency_key` so that a repeated call "
+            "cannot start a second environment."
         ),
     ),
 )

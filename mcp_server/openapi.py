@@ -3,14 +3,16 @@
 The schema is generated once, in-process, by drf-spectacular (the same document ``/api/schema/`` serves), so a
 tool's input schema cannot drift from its endpoint: the path parameters, the query parameters and the JSON request
 body's properties become one flat JSON Schema object. An argument's name says where it goes; names must therefore
-be unique across the three locations (an operation where they collide cannot be a tool).
+be unique across the locations (an operation where they collide cannot be a tool). Header parameters the tool layer
+knows (:data:`HEADER_ARGUMENTS`: ``Idempotency-Key`` → ``idempotency_key``) become optional arguments sent as that
+header; other header parameters stay out of the tool.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -22,14 +24,27 @@ _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "tr
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _JSON = "application/json"
 
+#: Header parameter → (argument name, what the agent is told about it).
+HEADER_ARGUMENTS: dict[str, tuple[str, str]] = {
+    "Idempotency-Key": ("idempotency_key", (
+        "Optional. A unique key you choose for this change (e.g. a UUID). If you are unsure whether a call went "
+        "through (timeout, lost connection), repeat it with the same key: a replay with the same key returns the "
+        "original result instead of acting twice. Reusing a key with different arguments is refused with "
+        "`idempotency_key_reused`; while the first call is still running, with `idempotency_in_progress`. "
+        "Keys last 24 hours and are per user."
+    )),
+}
+
 
 @dataclass(frozen=True)
 class RequestParts:
-    """Where a tool call's arguments go: the concrete path, the query string values and the JSON body."""
+    """Where a tool call's arguments go: the concrete path, the query string values, the JSON body and the request
+    headers."""
 
     path: str
     query: dict[str, str | list[str]]
     body: dict[str, Any] | None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,8 @@ class Operation:
     body_params: tuple[str, ...]
     has_body: bool
     input_schema: Mapping[str, Any]
+    #: argument name → header name
+    header_params: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def safe(self) -> bool:
@@ -68,7 +85,9 @@ class Operation:
             path = path.replace(f"{{{name}}}", quote(str(arguments[name]), safe=""))
         query = {name: _query_value(arguments[name]) for name in self.query_params if arguments.get(name) is not None}
         body = {name: arguments[name] for name in self.body_params if name in arguments} if self.has_body else None
-        return RequestParts(path=path, query=query, body=body)
+        headers = {header: str(arguments[name]) for name, header in self.header_params.items()
+                   if arguments.get(name) is not None}
+        return RequestParts(path=path, query=query, body=body, headers=headers)
 
 
 @functools.cache
@@ -104,6 +123,7 @@ def _build(schema: dict[str, Any], path: str, method: str, described: dict[str, 
         if is_required:
             required.append(name)
 
+    headers: dict[str, str] = {}
     declared = [_inline(parameter, schema) for parameter in [*shared, *described.get("parameters", [])]]
     for (location, name), parameter in {(p["in"], p["name"]): p for p in declared}.items():
         if location in ("path", "query"):
@@ -111,6 +131,11 @@ def _build(schema: dict[str, Any], path: str, method: str, described: dict[str, 
             if parameter.get("description"):
                 property_schema["description"] = parameter["description"]
             add(name, location, property_schema, location == "path" or parameter.get("required", False))
+        elif location == "header" and name in HEADER_ARGUMENTS:
+            argument, description = HEADER_ARGUMENTS[name]
+            add(argument, "header", {**parameter.get("schema", {}), "description": description},
+                parameter.get("required", False))
+            headers[argument] = name
 
     has_body = "requestBody" in described
     if has_body:
@@ -131,7 +156,7 @@ def _build(schema: dict[str, Any], path: str, method: str, described: dict[str, 
         path_params=tuple(name for name, location in where.items() if location == "path"),
         query_params=tuple(name for name, location in where.items() if location == "query"),
         body_params=tuple(name for name, location in where.items() if location == "body"),
-        has_body=has_body, input_schema=input_schema,
+        has_body=has_body, input_schema=input_schema, header_params=headers,
     )
 
 

@@ -34,12 +34,13 @@ _R = TypeVar("_R")
 
 @dataclass(frozen=True)
 class RestResponse:
-    """What REST answered: the HTTP status, the parsed JSON body (``None`` when empty or not JSON) and the request
-    id."""
+    """What REST answered: the HTTP status, the parsed JSON body (``None`` when empty or not JSON), the request id
+    and whether it is the replay of an earlier request with the same ``Idempotency-Key``."""
 
     status: int
     body: Any
     request_id: str
+    replayed: bool = False
 
     @property
     def ok(self) -> bool:
@@ -72,6 +73,7 @@ def call(method: str, parts: RequestParts, *, authorization: str) -> RestRespons
         "wsgi.run_once": False,
         MCP_SOURCE_META: "mcp",
     }
+    environ |= {"HTTP_" + name.upper().replace("-", "_"): value for name, value in parts.headers.items()}
     response = _handler()(environ, lambda status, headers, exc_info=None: None)
     try:
         content = b"".join(response)
@@ -79,7 +81,8 @@ def call(method: str, parts: RequestParts, *, authorization: str) -> RestRespons
         response.close()
     is_json = response.get("Content-Type", "").startswith("application/json")
     body = json.loads(content) if is_json and content else None
-    return RestResponse(status=response.status_code, body=body, request_id=response.get("X-Request-ID", ""))
+    return RestResponse(status=response.status_code, body=body, request_id=response.get("X-Request-ID", ""),
+                        replayed=response.get("Idempotent-Replayed") == "true")
 
 
 async def run_in_django_thread(function: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:

@@ -4,13 +4,18 @@
 prompts and resources registered the usual ``MCPServer`` way keep working beside it. A catalog tool's result is the
 REST answer: the JSON body as structured content and as text. A non-2xx answer is a tool error (``isError: true``)
 carrying the same ``{"code", "message", "fields"}`` body, so the agent sees the codes REST clients see.
+
+A :class:`~mcp_server.catalog.WaitSpec` entry becomes a :class:`WaitingTool`: the same REST call, repeated until the
+answer is terminal or the agent's timeout passes, with MCP progress notifications on the way.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -20,14 +25,16 @@ from mcp_types import Tool as McpTool
 from config.errors import ApplicationError, NotAuthenticated, NotFound, PermissionDenied, Throttled, ValidationFailed
 from mcp_server import rest
 from mcp_server.auth import CALLER_SCOPE_KEY, Caller
-from mcp_server.catalog import CATALOG, ToolSpec
-from mcp_server.openapi import Operation, operation
+from mcp_server.catalog import CATALOG, ToolSpec, WaitSpec
+from mcp_server.openapi import Operation, RequestParts, operation
 
 INSTRUCTIONS = (
     "InstantStart runs SageMaker HyperPod clusters on EKS for teams. Every tool calls the InstantStart REST API as "
     "you, the user of the API token: you can do exactly what that user may do. Start with `whoami`. Errors carry a "
     "stable `code` and per-field messages in `fields`; fix the named fields instead of guessing. A tool that changes "
-    "something names the tool that confirms completion: call it before reporting success."
+    "something names the tool that confirms completion: call it before reporting success. Long-running changes "
+    "answer with an operation: it is done only when `terminal` is true and `state` is `succeeded`; "
+    "`wait_for_operation` waits for that. Pass `idempotency_key` to a change you might have to repeat."
 )
 META_PREFIX = "instantstart/"
 
@@ -39,27 +46,204 @@ class CatalogTool:
     spec: ToolSpec
     operation: Operation
 
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return dict(self.operation.input_schema)
+
     def describe(self) -> McpTool:
         meta = {f"{META_PREFIX}operation_id": self.spec.operation_id}
         if self.spec.status_tool:
             meta[f"{META_PREFIX}status_tool"] = self.spec.status_tool
         return McpTool(name=self.spec.name, description=self.spec.agent_description,
-                       input_schema=dict(self.operation.input_schema), annotations=self.spec.annotations, _meta=meta)
+                       input_schema=self.input_schema, annotations=self.spec.annotations, _meta=meta)
 
-    async def call(self, caller: Caller | None, arguments: dict[str, Any]) -> CallToolResult:
+    async def call(self, caller: Caller | None, arguments: dict[str, Any],
+                   context: Context | None = None) -> CallToolResult:
         """Refuse what REST would refuse anyway (no caller, read-only token on a mutation, unplaceable arguments),
         otherwise answer with what REST answers."""
-        if caller is None:
-            return error_result(NotAuthenticated().as_dict())
-        if caller.read_only and not self.spec.read_only:
-            return error_result(PermissionDenied("This API token is read-only.", code="token_read_only").as_dict())
+        refused = self.refusal(caller)
+        if refused is not None:
+            return refused
         try:
             parts = self.operation.request_parts(arguments)
         except ValidationFailed as exc:
             return error_result(exc.as_dict())
-        response = await rest.run_in_django_thread(rest.call, self.operation.method, parts,
-                                                   authorization=caller.authorization)
-        return tool_result(response)
+        return self.result(await self.send(caller, parts))
+
+    def refusal(self, caller: Caller | None) -> CallToolResult | None:
+        if caller is None:
+            return error_result(NotAuthenticated().as_dict())
+        if caller.read_only and not self.spec.read_only:
+            return error_result(PermissionDenied("This API token is read-only.", code="token_read_only").as_dict())
+        return None
+
+    async def send(self, caller: Caller, parts: RequestParts) -> rest.RestResponse:
+        return await rest.run_in_django_thread(rest.call, self.operation.method, parts,
+                                               authorization=caller.authorization)
+
+    def result(self, response: rest.RestResponse) -> CallToolResult:
+        """The tool result for REST's answer; field errors on a header name the argument (``idempotency_key``)."""
+        return tool_result(response, argument_names={header: argument for argument, header
+                                                      in self.operation.header_params.items()})
+
+
+#: How often a waiting tool repeats its request: from the minimum, growing while nothing changes, up to the maximum.
+WAIT_POLL_MIN_SECONDS = 0.5
+WAIT_POLL_MAX_SECONDS = 2.0
+#: A waiting tool sends a progress notification at least this often (keeps clients from timing the call out).
+WAIT_HEARTBEAT_SECONDS = 5.0
+TIMEOUT_ARGUMENT = "timeout_seconds"
+#: Phase states that count as finished for progress (a failed phase is not: it is what a retry reruns).
+_FINISHED_PHASES = frozenset({"succeeded", "cancelled", "compensated"})
+
+
+@dataclass(frozen=True)
+class WaitingTool(CatalogTool):
+    """A :class:`~mcp_server.catalog.WaitSpec` bound to its ``GET`` operation: repeats it, through the same
+    in-process REST path with the caller's token (permissions, throttling and request logging apply to every
+    look), until the answer is terminal or ``timeout_seconds`` pass."""
+
+    spec: WaitSpec
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        schema = dict(self.operation.input_schema)
+        schema["properties"] = {**schema["properties"], TIMEOUT_ARGUMENT: {
+            "type": "integer", "minimum": 0, "maximum": self.spec.max_timeout, "default": self.spec.default_timeout,
+            "description": (f"How long to wait at most, in seconds (default {self.spec.default_timeout}, at most "
+                            f"{self.spec.max_timeout}; 0 looks once and returns)."),
+        }}
+        return schema
+
+    async def call(self, caller: Caller | None, arguments: dict[str, Any],
+                   context: Context | None = None) -> CallToolResult:
+        refused = self.refusal(caller)
+        if refused is not None:
+            return refused
+        arguments = dict(arguments)
+        timeout = arguments.pop(TIMEOUT_ARGUMENT, None)
+        fields = self._timeout_errors(timeout)
+        try:
+            parts = self.operation.request_parts(arguments)
+        except ValidationFailed as exc:
+            fields = exc.fields | fields
+        if fields:
+            return error_result(ValidationFailed(fields=dict(sorted(fields.items()))).as_dict())
+        timeout = self.spec.default_timeout if timeout is None else timeout
+        progress = _ProgressReporter(context)
+        started = time.monotonic()
+        deadline = started + timeout
+        interval = WAIT_POLL_MIN_SECONDS
+        while True:
+            response = await self.send(caller, parts)
+            if not response.ok or not isinstance(response.body, dict):
+                return self.result(response)
+            body = response.body
+            changed = await progress.observe(body)
+            now = time.monotonic()
+            terminal = body.get("terminal") is True
+            if terminal or now >= deadline:
+                return self._outcome(response, terminal, now - started)
+            interval = WAIT_POLL_MIN_SECONDS if changed else min(interval * 1.5, WAIT_POLL_MAX_SECONDS)
+            await asyncio.sleep(min(interval, deadline - now))
+
+    def _timeout_errors(self, timeout: Any) -> dict[str, list[dict[str, str]]]:
+        if timeout is None:
+            return {}
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or (
+                isinstance(timeout, float) and not timeout.is_integer()):
+            return {TIMEOUT_ARGUMENT: [{"code": "invalid", "message": "A whole number of seconds is required."}]}
+        if not 0 <= timeout <= self.spec.max_timeout:
+            return {TIMEOUT_ARGUMENT: [{"code": "out_of_range", "message": (
+                f"Wait between 0 and {self.spec.max_timeout} seconds; call again to wait longer.")}]}
+        return {}
+
+    def _outcome(self, response: rest.RestResponse, terminal: bool, waited: float) -> CallToolResult:
+        """The last answer plus ``waited_seconds`` and a ``summary`` whose first word is the outcome; a
+        ``failed``/``cancelled`` operation is a normal result (the wait worked), never presented as success."""
+        body = response.body
+        summary = _wait_summary(body, terminal, waited, self.spec.name)
+        structured = {**body, "terminal": terminal, "waited_seconds": round(waited, 1), "summary": summary}
+        meta = {f"{META_PREFIX}http_status": response.status, f"{META_PREFIX}request_id": response.request_id}
+        return CallToolResult(content=[TextContent(text=f"{summary}\n\n{_text(structured)}")],
+                              structured_content=structured, _meta=meta)
+
+
+@dataclass
+class _ProgressReporter:
+    """MCP progress while waiting on an operation: ``total`` is the number of phases, ``progress`` the finished
+    ones, ``message`` "<phase title>: <status>". A notification goes out when something changed and at least every
+    ``WAIT_HEARTBEAT_SECONDS``. The protocol wants every notification to carry a larger ``progress`` than the last,
+    so between phase completions the value creeps towards the next whole number (n + k/(k+1)); it never goes back
+    (a phase that is retried does not lower it), and it reaches ``total`` only once the operation is terminal
+    (every phase finished but the operation not yet marked done reports just under it). Without a progress token
+    from the client the SDK sends nothing."""
+
+    context: Context | None
+    _key: Any = None
+    _sent_at: float = field(default=float("-inf"))
+    _base: int = -1
+    _creep: int = 0
+
+    async def observe(self, body: Mapping[str, Any]) -> bool:
+        """Report ``body`` if due; return whether it changed since the last look."""
+        phases = [phase for phase in body.get("phases") or [] if isinstance(phase, Mapping)]
+        key = (body.get("state"), body.get("phase"), body.get("status_reason"),
+               tuple((p.get("slug"), p.get("state"), p.get("step"), p.get("attempts"), p.get("status_reason"))
+                     for p in phases))
+        changed = key != self._key
+        now = time.monotonic()
+        if not changed and now - self._sent_at < WAIT_HEARTBEAT_SECONDS:
+            return False
+        self._key = key
+        finished = sum(1 for phase in phases if phase.get("state") in _FINISHED_PHASES)
+        total = len(phases) or None
+        if total is not None and body.get("terminal") is not True:
+            finished = min(finished, total - 1)  # the whole total is kept for the end
+        if finished > self._base:
+            self._base, self._creep = finished, 0
+        else:
+            self._creep += 1
+        self._sent_at = now
+        if self.context is not None:
+            await self.context.report_progress(self._base + self._creep / (self._creep + 1), total,
+                                               _progress_message(body, phases))
+        return changed
+
+
+def _progress_message(body: Mapping[str, Any], phases: list[Mapping[str, Any]]) -> str:
+    state = str(body.get("state") or "unknown")
+    reason = body.get("status_reason") or ""
+    current = next((phase for phase in phases if phase.get("slug") == body.get("phase")), None)
+    if state == "running" and current is not None:
+        return f"{current.get('title') or current.get('slug')}: {current.get('status_reason') or current.get('state')}"
+    if state == "failed" and body.get("error_message"):
+        return f"Operation failed: {body['error_message']}"
+    return f"Operation {state}" + (f" ({reason})" if reason and reason.lower() != state else "")
+
+
+def _wait_summary(body: Mapping[str, Any], terminal: bool, waited: float, tool: str) -> str:
+    name = f"Operation {body.get('id')}" + (f" ({body['title']})" if body.get("title") else "")
+    state = str(body.get("state") or "unknown")
+    phases = [phase for phase in body.get("phases") or [] if isinstance(phase, Mapping)]
+    current = next((phase for phase in phases if phase.get("slug") == body.get("phase")), None)
+    phase_title = (current.get("title") or current.get("slug")) if current is not None else None
+    waited_text = f"{waited:.0f} s"
+    if not terminal:
+        where = f" in phase {phase_title}" if phase_title else ""
+        status = f" ({_progress_message(body, phases)})" if phases else ""
+        return (f"STILL RUNNING: {name} is {state}{where}{status} after waiting {waited_text}. It is NOT finished; "
+                f"call `{tool}` again to keep waiting.")
+    if state == "succeeded":
+        return f"SUCCEEDED: {name} finished successfully (waited {waited_text})."
+    if state == "failed":
+        where = f" in phase {phase_title}" if phase_title else ""
+        error = ": ".join(str(part) for part in (body.get("error_code"), body.get("error_message")) if part)
+        return (f"FAILED: {name} failed{where}" + (f" ({error})" if error else "") + f" (waited {waited_text}). "
+                "It did not complete. Fix the cause, then `retry_operation` reruns only the failed phase.")
+    if state == "cancelled":
+        return f"CANCELLED: {name} was cancelled (waited {waited_text}); it did not complete."
+    return f"{state.upper()}: {name} is {state} (waited {waited_text})."
 
 
 def bind_catalog(specs: Sequence[ToolSpec] = CATALOG) -> dict[str, CatalogTool]:
@@ -69,7 +253,9 @@ def bind_catalog(specs: Sequence[ToolSpec] = CATALOG) -> dict[str, CatalogTool]:
     for spec in specs:
         if spec.name in tools:
             raise ValueError(f"Two catalog tools are named {spec.name!r}.")
-        bound = CatalogTool(spec, operation(spec.operation_id))
+        bound = (WaitingTool if isinstance(spec, WaitSpec) else CatalogTool)(spec, operation(spec.operation_id))
+        if TIMEOUT_ARGUMENT in bound.operation.input_schema["properties"] and isinstance(spec, WaitSpec):
+            raise ValueError(f"{spec.name}: {spec.operation_id} already has a {TIMEOUT_ARGUMENT!r} argument.")
         if spec.read_only != bound.operation.safe:
             raise ValueError(f"{spec.name}: read_only={spec.read_only} but {spec.operation_id} is "
                              f"{bound.operation.method}.")
@@ -101,15 +287,24 @@ class CatalogServer(MCPServer):
         tool = self._catalog.get(name)
         if tool is None:
             return await super().call_tool(name, arguments, context)
-        return await tool.call(self._caller or _caller_of(context), arguments)
+        return await tool.call(self._caller or _caller_of(context), arguments, context)
 
 
-def tool_result(response: rest.RestResponse) -> CallToolResult:
-    """REST's answer as a tool result; ``_meta`` carries the HTTP status and the request id (see the audit trail)."""
+def tool_result(response: rest.RestResponse, *, argument_names: Mapping[str, str] | None = None) -> CallToolResult:
+    """REST's answer as a tool result; ``_meta`` carries the HTTP status, the request id (see the audit trail) and,
+    for the replay of an earlier call with the same idempotency key, ``instantstart/idempotent_replayed``.
+    ``argument_names`` renames error fields (a header name → the argument that sets it)."""
     meta = {f"{META_PREFIX}http_status": response.status, f"{META_PREFIX}request_id": response.request_id}
+    if response.replayed:
+        meta[f"{META_PREFIX}idempotent_replayed"] = True
     body = response.body
     if not response.ok:
-        return error_result(body if isinstance(body, dict) else _error_for(response.status), meta=meta)
+        if not isinstance(body, dict):
+            return error_result(_error_for(response.status), meta=meta)
+        if argument_names and isinstance(body.get("fields"), dict):
+            body = {**body, "fields": {argument_names.get(name, name): errors
+                                       for name, errors in body["fields"].items()}}
+        return error_result(body, meta=meta)
     structured = body if body is None or isinstance(body, dict) else {"results": body}
     return CallToolResult(content=[TextContent(text=_text(body))], structured_content=structured, _meta=meta)
 

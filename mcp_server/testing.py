@@ -39,16 +39,22 @@ def call_tool(secret: str | None, name: str, arguments: Mapping[str, Any] | None
     return result.is_error, " ".join(getattr(block, "text", "") for block in result.content)
 
 
-def call_tool_as(caller: Caller, name: str, arguments: Mapping[str, Any] | None = None) -> CallToolResult:
+def call_tool_as(caller: Caller, name: str, arguments: Mapping[str, Any] | None = None, *,
+                 progress: list[tuple[float, float | None, str | None]] | None = None) -> CallToolResult:
     """The whole ``CallToolResult`` of a call as an already-resolved caller (as ``mcp_stdio`` resolves it once at
-    startup). Synchronous, like :func:`call_tool`."""
+    startup). Synchronous, like :func:`call_tool`. With ``progress``, the call asks for progress notifications and
+    appends each one's ``(progress, total, message)`` to it."""
     with _connections_kept_open():
-        return async_to_sync(_call)(caller, name, dict(arguments or {}))
+        return async_to_sync(_call)(caller, name, dict(arguments or {}), progress)
 
 
-async def _call(caller: Caller, name: str, arguments: dict[str, Any]) -> CallToolResult:
+async def _call(caller: Caller, name: str, arguments: dict[str, Any],
+                progress: list[tuple[float, float | None, str | None]] | None = None) -> CallToolResult:
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
     async with Client(CatalogServer(caller=caller), mode="legacy") as client:
-        return await client.call_tool(name, arguments)
+        return await client.call_tool(name, arguments, progress_callback=on_progress if progress is not None else None)
 
 
 @contextlib.contextmanager

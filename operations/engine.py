@@ -138,7 +138,8 @@ def _run(operation: Operation, pipeline: Pipeline, lease: str) -> float | None:
             _cancel(operation, pipeline, lease)
             return None
         if operation.state == OperationState.PENDING:
-            transitions.move(operation, OperationState.RUNNING, lease=lease, started_at=timezone.now())
+            transitions.move(operation, OperationState.RUNNING, lease=lease, started_at=timezone.now(),
+                             status_reason="Started")
             logs.append(operation.pk, "Started.")
         phases = list(OperationPhase.objects.filter(operation=operation).order_by("index"))
         phase = next((phase for phase in phases if phase.state != PhaseState.SUCCEEDED), None)
@@ -229,7 +230,7 @@ def _vocabulary_error(exc: Exception) -> ApplicationError:
     if isinstance(exc, ApplicationError):
         return exc
     if isinstance(exc, ClientError | BotoCoreError):
-        return aws.translate(exc)
+        return aws.translate(exc, service="AWS")
     if isinstance(exc, ApiException):
         return kube.translate(exc)
     return ApplicationError(f"Unexpected {type(exc).__name__}: {exc}", code="internal_error")

@@ -99,6 +99,7 @@ def idempotent(*, redact: tuple[str, ...] = ()):
                 claimed.delete()
             return response
 
+        wrapper.honours_idempotency_key = True  # the OpenAPI description documents the header (config.api.schema)
         return wrapper
 
     return decorator

@@ -1,6 +1,10 @@
-"""OpenAPI post-processing: every operation documents the one error body for 4xx answers."""
+"""OpenAPI post-processing: every operation documents the one error body for 4xx answers, and every operation whose
+view honours ``Idempotency-Key`` documents that header."""
 
 from __future__ import annotations
+
+from operations.idempotency import HEADER as IDEMPOTENCY_HEADER
+from operations.idempotency import MAX_KEY_LENGTH
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -43,4 +47,41 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
             continue
         for operation in item.values():
             operation.setdefault("responses", {}).setdefault("4XX", ERROR_RESPONSE)
+    return result
+
+
+IDEMPOTENCY_KEY_PARAMETER = {
+    "name": IDEMPOTENCY_HEADER,
+    "in": "header",
+    "required": False,
+    "description": (
+        "Makes the request safe to repeat (after a timeout or a lost connection): a client-chosen unique key, e.g. a "
+        "UUID. Sending the same request again with the same key within 24 hours returns the original response "
+        "(with `Idempotent-Replayed: true`) instead of acting twice. The same key with a different request is "
+        "refused with 409 `idempotency_key_reused`; while the first request is still running, with 409 "
+        "`idempotency_in_progress`. A request that failed frees its key. Keys are per user."
+    ),
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+}
+MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def add_idempotency_key_header(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: add ``components.parameters.IdempotencyKey`` and reference it from every
+    mutating operation whose view method is wrapped by ``operations.idempotency.idempotent`` — the header is
+    documented exactly where it is honoured (``tests/mcp_server/test_catalog.py`` checks that is everywhere)."""
+    honoured = {
+        (path, method.lower())
+        for path, _regex, method, callback in generator.endpoints or ()
+        if method in MUTATING_METHODS
+        and getattr(getattr(getattr(callback, "cls", None), method.lower(), None), "honours_idempotency_key", False)
+    }
+    if not honoured:
+        return result
+    result.setdefault("components", {}).setdefault("parameters", {})["IdempotencyKey"] = IDEMPOTENCY_KEY_PARAMETER
+    reference = {"$ref": "#/components/parameters/IdempotencyKey"}
+    for path, item in result.get("paths", {}).items():
+        for method, operation in item.items():
+            if (path, method) in honoured:
+                operation.setdefault("parameters", []).append(reference)
     return result

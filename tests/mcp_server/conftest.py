@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.mcp_server.live import serving
+from tests.operations.conftest import fast_polling  # noqa: F401 - for wait_for_operation on a real run
 
 
 @pytest.fixture

@@ -1,14 +1,19 @@
-"""uvicorn in a thread, for tests that need a real HTTP server (lifespan included)."""
+"""uvicorn in a thread, for tests that need a real HTTP server (lifespan included), and the SDK's HTTP client."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx2
 import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
 
 from mcp_server.http import MCP_PATH
 
@@ -30,3 +35,19 @@ def serving(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def call_over_http(url: str, secret: str, name: str, arguments: dict[str, Any] | None = None, *,
+                   mode: str = "legacy", progress: list | None = None) -> CallToolResult:
+    async def call() -> CallToolResult:
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append((value, total, message))
+
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}) as http,
+            Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+        ):
+            return await client.call_tool(name, arguments or {},
+                                          progress_callback=on_progress if progress is not None else None)
+
+    return asyncio.run(call())

@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from config.errors import ValidationFailed
-from mcp_server.catalog import CATALOG, ToolSpec
-from mcp_server.openapi import operation
-from mcp_server.server import bind_catalog
+from mcp_server.catalog import CATALOG, ToolSpec, WaitSpec
+from mcp_server.openapi import openapi_schema, operation
+from mcp_server.server import WaitingTool, bind_catalog
 
 
 def test_create_team_schema_is_the_request_body():
     schema = operation("teams_create").input_schema
     assert schema["type"] == "object"
     assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) == {"name", "slug", "description"}
+    assert set(schema["properties"]) == {"name", "slug", "description", "idempotency_key"}
     assert schema["required"] == ["name", "slug"]
     assert schema["properties"]["slug"]["pattern"] == "^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
     assert schema["properties"]["slug"]["maxLength"] == 40
@@ -40,7 +40,9 @@ def test_path_parameters_are_required_arguments():
 
 def test_arguments_are_placed_by_location():
     parts = operation("teams_update").request_parts({"team_id": 7, "name": "Renamed"})
-    assert (parts.path, parts.query, parts.body) == ("/api/v1/teams/7", {}, {"name": "Renamed"})
+    assert (parts.path, parts.query, parts.body, parts.headers) == ("/api/v1/teams/7", {}, {"name": "Renamed"}, {})
+    parts = operation("teams_destroy").request_parts({"team_id": 7, "idempotency_key": "k-1"})
+    assert (parts.path, parts.body, parts.headers) == ("/api/v1/teams/7", None, {"Idempotency-Key": "k-1"})
     parts = operation("audit_events_list").request_parts({"action": "team.", "page_size": 5, "team": None})
     assert parts.path == "/api/v1/audit-events"
     assert (parts.query, parts.body) == ({"action": "team.", "page_size": "5"}, None)
@@ -55,6 +57,32 @@ def test_unplaceable_arguments_are_refused_with_field_codes():
     }
 
 
+def test_every_mutating_operation_documents_the_idempotency_key_header():
+    """Documented where ``operations.idempotency.idempotent`` wraps the view — which must be every mutation."""
+    schema = openapi_schema()
+    parameter = schema["components"]["parameters"]["IdempotencyKey"]
+    assert (parameter["name"], parameter["in"], parameter["required"]) == ("Idempotency-Key", "header", False)
+    assert parameter["schema"] == {"type": "string", "minLength": 1, "maxLength": 255}
+    reference = {"$ref": "#/components/parameters/IdempotencyKey"}
+    documented = {method: [] for method in ("get", "post", "put", "patch", "delete")}
+    for item in schema["paths"].values():
+        for method, described in item.items():
+            has_it = reference in described.get("parameters", [])
+            documented[method].append(has_it)
+            if method != "get":
+                assert has_it, f"{described['operationId']} does not honour Idempotency-Key"
+    assert documented["post"] and documented["patch"] and documented["delete"]
+    assert not any(documented["get"])
+
+
+def test_mutating_tools_take_an_idempotency_key_and_read_only_tools_do_not():
+    for tool in bind_catalog().values():
+        properties = tool.input_schema["properties"]
+        assert ("idempotency_key" in properties) is (not tool.spec.read_only), tool.spec.name
+        if not tool.spec.read_only:
+            assert "idempotency_key_reused" in properties["idempotency_key"]["description"]
+
+
 def test_unknown_operation_id():
     with pytest.raises(LookupError):
         operation("no_such_operation")
@@ -62,7 +90,9 @@ def test_unknown_operation_id():
 
 def test_catalog_is_coherent():
     tools = bind_catalog()
-    assert list(tools) == ["whoami", "list_teams", "get_team", "create_team", "list_audit_events"]
+    assert list(tools) == ["whoami", "list_teams", "get_team", "create_team", "list_audit_events", "list_operations",
+                           "get_operation", "wait_for_operation", "list_operation_logs", "retry_operation",
+                           "cancel_operation", "start_demo_operation"]
     for tool in tools.values():
         assert tool.spec.read_only == tool.operation.safe
         annotations = tool.spec.annotations
@@ -71,6 +101,8 @@ def test_catalog_is_coherent():
     assert tools["create_team"].spec.status_tool == "get_team"
     assert "`get_team`" in tools["create_team"].spec.agent_description
     assert tools["create_team"].spec.annotations.destructive_hint is False
+    assert isinstance(tools["wait_for_operation"], WaitingTool)
+    assert tools["wait_for_operation"].spec.waits and not tools["get_operation"].spec.waits
 
 
 def test_entries_must_be_truthful():
@@ -85,3 +117,18 @@ def test_entries_must_be_truthful():
                                status_tool="get_team")])
     with pytest.raises(ValueError, match="Two catalog tools"):
         bind_catalog([CATALOG[0], CATALOG[0]])
+
+
+def test_waiting_tools_must_be_truthful():
+    with pytest.raises(ValueError, match="only reads"):
+        WaitSpec(name="x", operation_id="operations_retry", description="d", read_only=False, status_tool="y")
+    with pytest.raises(ValueError, match="default_timeout"):
+        WaitSpec(name="x", operation_id="operations_retrieve", description="d", read_only=True, default_timeout=5,
+                 max_timeout=4)
+    with pytest.raises(ValueError, match="read_only=True but operations_retry is POST"):
+        bind_catalog([WaitSpec(name="x", operation_id="operations_retry", description="d", read_only=True)])
+    tool = bind_catalog([WaitSpec(name="x", operation_id="operations_retrieve", description="d", read_only=True,
+                                  default_timeout=5, max_timeout=30)])["x"]
+    assert tool.input_schema["properties"]["timeout_seconds"] | {"description": ""} == {
+        "type": "integer", "minimum": 0, "maximum": 30, "default": 5, "description": ""}
+    assert tool.spec.annotations.read_only_hint is True

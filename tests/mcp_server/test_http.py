@@ -2,41 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import httpx
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import Context
-from mcp_types import CallToolResult
 
 from accounts.models import AuditEvent
 from mcp_server.http import McpEndpoint, build_http_app
 from mcp_server.server import CatalogServer
-from tests.mcp_server.live import serving
+from tests.mcp_server.live import call_over_http, serving
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-def call_over_http(url: str, secret: str, name: str, arguments: dict[str, Any] | None = None, *,
-                   mode: str = "legacy", progress: list | None = None) -> CallToolResult:
-    async def call() -> CallToolResult:
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            progress.append((value, total, message))
-
-        async with (
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}) as http,
-            Client(streamable_http_client(url, http_client=http), mode=mode) as client,
-        ):
-            return await client.call_tool(name, arguments or {},
-                                          progress_callback=on_progress if progress is not None else None)
-
-    return asyncio.run(call())
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -14,7 +14,7 @@ from mcp_server.testing import call_tool, call_tool_as
 async def test_tools_list_publishes_schemas_annotations_and_status_tools():
     async with Client(CatalogServer(), mode="legacy") as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == {"whoami", "list_teams", "get_team", "create_team", "list_audit_events"}
+    assert set(tools) >= {"whoami", "list_teams", "get_team", "create_team", "list_audit_events"}
     create = tools["create_team"]
     assert create.input_schema["required"] == ["name", "slug"]
     assert create.annotations.read_only_hint is False
