@@ -73,6 +73,13 @@ def advance(operation_id: int, *, due: datetime | None = None) -> datetime | Non
         return None
     except Conflict:
         delay = 0.0  # a service changed the state meanwhile (cancel); look again now
+    except LookupError:
+        logger.error("operation %s: no pipeline of kind %r in this worker", operation_id, operation.kind)
+        _abandon(operation, lease)
+        delay = None
+    except Exception:
+        logger.exception("operation %s: the engine failed outside any step; trying again later", operation_id)
+        delay = settings.OPERATIONS_POLL_MAX_SECONDS
     return _release(operation_id, lease, delay)
 
 
@@ -290,6 +297,14 @@ def _cancel(operation: Operation, pipeline: Pipeline, lease: str) -> None:
         if pipeline.on_finished is not None:
             pipeline.on_finished(operation)
         logs.append(operation.pk, "Cancelled.")
+
+
+def _abandon(operation: Operation, lease: str) -> None:
+    """Fail an operation this worker cannot run (its kind is unknown here: an older or newer release)."""
+    error_message = f"This worker has no pipeline of kind {operation.kind!r}; retry once every worker runs it."
+    transitions.move(operation, OperationState.FAILED, lease=lease, error_code="pipeline_unknown",
+                     error_message=error_message, status_reason="Cannot run")
+    logs.append(operation.pk, error_message, level=LogLevel.ERROR)
 
 
 def _duration(value: timedelta) -> str:

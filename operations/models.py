@@ -8,6 +8,7 @@ compare-and-set helper), so a transition not listed here is a ``Conflict``, neve
        │           │  └──── failed      (retry: only the failed phase is reset)
        │           ├──────► failed
        │           └──────► cancelling ──► cancelled
+       ├──────────────────────────────────► failed      (no worker can run its kind)
        └──────────────────────────────────► cancelled   (cancelled before a worker picked it up)
 
 ``succeeded`` and ``cancelled`` are final. ``failed`` is terminal (no worker touches it) but not final: a retry
@@ -43,7 +44,7 @@ TERMINAL_STATES = frozenset({OperationState.SUCCEEDED, OperationState.FAILED, Op
 
 #: The allowed operation transitions (from → to).
 OPERATION_TRANSITIONS: dict[str, frozenset[str]] = {
-    OperationState.PENDING: frozenset({OperationState.RUNNING, OperationState.CANCELLED}),
+    OperationState.PENDING: frozenset({OperationState.RUNNING, OperationState.FAILED, OperationState.CANCELLED}),
     OperationState.RUNNING: frozenset({OperationState.SUCCEEDED, OperationState.FAILED, OperationState.CANCELLING}),
     OperationState.FAILED: frozenset({OperationState.RUNNING}),
     OperationState.CANCELLING: frozenset({OperationState.CANCELLED}),

@@ -273,3 +273,13 @@ def test_the_rate_limiter_hands_out_a_burst_then_paces(settings):
     assert waits[:3] == [0.0, 0.0, 0.0]
     assert waits[3] == pytest.approx(0.5, abs=0.05), "the fourth caller reserves the next slot"
     assert waits[4] == pytest.approx(1.0, abs=0.05), "and the fifth the one after it"
+
+
+def test_an_operation_of_a_kind_this_worker_does_not_know_fails_visibly(cast):
+    operation = start(cast, "test.buggy")
+    Operation.objects.filter(pk=operation.pk).update(kind="test.from-a-newer-release")
+
+    assert engine.advance(operation.pk) is None
+    operation.refresh_from_db()
+    assert (operation.state, operation.error_code, operation.claimed_by) == ("failed", "pipeline_unknown", "")
+    assert "test.from-a-newer-release" in operation.error_message
