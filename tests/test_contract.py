@@ -80,3 +80,50 @@ def test_membership_conflict_is_the_same_on_portal_and_rest(cast, token_for):
                           follow=True)
     assert rest.json()["code"] == "already_member"
     assert "already_member" in portal_codes(portal)
+
+
+@pytest.mark.parametrize(("data", "field", "code"), [
+    ({"name": "Bad Name!"}, "name", "invalid"),
+    ({"name": "ok", "region": "mars-north-1"}, "region", "unknown_region"),
+])
+def test_demo_operation_bad_input_same_code_on_every_face(data, field, code, cast, token_for):
+    from operations.models import Operation
+
+    data = {**data, "team": cast.team.pk}
+    secret = token_for(cast.operator)
+    events = AuditEvent.objects.count()
+
+    rest = Client().post("/api/v1/demo-operations", data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "start_demo_operation", data)
+    browser = Client()
+    browser.force_login(cast.operator)
+    portal = browser.post(reverse("operation-demo"), data)
+
+    assert rest.status_code == 400
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert {"validation_failed", code} <= portal_codes(portal)
+    assert not Operation.objects.exists()
+    assert AuditEvent.objects.count() == events
+
+
+def test_retrying_a_running_operation_is_the_same_conflict_on_every_face(cast, token_for):
+    from operations import demo
+    from operations.models import Operation
+
+    operation = demo.demo_start(actor=cast.admin, team=cast.team, name="busy", region="us-west-2", source="api")
+    Operation.objects.filter(pk=operation.pk).update(state="running")
+    secret = token_for(cast.operator)
+
+    rest = Client().post(f"/api/v1/operations/{operation.pk}/retry", {}, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "retry_operation", {"operation_id": operation.pk})
+    browser = Client()
+    browser.force_login(cast.operator)
+    portal = browser.post(reverse("operation-retry", args=[operation.pk]), follow=True)
+
+    assert (rest.status_code, rest.json()["code"]) == (409, "operation_not_retryable")
+    assert is_error and mcp_body == rest.json()
+    assert "operation_not_retryable" in portal_codes(portal)
+    assert Operation.objects.get(pk=operation.pk).attempt == 1
