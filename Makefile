@@ -6,7 +6,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint fmt
+.PHONY: run test lint fmt bench
 
 run: $(STAMP)
 	$(VENV)/bin/python -m config.runner
@@ -20,6 +20,10 @@ lint: $(STAMP)
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
+
+# The operations benchmark (bench/README.md): minutes, a PostgreSQL server, not part of `make test`.
+bench: $(STAMP)
+	$(VENV)/bin/python -m bench.operations_bench $(BENCH_ARGS)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -70,7 +70,12 @@ def submit_bucket(ctx: StepContext) -> None:
             raise
         location = {} if ctx.region == "us-east-1" else {
             "CreateBucketConfiguration": {"LocationConstraint": ctx.region}}
-        s3.create_bucket(Bucket=name, **location)
+        try:
+            s3.create_bucket(Bucket=name, **location)
+        except ClientError as conflict:
+            # BucketAlreadyOwnedByYou: an earlier run of this step created it after our HeadBucket; adopt it.
+            if not _missing(conflict, "BucketAlreadyOwnedByYou"):
+                raise
     ctx.record(bucket=name)
     ctx.output(bucket=name)
 

@@ -7,7 +7,7 @@
    ``next_poll_at`` is still the one the wake-up was scheduled for. A duplicate delivery, a stale wake-up or a
    second worker therefore finds nothing to claim and does nothing;
 2. runs steps of the current phase (submit, then polls; a finished phase goes straight on to the next one), every
-   write fenced by the lease (``operations.transitions``);
+   write fenced by the lease (``operations.transitions``), while a heartbeat thread keeps the lease fresh;
 3. **releases** the lease with the next wake-up time: the phase's poll interval after a submit, capped exponential
    backoff with full jitter while a poll waits, or the slot the rate limiter reserved when the region's
    call budget is spent (the poll then runs at that slot without taking another token).
@@ -21,20 +21,23 @@ at its deadline fails with ``phase_timeout``. An unexpected exception (a bug in 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
+import threading
 import uuid
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kubernetes.client.exceptions import ApiException
 
 from cloud import aws, kube
-from config.errors import ApplicationError, Conflict
+from config.errors import ApplicationError
 from operations import logs, ratelimit, transitions
 from operations.context import StepContext
 from operations.models import (
@@ -47,7 +50,7 @@ from operations.models import (
     PhaseStep,
 )
 from operations.pipeline import Pipeline, pipeline_for
-from operations.transitions import LeaseLost
+from operations.transitions import LeaseLost, StateChanged
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +70,12 @@ def advance(operation_id: int, *, due: datetime | None = None) -> datetime | Non
     operation = Operation.objects.get(pk=operation_id)
     delay: float | None
     try:
-        delay = _run(operation, pipeline_for(operation.kind), lease)
+        with _heartbeat(operation_id, lease):
+            delay = _run(operation, pipeline_for(operation.kind), lease)
     except LeaseLost:
         logger.warning("operation %s: lease lost to another worker; stopping", operation_id)
         return None
-    except Conflict:
+    except StateChanged:
         delay = 0.0  # a service changed the state meanwhile (cancel); look again now
     except LookupError:
         logger.error("operation %s: no pipeline of kind %r in this worker", operation_id, operation.kind)
@@ -107,6 +111,30 @@ def stale_operations(now: datetime | None = None) -> list[Operation]:
         .only("id", "next_poll_at")
         .order_by("next_poll_at")[: settings.OPERATIONS_SWEEP_BATCH]
     )
+
+
+@contextlib.contextmanager
+def _heartbeat(operation_id: int, lease: str) -> Iterator[None]:
+    """Keep the lease fresh while steps wait on the cloud (botocore's retries can outlast the lease): a thread of
+    its own refreshes ``heartbeat_at`` every third of the lease until the block ends."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(settings.OPERATIONS_CLAIM_LEASE_SECONDS / 3):
+                Operation.objects.filter(pk=operation_id, claimed_by=lease).update(heartbeat_at=timezone.now())
+        except Exception:
+            logger.warning("operation %s: heartbeat failed", operation_id, exc_info=True)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=beat, name=f"operation-{operation_id}-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _claim(operation_id: int, due: datetime | None) -> str | None:
@@ -156,7 +184,7 @@ def _run(operation: Operation, pipeline: Pipeline, lease: str) -> float | None:
         if phase.state == PhaseState.PENDING:
             _start_phase(operation, pipeline, phase, lease)
         elif phase.state != PhaseState.RUNNING:
-            raise Conflict(f"operation {operation.pk} is running but its phase {phase.slug} is {phase.state}")
+            raise StateChanged(f"operation {operation.pk} is running but its phase {phase.slug} is {phase.state}")
         delay = _step(operation, pipeline, phase, lease)
         if delay is not None:
             return delay
@@ -198,8 +226,8 @@ def _step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease
                 transitions.save(operation, lease=lease, call_reserved=True)
                 return wait
         progress = spec.poll(context)
-    except (LeaseLost, Conflict):
-        raise
+    except (LeaseLost, StateChanged):
+        raise  # our own rows changed meanwhile (a cloud conflict is the step's failure, judged below)
     except Exception as exc:  # judged below: transient → retry, anything else → the phase fails
         error = _vocabulary_error(exc)
         if getattr(error, "provider", {}).get("retryable"):

@@ -2,7 +2,7 @@
 
 * :func:`move` changes an operation's state along ``OPERATION_TRANSITIONS``: the UPDATE only matches the row if it
   is still in the state the caller read (and, for workers, still leased to them). A transition that is not
-  allowed, or a row that changed meanwhile, is a ``Conflict`` — never a silent overwrite.
+  allowed, or a row that changed meanwhile, is a ``StateChanged`` conflict — never a silent overwrite.
 * :func:`move_phase` does the same for a phase along ``PHASE_TRANSITIONS``.
 * :func:`save` writes other fields of a leased operation (heartbeat, next poll, outputs) and :func:`save_phase`
   of its phases, failing with :class:`LeaseLost` when another worker took the operation over.
@@ -33,6 +33,10 @@ class LeaseLost(Exception):
     """The worker's lease on the operation is gone (another worker took it over); stop without writing."""
 
 
+class StateChanged(Conflict):
+    """A compare-and-set found the row in another state than the caller read (or the move is not allowed)."""
+
+
 def operation_group(operation_id: int) -> str:
     return f"operation.{operation_id}"
 
@@ -46,7 +50,7 @@ def move(operation: Operation, to: str, *, lease: str | None = None, conflict_co
     """
     current = operation.state
     if to not in OPERATION_TRANSITIONS[current]:
-        raise Conflict(f"The operation is {current}; it cannot become {to}.", code=conflict_code)
+        raise StateChanged(f"The operation is {current}; it cannot become {to}.", code=conflict_code)
     now = timezone.now()
     changes = {**changes, "state": to, "updated_at": now}
     if to in TERMINAL_STATES:
@@ -58,7 +62,7 @@ def move(operation: Operation, to: str, *, lease: str | None = None, conflict_co
     if not rows.update(**changes):
         if lease is not None and not Operation.objects.filter(pk=operation.pk, claimed_by=lease).exists():
             raise LeaseLost(operation.pk)
-        raise Conflict("The operation changed meanwhile; reload it and try again.", code=conflict_code)
+        raise StateChanged("The operation changed meanwhile; reload it and try again.", code=conflict_code)
     _apply(operation, changes)
     publish(operation)
     return operation
@@ -78,7 +82,7 @@ def move_phase(phase: OperationPhase, to: str, *, lease: str | None = None, **ch
     """Move ``phase`` from the state it was read in to ``to`` (``Conflict`` if not allowed or changed meanwhile)."""
     current = phase.state
     if to not in PHASE_TRANSITIONS[current]:
-        raise Conflict(f"The phase {phase.slug} is {current}; it cannot become {to}.",
+        raise StateChanged(f"The phase {phase.slug} is {current}; it cannot become {to}.",
                        code="phase_state_conflict")
     changes = {**changes, "state": to}
     if to in (PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED):
@@ -86,7 +90,7 @@ def move_phase(phase: OperationPhase, to: str, *, lease: str | None = None, **ch
     with transaction.atomic():
         _fence(phase.operation_id, lease)
         if not OperationPhase.objects.filter(pk=phase.pk, state=current).update(**changes):
-            raise Conflict(f"The phase {phase.slug} changed meanwhile.", code="phase_state_conflict")
+            raise StateChanged(f"The phase {phase.slug} changed meanwhile.", code="phase_state_conflict")
     _apply(phase, changes)
     return phase
 
@@ -108,7 +112,8 @@ def publish(operation: Operation) -> None:
 
 
 def summary(operation: Operation) -> dict[str, Any]:
-    """The live-update payload: the operation's state and every phase's state, JSON-safe."""
+    """The live-update payload: the operation's state and every phase's state, provider reference and error
+    detail, JSON-safe (the portal's progress panel renders phases from it exactly as from the rows)."""
     phases = OperationPhase.objects.filter(operation_id=operation.pk).order_by("index")
     return {
         "id": operation.pk,
@@ -126,9 +131,10 @@ def summary(operation: Operation) -> dict[str, Any]:
         "finished_at": _iso(operation.finished_at),
         "phases": [
             {
-                "slug": phase.slug, "title": phase.title, "state": phase.state, "step": phase.step,
-                "attempts": phase.attempts, "polls": phase.polls, "status_reason": phase.status_reason,
-                "error_code": phase.error_code, "error_message": phase.error_message,
+                "index": phase.index, "slug": phase.slug, "title": phase.title, "state": phase.state,
+                "step": phase.step, "attempts": phase.attempts, "polls": phase.polls,
+                "status_reason": phase.status_reason, "reference": phase.reference, "error_code": phase.error_code,
+                "error_message": phase.error_message, "error_detail": phase.error_detail,
                 "started_at": _iso(phase.started_at), "finished_at": _iso(phase.finished_at),
             }
             for phase in phases

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
+import time
 from collections import Counter
 from datetime import timedelta
 
 import boto3
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from operations import demo, engine, pipeline, ratelimit, services, transitions
@@ -283,3 +286,27 @@ def test_an_operation_of_a_kind_this_worker_does_not_know_fails_visibly(cast):
     operation.refresh_from_db()
     assert (operation.state, operation.error_code, operation.claimed_by) == ("failed", "pipeline_unknown", "")
     assert "test.from-a-newer-release" in operation.error_message
+
+
+def _slow_submit(ctx):
+    time.sleep(1.5)
+    _identity(ctx)
+
+
+pipeline.register(Pipeline(kind="test.slow-submit", phases=(
+    Phase("slow", "Slow submit", _slow_submit, lambda ctx: Progress.finished()),)))
+
+
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite's in-memory test database has one writer thread")
+def test_a_step_that_outlasts_the_lease_keeps_its_claim(sandbox, cast, settings):
+    settings.OPERATIONS_CLAIM_LEASE_SECONDS = 0.6
+    operation = start(cast, "test.slow-submit")
+    worker = threading.Thread(target=engine.advance, args=(operation.pk,))
+    worker.start()
+    try:
+        time.sleep(1.0)  # the step is still running, well past the lease
+        assert engine.stale_operations() == []
+        assert engine.advance(operation.pk) is None, "a second worker must not take over a live claim"
+    finally:
+        worker.join()
+    assert Operation.objects.get(pk=operation.pk).phases.get().attempts == 1
