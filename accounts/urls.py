@@ -13,7 +13,6 @@ urlpatterns = [
     path("clusters/", home.section, {"name": "clusters"}, name="clusters"),
     path("training/", home.section, {"name": "training"}, name="training"),
     path("inference/", home.section, {"name": "inference"}, name="inference"),
-    path("operations/", home.section, {"name": "operations"}, name="operations"),
     path("me/team/", home.switch_team, name="switch-team"),
     path("settings/", home.account_settings, name="settings"),
     path("settings/tokens/", tokens.token_list, name="token-list"),

@@ -1,5 +1,6 @@
 """Every app's WebSocket routes, in one list for the ASGI router."""
 
 from accounts.routing import websocket_urlpatterns as accounts_routes
+from operations.routing import websocket_urlpatterns as operations_routes
 
-websocket_urlpatterns = [*accounts_routes]
+websocket_urlpatterns = [*accounts_routes, *operations_routes]

@@ -21,6 +21,7 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", include("operations.urls")),
     path("", include("accounts.urls")),
 ]
 

@@ -15,7 +15,8 @@ from accounts.views.common import flash_error, next_url, portal_view
 
 RECENT_EVENTS = 8
 
-#: Sections whose pages arrive with their apps; until then each says honestly what it will show.
+#: The dashboard's sections. Those whose app has not shipped its pages yet are routed to :func:`section`, which
+#: says honestly what they will show (operations has its own pages: ``operations.views``).
 SECTIONS = {
     "clusters": (
         "Clusters", "No clusters yet",
@@ -34,8 +35,8 @@ SECTIONS = {
     ),
     "operations": (
         "Operations", "No operations yet",
-        "Every long-running cloud action (cluster creation, scaling, deletion) becomes an operation with "
-        "ordered phases; you will follow each phase live here and retry a failed one.",
+        "Every long-running cloud action (cluster creation, scaling, deletion) is an operation with ordered "
+        "phases: follow each phase and its log live, and retry a failed phase.",
     ),
 }
 

@@ -90,7 +90,7 @@ def test_superusers_get_the_django_admin_link(cast):
     assert reverse("admin:index") in text(login(cast.superuser).get(reverse("dashboard")))
 
 
-@pytest.mark.parametrize("name", ["clusters", "training", "inference", "operations"])
+@pytest.mark.parametrize("name", ["clusters", "training", "inference"])
 def test_section_pages_are_honest_empty_states(cast, name):
     response = login(cast.viewer).get(reverse(name))
     assert response.status_code == 200

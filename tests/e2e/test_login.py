@@ -5,35 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 
-import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from accounts.models import ApiToken, Membership, Role, Team, User
+from tests.e2e.browser import BROWSER_MARKS
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Chromium is not installed at /usr/bin/chromium"),
-]
-
-
-@pytest.fixture
-def page(monkeypatch):
-    """A fresh browser page. Playwright's sync API runs an event loop in this thread, and Django refuses
-    ORM calls (the test's own assertions) from a thread with a running loop unless told it is intended."""
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1360, "height": 900})
-        context.set_default_timeout(15_000)
-        yield context.new_page()
-        context.close()
-        browser.close()
+pytestmark = BROWSER_MARKS
 
 
 def test_sign_in_create_a_team_and_a_token(live_server, transactional_db, page):
