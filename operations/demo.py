@@ -29,7 +29,8 @@ from django.db import transaction
 
 from accounts import access, audit
 from accounts.models import Role, Team, User
-from config.errors import PermissionDenied
+from accounts.selectors import team_get
+from config.errors import PermissionDenied, ValidationFailed
 from operations import services
 from operations.context import StepContext
 from operations.models import Operation
@@ -47,7 +48,8 @@ EKS_CLUSTER_POLICY = "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"
 access.register_team_action("operation.demo", Role.OPERATOR)
 
 
-def _missing(error: ClientError, *codes: str) -> bool:
+def _error_is(error: ClientError, *codes: str) -> bool:
+    """True when AWS answered with one of ``codes``."""
     return error.response.get("Error", {}).get("Code") in codes
 
 
@@ -66,7 +68,7 @@ def submit_bucket(ctx: StepContext) -> None:
         s3.head_bucket(Bucket=name)
         ctx.log(f"Bucket {name} already exists; adopting it.")
     except ClientError as error:
-        if not _missing(error, "404", "NoSuchBucket", "NotFound"):
+        if not _error_is(error, "404", "NoSuchBucket", "NotFound"):
             raise
         location = {} if ctx.region == "us-east-1" else {
             "CreateBucketConfiguration": {"LocationConstraint": ctx.region}}
@@ -74,7 +76,7 @@ def submit_bucket(ctx: StepContext) -> None:
             s3.create_bucket(Bucket=name, **location)
         except ClientError as conflict:
             # BucketAlreadyOwnedByYou: an earlier run of this step created it after our HeadBucket; adopt it.
-            if not _missing(conflict, "BucketAlreadyOwnedByYou"):
+            if not _error_is(conflict, "BucketAlreadyOwnedByYou"):
                 raise
     ctx.record(bucket=name)
     ctx.output(bucket=name)
@@ -89,7 +91,7 @@ def undo_bucket(ctx: StepContext) -> None:
     try:
         ctx.client("s3").delete_bucket(Bucket=ctx.intent["bucket"])
     except ClientError as error:
-        if not _missing(error, "404", "NoSuchBucket", "NotFound"):
+        if not _error_is(error, "404", "NoSuchBucket", "NotFound"):
             raise
 
 
@@ -152,7 +154,7 @@ def submit_role(ctx: StepContext) -> None:
     try:
         arn = iam.get_role(RoleName=name)["Role"]["Arn"]
     except ClientError as error:
-        if not _missing(error, "NoSuchEntity"):
+        if not _error_is(error, "NoSuchEntity"):
             raise
         arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(EKS_TRUST),
                               Tags=[{"Key": OWNER_TAG, "Value": str(ctx.operation_id)}])["Role"]["Arn"]
@@ -176,7 +178,7 @@ def undo_role(ctx: StepContext) -> None:
             iam.detach_role_policy(RoleName=name, PolicyArn=policy["PolicyArn"])
         iam.delete_role(RoleName=name)
     except ClientError as error:
-        if not _missing(error, "NoSuchEntity"):
+        if not _error_is(error, "NoSuchEntity"):
             raise
 
 
@@ -187,7 +189,7 @@ def _cluster(ctx: StepContext) -> dict | None:
     try:
         return ctx.client("eks").describe_cluster(name=ctx.intent["cluster_name"])["cluster"]
     except ClientError as error:
-        if _missing(error, "ResourceNotFoundException"):
+        if _error_is(error, "ResourceNotFoundException"):
             return None
         raise
 
@@ -234,7 +236,7 @@ def _addon(ctx: StepContext) -> dict | None:
     try:
         return ctx.client("eks").describe_addon(clusterName=ctx.outputs["cluster_name"], addonName=ADDON)["addon"]
     except ClientError as error:
-        if _missing(error, "ResourceNotFoundException"):
+        if _error_is(error, "ResourceNotFoundException"):
             return None
         raise
 
@@ -278,6 +280,15 @@ PIPELINE = register(Pipeline(
               timeout=timedelta(minutes=15), poll_interval=5),
     ),
 ))
+
+
+def demo_team(*, actor: User, team_id: int | None) -> Team:
+    """The team a demo runs in: ``team_id``, else the actor's current team (``required`` on field ``team`` when
+    there is none; ``NotFound`` for a team the actor cannot see)."""
+    team_id = team_id or actor.current_team_id
+    if team_id is None:
+        raise ValidationFailed.for_field("team", "required", "Choose a team: you have no current team.")
+    return team_get(actor=actor, team_id=team_id)
 
 
 def demo_start(*, actor: User, team: Team, name: str, region: str, source: str,

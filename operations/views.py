@@ -25,13 +25,11 @@ from rest_framework.request import Request
 
 from accounts import access
 from accounts.forms import SerializerForm
-from accounts.models import Team
-from accounts.selectors import team_get, team_list
+from accounts.selectors import team_list
 from accounts.views.common import flash_error, next_url, portal_view
 from cloud.aws import default_region
 from config.api.exceptions import error_body
 from config.api.pagination import CreatedCursorPagination
-from config.errors import ValidationFailed
 from operations import demo, selectors, services
 from operations.api.filters import OperationFilter
 from operations.api.serializers import (
@@ -159,12 +157,8 @@ def operation_demo(request: HttpRequest) -> HttpResponse:
     form = SerializerForm(DemoOperationCreateSerializer, request.POST)
 
     def start(name: str, team: int | None = None, region: str | None = None):
-        team_id = team or (request.team.pk if request.team is not None else None)
-        if team_id is None:
-            raise ValidationFailed.for_field("team", "required", "Choose a team: you have no current team.")
-        chosen: Team = team_get(actor=request.user, team_id=team_id)
-        return demo.demo_start(actor=request.user, team=chosen, name=name, region=region or default_region(),
-                               source=request.source)
+        return demo.demo_start(actor=request.user, team=demo.demo_team(actor=request.user, team_id=team), name=name,
+                               region=region or default_region(), source=request.source)
 
     operation = form.submit(start)
     if operation is None:

@@ -8,10 +8,8 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.selectors import team_get
 from cloud.aws import default_region
 from config.api.pagination import CreatedCursorPagination, SeqCursorPagination
-from config.errors import ValidationFailed
 from operations import demo, selectors, services
 from operations.api import serializers as s
 from operations.api.filters import OperationFilter, OperationLogFilter
@@ -120,11 +118,8 @@ class DemoOperationCreateView(APIView):
         """Build a demo EKS environment in the sandbox (bucket, network, role, EKS control plane, add-on) as one
         operation of five phases — to watch the engine work. Off against real AWS (`demo_disabled`)."""
         data = validated(s.DemoOperationCreateSerializer, request)
-        team_id = data.get("team") or request.user.current_team_id
-        if team_id is None:
-            raise ValidationFailed.for_field("team", "required", "Choose a team: you have no current team.")
         operation = demo.demo_start(
-            actor=request.user, team=team_get(actor=request.user, team_id=team_id), name=data["name"],
+            actor=request.user, team=demo.demo_team(actor=request.user, team_id=data.get("team")), name=data["name"],
             region=data.get("region") or default_region(), source=request.source,
             idempotency_key=request.headers.get(HEADER),
         )
