@@ -12,6 +12,7 @@ The team feed ``ws/teams/<team_id>/feed/`` pushes every audit event of the team 
 
 from __future__ import annotations
 
+import abc
 import time
 from typing import Any
 
@@ -34,7 +35,7 @@ def token_is_live(user: Any) -> bool:
                                                     expires_at__gt=timezone.now()).exists()
 
 
-class FollowingConsumer(AsyncJsonWebsocketConsumer):
+class FollowingConsumer(AsyncJsonWebsocketConsumer, metaclass=abc.ABCMeta):
     """A subscription to channel groups, allowed by ``access``.
 
     Subclasses read their route in :meth:`may_follow` (run in a worker thread, roles and the token re-read
@@ -43,11 +44,13 @@ class FollowingConsumer(AsyncJsonWebsocketConsumer):
     :meth:`still_allowed` before forwarding each event.
     """
 
+    @abc.abstractmethod
     def may_follow(self, user: Any) -> bool:
-        raise NotImplementedError
+        """May ``user`` follow this route's stream (read from ``self.scope``)?"""
 
+    @abc.abstractmethod
     def subscription_groups(self) -> list[str]:
-        raise NotImplementedError
+        """The channel groups this subscription joins."""
 
     async def subscribed(self) -> None:
         """Send what a new subscriber gets before live events (the groups are joined already)."""
