@@ -108,15 +108,21 @@ def test_addon_lifecycle_degraded_on_request_and_idempotent_token(client, aws_sa
 def test_addon_errors(client):
     eks = client("eks")
     make_eks_cluster(client, "young")
-    eks.create_cluster(name="creating", roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]})
-    for kwargs, code in (({"clusterName": "creating", "addonName": "cert-manager"}, "InvalidRequestException"),
-                         ({"clusterName": "missing", "addonName": "cert-manager"}, "ResourceNotFoundException"),
-                         ({"clusterName": "young", "addonName": "not-an-addon"}, "InvalidParameterException"),
-                         ({"clusterName": "young", "addonName": "cert-manager", "addonVersion": "v0.0.1"},
-                          "InvalidParameterException")):
-        with pytest.raises(ClientError) as excinfo:
-            eks.create_addon(**kwargs)
-        assert _code(excinfo) == code, kwargs
+    previous = clock.scale()
+    clock.set_scale(1.0)  # "creating" must still be CREATING when its add-on is asked for, however slow the host
+    try:
+        eks.create_cluster(name="creating", roleArn=ROLE,
+                           resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]})
+        for kwargs, code in (({"clusterName": "creating", "addonName": "cert-manager"}, "InvalidRequestException"),
+                             ({"clusterName": "missing", "addonName": "cert-manager"}, "ResourceNotFoundException"),
+                             ({"clusterName": "young", "addonName": "not-an-addon"}, "InvalidParameterException"),
+                             ({"clusterName": "young", "addonName": "cert-manager", "addonVersion": "v0.0.1"},
+                              "InvalidParameterException")):
+            with pytest.raises(ClientError) as excinfo:
+                eks.create_addon(**kwargs)
+            assert _code(excinfo) == code, kwargs
+    finally:
+        clock.set_scale(previous)
     with pytest.raises(ClientError) as excinfo:
         eks.describe_addon(clusterName="young", addonName="cert-manager")
     assert _code(excinfo) == "ResourceNotFoundException"
