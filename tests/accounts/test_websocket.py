@@ -13,7 +13,7 @@ from accounts import services
 from config.asgi import application
 from config.context import Source
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio(loop_scope="session")]
 
 
 def feed(team_id: int, *, token: str | None = None, cookie: str | None = None, origin: str | None = None):
@@ -37,8 +37,11 @@ def session_cookie(user) -> str:
 
 
 async def refused_with(communicator) -> int | None:
+    """The close code of a refused handshake; the consumer is then told the socket is gone, so it stops
+    listening on the channel layer before the test's event loop closes."""
     connected, code = await communicator.connect()
     assert not connected
+    await communicator.disconnect()
     return code
 
 
@@ -104,6 +107,7 @@ async def test_a_revoked_token_or_removed_member_stops_receiving(cast, token_for
     await sync_to_async(services.token_revoke)(actor=cast.viewer, token=token_row, source="api")
     await sync_to_async(services.team_update)(actor=cast.admin, team=cast.team, description="two", source="api")
     assert (await communicator.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4403}
+    await communicator.disconnect()
     assert await sync_to_async(Membership.objects.filter(user=cast.viewer).exists)()
 
 

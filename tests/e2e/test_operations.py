@@ -32,10 +32,11 @@ pytestmark = [*BROWSER_MARKS, pytest.mark.django_db(transaction=True)]
 def portal_url(settings) -> Iterator[str]:
     """The product's one ASGI app on a free port (static files served from the finders, as in development)."""
     settings.OPERATIONS_DEMO = True
+    # The process-wide channel layer receives on one event loop at a time ("Two event loops are trying to receive()
+    # on one channel layer"): the server's loop gets a fresh layer, and the tests after it another one.
+    channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
     with serving(ASGIStaticFilesHandler(application)) as mcp_url:
         yield mcp_url.removesuffix("/mcp")
-    # The process-wide channel layer remembers the event loop it receives on; the server's loop is gone now, and a
-    # layer left bound to it refuses every later loop ("Two event loops are trying to receive()"). A fresh one.
     channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
 
 

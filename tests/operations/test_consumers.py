@@ -16,7 +16,7 @@ from operations.models import OperationLog, OperationState
 from tests.accounts.test_websocket import feed, session_cookie
 from tests.operations.helpers import fail_first_phase, start
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio(loop_scope="session")]
 
 
 def stream(operation_id: int, *, token: str | None = None, cookie: str | None = None, query: str = ""):
@@ -41,8 +41,11 @@ async def opened(communicator) -> WebsocketCommunicator:
 
 
 async def refused_with(communicator) -> int | None:
+    """The close code of a refused handshake; the consumer is then told the socket is gone, so it stops
+    listening on the channel layer before the test's event loop closes."""
     connected, code = await communicator.connect()
     assert not connected
+    await communicator.disconnect()
     return code
 
 
@@ -203,6 +206,7 @@ async def test_a_removed_member_is_closed_on_the_next_event(cast, token_for, mon
     await in_thread(Membership.objects.filter(team=cast.team, user=cast.viewer).delete)()
     await in_thread(append)(operation, "gone")
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    await communicator.disconnect()
 
 
 # --- the team feed ------------------------------------------------------------------------------------------
@@ -229,3 +233,4 @@ async def test_the_team_feed_stops_operation_frames_when_access_ends(cast, token
     await in_thread(Membership.objects.filter(team=cast.team, user=cast.viewer).delete)()
     await in_thread(start)(cast)
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    await communicator.disconnect()
