@@ -3,3 +3,6 @@ from django.apps import AppConfig
 
 class ClustersConfig(AppConfig):
     name = "clusters"
+
+    def ready(self) -> None:
+        from clusters import pipelines  # noqa: F401

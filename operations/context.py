@@ -41,6 +41,11 @@ class StepContext:
         return self._operation.team_id
 
     @property
+    def actor_id(self) -> int | None:
+        """The user who started the operation (``None`` for the system)."""
+        return self._operation.created_by_id
+
+    @property
     def params(self) -> Mapping[str, Any]:
         return self._operation.params
 

@@ -1,0 +1,263 @@
+"""Clusters and what the control plane knows about them: the network plan, dependencies, storage, and each user's
+active cluster.
+
+A :class:`Cluster` row mirrors one EKS cluster and (once created or found) its HyperPod cluster. Its lifecycle::
+
+    creating ──► active ──► deleting ──► deleted
+       │            ▲  │        │
+       ▼            │  ▼        ▼
+     failed ────────┘ (refresh) failed        importing ──► active | failed
+
+``creating``/``importing``/``deleting`` follow the operation that owns the change; a failed create can be retried
+(phase by phase) or deleted. ``deleted`` rows stay for history (their operations point at them) and free the name.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import Q
+
+from accounts.models import Team
+
+#: HyperPod's ClusterName pattern, which is stricter than EKS's (no underscores, at most 63 characters); one name
+#: serves both clusters.
+CLUSTER_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+cluster_name_validator = RegexValidator(
+    CLUSTER_NAME_PATTERN,
+    message="Use 1–63 letters, digits and hyphens, starting and ending with a letter or digit.",
+    code="invalid_cluster_name",
+)
+
+
+class ClusterState(models.TextChoices):
+    CREATING = "creating", "Creating"
+    IMPORTING = "importing", "Importing"
+    ACTIVE = "active", "Active"
+    FAILED = "failed", "Failed"
+    DELETING = "deleting", "Deleting"
+    DELETED = "deleted", "Deleted"
+
+
+#: States in which an operation owns the cluster: no second create/import/delete may start.
+BUSY_STATES = frozenset({ClusterState.CREATING, ClusterState.IMPORTING, ClusterState.DELETING})
+#: States in which the cluster still names cloud resources (and so a name).
+LIVE_STATES = frozenset(set(ClusterState) - {ClusterState.DELETED})
+
+
+class ClusterOrigin(models.TextChoices):
+    CREATED = "created", "Created by InstantStart"
+    IMPORTED = "imported", "Imported"
+
+
+class CapacityType(models.TextChoices):
+    ON_DEMAND = "on-demand", "On-demand"
+    SPOT = "spot", "Spot"
+    TRAINING_PLAN = "training-plan", "Training plan"
+
+
+class Cluster(models.Model):
+    """One EKS cluster (plus its HyperPod cluster) of a team. ``spec`` keeps the decision-level answers the
+    cluster was created with (zone, instance type and count, capacity type, training plan, FSx, deep health
+    checks); ``details`` keeps provider facts the columns do not (add-on versions, HyperPod group details…)."""
+
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="clusters")
+    name = models.CharField(max_length=63, validators=[cluster_name_validator])
+    region = models.CharField(max_length=32)
+    state = models.CharField(max_length=16, choices=ClusterState.choices, default=ClusterState.CREATING)
+    origin = models.CharField(max_length=16, choices=ClusterOrigin.choices, default=ClusterOrigin.CREATED)
+    spec = models.JSONField(default=dict, blank=True)
+
+    eks_name = models.CharField(max_length=100, blank=True)
+    eks_arn = models.CharField(max_length=2048, blank=True)
+    eks_status = models.CharField(max_length=32, blank=True)
+    kubernetes_version = models.CharField(max_length=16, blank=True)
+    eks_endpoint = models.CharField(max_length=2048, blank=True)
+    oidc_issuer = models.CharField(max_length=2048, blank=True)
+
+    hyperpod_name = models.CharField(max_length=63, blank=True)
+    hyperpod_arn = models.CharField(max_length=2048, blank=True)
+    hyperpod_status = models.CharField(max_length=32, blank=True)
+    node_recovery = models.CharField(max_length=16, blank=True)
+
+    node_count = models.PositiveIntegerField(default=0)
+    gpu_count = models.PositiveIntegerField(default=0)
+    tags = models.JSONField(default=dict, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    #: What the last refresh found different from the record: ``[{"field", "recorded", "actual"}]``.
+    drift = models.JSONField(default=list, blank=True)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["team_id", "name", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], condition=~Q(state="deleted"),
+                                    name="cluster_name_unique_per_team_while_live"),
+        ]
+        indexes = [models.Index(fields=["team", "state"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.region})"
+
+    @property
+    def is_busy(self) -> bool:
+        return self.state in BUSY_STATES
+
+
+class NetworkPlan(models.Model):
+    """The cluster's VPC as the network phase built it (or import found it). Ids are empty until created."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="network")
+    vpc_id = models.CharField(max_length=32, blank=True)
+    vpc_cidr = models.CharField(max_length=43, blank=True)
+    internet_gateway_id = models.CharField(max_length=32, blank=True)
+    nat_gateway_id = models.CharField(max_length=32, blank=True)
+    elastic_ip_allocation_id = models.CharField(max_length=32, blank=True)
+    #: ``{"public": "rtb-…", "private": "rtb-…"}``
+    route_tables = models.JSONField(default=dict, blank=True)
+    #: ``{"cluster": "sg-…", "efa": "sg-…"}``; the EFA group references itself.
+    security_groups = models.JSONField(default=dict, blank=True)
+    #: ``{"s3": "vpce-…"}``
+    endpoints = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.vpc_id or "(planned)"
+
+
+class SubnetRole(models.TextChoices):
+    PUBLIC = "public", "Public"
+    PRIVATE = "private", "Private"
+    COMPUTE = "compute", "Compute (/20 per zone)"
+
+
+class Subnet(models.Model):
+    """One subnet of the cluster's network: public and private ones in two zones, compute ones per zone."""
+
+    network = models.ForeignKey(NetworkPlan, on_delete=models.CASCADE, related_name="subnets")
+    subnet_id = models.CharField(max_length=32)
+    role = models.CharField(max_length=16, choices=SubnetRole.choices)
+    zone = models.CharField(max_length=32)
+    zone_id = models.CharField(max_length=32, blank=True)
+    cidr = models.CharField(max_length=43)
+
+    class Meta:
+        ordering = ["role", "zone"]
+        constraints = [models.UniqueConstraint(fields=["network", "subnet_id"], name="subnet_unique_per_network")]
+
+    def __str__(self) -> str:
+        return f"{self.subnet_id} ({self.role}, {self.zone})"
+
+
+class DependencyKind(models.TextChoices):
+    ADDON = "addon", "EKS add-on"
+    MANIFEST = "manifest", "Kubernetes manifests"
+
+
+class DependencyState(models.TextChoices):
+    ABSENT = "absent", "Absent"
+    INSTALLING = "installing", "Installing"
+    ACTIVE = "active", "Active"
+    DEGRADED = "degraded", "Degraded"
+    FAILED = "failed", "Failed"
+    REMOVING = "removing", "Removing"
+    UNKNOWN = "unknown", "Unknown"
+
+
+class ClusterDependency(models.Model):
+    """One component the cluster needs (an EKS add-on or a set of pinned manifests): what we want
+    (``desired_state``: ``active`` or ``absent``) and what we last saw, with its version and last error."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="dependencies")
+    component = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=DependencyKind.choices)
+    desired_state = models.CharField(max_length=16, choices=DependencyState.choices, default=DependencyState.ACTIVE)
+    observed_state = models.CharField(max_length=16, choices=DependencyState.choices,
+                                      default=DependencyState.UNKNOWN)
+    version = models.CharField(max_length=64, blank=True)
+    #: Whether InstantStart installed it (and so may remove it) or found it installed.
+    managed = models.BooleanField(default=True)
+    last_error = models.TextField(blank=True)
+    observed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["cluster_id", "component"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "component"], name="dependency_unique_per_cluster")]
+
+    def __str__(self) -> str:
+        return f"{self.component} on {self.cluster_id}: {self.observed_state}"
+
+
+class StorageKind(models.TextChoices):
+    S3 = "s3", "S3 (Mountpoint CSI driver)"
+    FSX = "fsx", "FSx for Lustre"
+
+
+class StorageState(models.TextChoices):
+    CREATING = "creating", "Creating"
+    AVAILABLE = "available", "Available"
+    FAILED = "failed", "Failed"
+    DELETING = "deleting", "Deleting"
+    DELETED = "deleted", "Deleted"
+
+
+class StorageVolume(models.Model):
+    """A volume pods of the team mount: an S3 bucket (prefix optional) through the Mountpoint S3 CSI driver, or an
+    FSx for Lustre file system, exposed as a PersistentVolume and a PersistentVolumeClaim in ``namespace``.
+
+    ``shared`` marks the team's shared bucket (the one the development environment mounts at the same path).
+    Lifecycle: ``creating → available | failed``, ``available | failed → deleting → deleted``."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="volumes")
+    name = models.CharField(max_length=63)
+    kind = models.CharField(max_length=8, choices=StorageKind.choices)
+    state = models.CharField(max_length=16, choices=StorageState.choices, default=StorageState.CREATING)
+    shared = models.BooleanField(default=False)
+    managed = models.BooleanField(default=True, help_text="Created by InstantStart (else found on import).")
+    bucket = models.CharField(max_length=63, blank=True)
+    prefix = models.CharField(max_length=1024, blank=True)
+    file_system_id = models.CharField(max_length=32, blank=True)
+    dns_name = models.CharField(max_length=255, blank=True)
+    mount_name = models.CharField(max_length=16, blank=True)
+    capacity_gib = models.PositiveIntegerField(null=True, blank=True)
+    namespace = models.CharField(max_length=63)
+    pv_name = models.CharField(max_length=253)
+    pvc_name = models.CharField(max_length=253)
+    last_error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], condition=~Q(state="deleted"),
+                                    name="volume_name_unique_per_cluster_while_live"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+
+class ActiveCluster(models.Model):
+    """The cluster a user works on in one team: the default for portal pages and MCP tools. Per user (and team),
+    never global."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="active_clusters")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="active_cluster_unique_per_user_team")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} → {self.cluster_id}"

@@ -1,0 +1,14 @@
+"""The *network* phase of the cluster pipelines (being written)."""
+
+from __future__ import annotations
+
+from operations.context import StepContext
+from operations.pipeline import Phase, Progress
+
+
+def _todo(ctx: StepContext) -> Progress:
+    raise NotImplementedError("network phase")
+
+
+CREATE = Phase(slug="network", title="Network", submit=_todo, poll=_todo)
+DELETE = Phase(slug="network", title="Network", submit=_todo, poll=_todo)
