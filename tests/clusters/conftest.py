@@ -1,0 +1,24 @@
+"""Fixtures for the clusters app: a cluster row in any state, and the create operation for it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from clusters.models import Cluster, ClusterState
+from clusters.spec import ClusterSpec
+from tests.operations.conftest import drive, fast_polling  # noqa: F401  (the engine driver, shared)
+
+
+@pytest.fixture
+def make_cluster(cast) -> Callable[..., Cluster]:
+    """A cluster row of the cast's team (no cloud resources), created from a spec with sandbox-friendly defaults."""
+
+    def make(name: str = "alpha", *, team=None, state: str = ClusterState.CREATING, **spec) -> Cluster:
+        choices = ClusterSpec(**{"name": name, "region": "us-west-2", "zone": "us-west-2a",
+                                 "instance_type": "ml.g5.8xlarge", "instance_count": 1, **spec})
+        return Cluster.objects.create(team=team or cast.team, name=name, region=choices.region, state=state,
+                                      spec=choices.as_params(), created_by=cast.admin)
+
+    return make
