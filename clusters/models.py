@@ -216,6 +216,8 @@ class StorageVolume(models.Model):
     Lifecycle: ``creating → available | failed``, ``available | failed → deleting → deleted``."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="volumes")
+    #: The cluster's team, kept on the row so access checks need no join.
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="+")
     name = models.CharField(max_length=63)
     kind = models.CharField(max_length=8, choices=StorageKind.choices)
     state = models.CharField(max_length=16, choices=StorageState.choices, default=StorageState.CREATING)
