@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from clusters.models import Cluster, ClusterState
+from clusters.models import ActiveCluster, Cluster, ClusterState, StorageState, StorageVolume
 from clusters.phases import activate, dependencies, eks, hyperpod, network, storage
 from operations.models import Operation, OperationState
 from operations.pipeline import Pipeline, register
@@ -32,11 +32,14 @@ def _cluster_created(operation: Operation) -> None:
 
 def _cluster_deleted(operation: Operation) -> None:
     now = timezone.now()
+    cluster_id = operation.params["cluster_id"]
     if operation.state == OperationState.SUCCEEDED:
-        Cluster.objects.filter(pk=operation.params["cluster_id"]).update(
-            state=ClusterState.DELETED, deleted_at=now, updated_at=now)
+        Cluster.objects.filter(pk=cluster_id).update(state=ClusterState.DELETED, deleted_at=now, updated_at=now)
+        StorageVolume.objects.filter(cluster_id=cluster_id).exclude(state=StorageState.DELETED).update(
+            state=StorageState.DELETED, updated_at=now)
+        ActiveCluster.objects.filter(cluster_id=cluster_id).delete()
     else:
-        Cluster.objects.filter(pk=operation.params["cluster_id"], state__in=RESUMABLE[DELETE_KIND]).update(
+        Cluster.objects.filter(pk=cluster_id, state__in=RESUMABLE[DELETE_KIND]).update(
             state=ClusterState.FAILED, updated_at=now)
 
 

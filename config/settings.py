@@ -222,7 +222,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "ClusterStateEnum": "clusters.models.ClusterState",
+        "DependencyStateEnum": "clusters.models.DependencyState",
+        "StorageKindEnum": "clusters.models.StorageKind",
+        "StorageStateEnum": "clusters.models.StorageState",
+    },
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

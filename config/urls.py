@@ -13,6 +13,7 @@ from config.api.views import api_not_found
 api_v1 = [
     path("", include("accounts.api.urls")),
     path("", include("operations.api.urls")),
+    path("", include("clusters.api.urls")),
     re_path(r"^[\s\S]*$", api_not_found),
 ]
 

@@ -37,6 +37,9 @@ INSTRUCTIONS = (
     "`wait_for_operation` waits for that. Pass `idempotency_key` to a change you might have to repeat."
 )
 META_PREFIX = "instantstart/"
+#: A path argument that defaults to the caller's active cluster, and where that is read.
+ACTIVE_CLUSTER_ARGUMENT = "cluster_id"
+ACTIVE_CLUSTER_PATH = "/api/v1/active-cluster"
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,13 @@ class CatalogTool:
 
     @property
     def input_schema(self) -> dict[str, Any]:
-        return dict(self.operation.input_schema)
+        schema = dict(self.operation.input_schema)
+        if ACTIVE_CLUSTER_ARGUMENT in self.operation.path_params:
+            described = {**schema["properties"][ACTIVE_CLUSTER_ARGUMENT], "description": (
+                "The cluster's id; your active cluster (see `get_active_cluster`) when omitted.")}
+            schema["properties"] = {**schema["properties"], ACTIVE_CLUSTER_ARGUMENT: described}
+            schema["required"] = [name for name in schema.get("required", []) if name != ACTIVE_CLUSTER_ARGUMENT]
+        return schema
 
     def describe(self) -> McpTool:
         meta = {f"{META_PREFIX}operation_id": self.spec.operation_id}
@@ -65,10 +74,24 @@ class CatalogTool:
         if refused is not None:
             return refused
         try:
+            arguments = await self.with_active_cluster(caller, arguments)
             parts = self.operation.request_parts(arguments)
         except ValidationFailed as exc:
             return error_result(exc.as_dict())
         return self.result(await self.send(caller, parts))
+
+    async def with_active_cluster(self, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``arguments`` with ``cluster_id`` set to the caller's active cluster (in their current team) when the
+        operation needs one and none was given; ``no_active_cluster`` on that field when they have none."""
+        if ACTIVE_CLUSTER_ARGUMENT not in self.operation.path_params or arguments.get(ACTIVE_CLUSTER_ARGUMENT) not in (
+                None, ""):
+            return arguments
+        answer = await rest.run_in_django_thread(rest.call, "GET", RequestParts(ACTIVE_CLUSTER_PATH, {}, None),
+                                                 authorization=caller.authorization)
+        if not answer.ok or not answer.body:
+            raise ValidationFailed.for_field(ACTIVE_CLUSTER_ARGUMENT, "no_active_cluster", (
+                "Give cluster_id: you have no active cluster in your current team (set_active_cluster chooses one)."))
+        return {**arguments, ACTIVE_CLUSTER_ARGUMENT: answer.body["id"]}
 
     def refusal(self, caller: Caller | None) -> CallToolResult | None:
         if caller is None:

@@ -32,6 +32,8 @@ class Case:
     #: path parameters, computed from the cast and the acting user
     params: Callable[[Any, Any], dict[str, Any]] = field(default=lambda cast, actor: {})
     team_scoped: bool = True
+    #: the endpoint reaches AWS (through the sandbox) for allowed actors
+    sandbox: bool = False
 
     def payload(self, cast, actor) -> dict[str, Any] | None:
         return self.body(cast, actor) if callable(self.body) else self.body
@@ -130,6 +132,77 @@ CASES += [
          params=operation_in("running")),
     Case("demo_operations_create", "POST", "/api/v1/demo-operations", OPERATORS,
          body=lambda cast, actor: {"team": cast.team.pk, "name": "matrix"}),
+]
+
+
+def cluster_in(state: str = "active", *, origin: str = "created"):
+    """Path parameters naming a cluster row of the cast's team in ``state`` (no cloud resources behind it)."""
+
+    def params(cast, actor) -> dict:
+        from clusters.models import Cluster
+
+        cluster = Cluster.objects.create(team=cast.team, name="matrix", region="us-west-2", state=state,
+                                         origin=origin, eks_name="matrix")
+        return {"cluster_id": cluster.pk}
+
+    return params
+
+
+def volume_of_cluster(cast, actor) -> dict:
+    from clusters.models import StorageVolume
+
+    ids = cluster_in("active")(cast, actor)
+    volume = StorageVolume.objects.create(cluster_id=ids["cluster_id"], team=cast.team, name="data", kind="s3",
+                                          state="available", bucket="matrix-data", namespace="team-x",
+                                          pv_name="matrix-data", pvc_name="data")
+    return {**ids, "volume_id": volume.pk}
+
+
+def eks_in_sandbox(cast, actor) -> dict:
+    """An EKS cluster made directly in the sandbox (not tracked by InstantStart), to import."""
+    from tests.clusters.sandbox import make_eks_cluster
+
+    return {"team": cast.team.pk, "region": "us-west-2", "eks_name": make_eks_cluster("matrix-import").name}
+
+
+def team_query(cast, actor) -> dict:
+    return {"team": cast.team.pk}
+
+
+CREATE_BODY = {"name": "matrix", "region": "us-west-2", "zone": "us-west-2a", "instance_type": "ml.g5.8xlarge",
+               "instance_count": 1}
+ADMINS = frozenset({"admin", "superuser"})
+
+CASES += [
+    Case("clusters_list", "GET", "/api/v1/clusters", AUTHENTICATED, team_scoped=False),
+    Case("clusters_create", "POST", "/api/v1/clusters", ADMINS, sandbox=True,
+         body=lambda cast, actor: {"team": cast.team.pk, **CREATE_BODY}),
+    Case("clusters_preflight", "POST", "/api/v1/clusters/preflight", ADMINS, sandbox=True,
+         body=lambda cast, actor: {"team": cast.team.pk, **CREATE_BODY}),
+    Case("clusters_import", "POST", "/api/v1/clusters/import", ADMINS, sandbox=True,
+         body=lambda cast, actor: eks_in_sandbox(cast, actor)),
+    Case("clusters_retrieve", "GET", "/api/v1/clusters/{cluster_id}", MEMBERS, params=cluster_in()),
+    Case("clusters_delete", "POST", "/api/v1/clusters/{cluster_id}/delete", ADMINS, params=cluster_in(),
+         body={"confirm": "matrix"}),
+    Case("clusters_refresh", "POST", "/api/v1/clusters/{cluster_id}/refresh", OPERATORS, params=cluster_in(),
+         sandbox=True),
+    Case("cluster_operations_list", "GET", "/api/v1/clusters/{cluster_id}/operations", MEMBERS,
+         params=cluster_in()),
+    Case("active_cluster_retrieve", "GET", "/api/v1/active-cluster?team={team}", MEMBERS, params=team_query),
+    Case("active_cluster_set", "PUT", "/api/v1/active-cluster", MEMBERS,
+         body=lambda cast, actor: {"cluster": cluster_in()(cast, actor)["cluster_id"]}),
+    Case("cluster_volumes_list", "GET", "/api/v1/clusters/{cluster_id}/volumes", MEMBERS, params=cluster_in()),
+    Case("cluster_volumes_create", "POST", "/api/v1/clusters/{cluster_id}/volumes", OPERATORS, params=cluster_in(),
+         body={"name": "data", "kind": "s3", "bucket": "matrix-data"}),
+    Case("cluster_volumes_retrieve", "GET", "/api/v1/clusters/{cluster_id}/volumes/{volume_id}", MEMBERS,
+         params=volume_of_cluster),
+    Case("cluster_volumes_destroy", "DELETE", "/api/v1/clusters/{cluster_id}/volumes/{volume_id}", OPERATORS,
+         params=volume_of_cluster),
+    *[Case(f"inspect_{what}", "GET", f"/api/v1/inspect/{path}?team={{team}}", MEMBERS, params=team_query,
+           sandbox=True)
+      for what, path in [("regions", "regions"), ("zones", "zones"), ("instance_types", "instance-types"),
+                         ("quotas", "quotas"), ("training_plans", "training-plans"),
+                         ("import_candidates", "import-candidates")]],
 ]
 
 

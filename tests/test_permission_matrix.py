@@ -20,8 +20,10 @@ def test_every_endpoint_is_in_the_matrix():
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.operation_id)
-def test_rest_endpoint_permission(case: Case, role: str, cast, api, make_user):
+def test_rest_endpoint_permission(case: Case, role: str, cast, api, make_user, request):
     make_user("newcomer")
+    if case.sandbox:
+        request.getfixturevalue("sandbox")
     actor = cast[role]
     path = case.path.format(**case.params(cast, actor))
     response = api(actor).request(case.method, path, case.payload(cast, actor))
@@ -33,8 +35,10 @@ def test_rest_endpoint_permission(case: Case, role: str, cast, api, make_user):
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.method != "GET"], ids=lambda case: case.operation_id)
-def test_read_only_token_cannot_mutate(case: Case, cast, api, make_user):
+def test_read_only_token_cannot_mutate(case: Case, cast, api, make_user, request):
     make_user("newcomer")
+    if case.sandbox:
+        request.getfixturevalue("sandbox")
     path = case.path.format(**case.params(cast, cast.admin))
     response = api(cast.admin, read_only=True).request(case.method, path, case.payload(cast, cast.admin))
     assert response.status_code == 403
@@ -61,10 +65,13 @@ def test_every_mcp_tool_is_in_the_matrix():
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize(("tool", "rest_case"), tool_cases(), ids=lambda value: value if isinstance(value, str) else "")
-def test_mcp_tool_permission_matches_rest(tool: str, rest_case: Case, role: str, cast, token_for, make_user):
+def test_mcp_tool_permission_matches_rest(tool: str, rest_case: Case, role: str, cast, token_for, make_user,
+                                          request):
     from mcp_server.testing import call_tool
 
     make_user("newcomer")
+    if rest_case.sandbox:
+        request.getfixturevalue("sandbox")
     actor = cast[role]
     arguments = {**rest_case.params(cast, actor), **(rest_case.payload(cast, actor) or {})}
     if tool_spec(tool).waits:
@@ -80,10 +87,13 @@ def test_mcp_tool_permission_matches_rest(tool: str, rest_case: Case, role: str,
 
 @pytest.mark.parametrize(("tool", "rest_case"), [(t, c) for t, c in tool_cases() if c.method != "GET"],
                          ids=lambda value: value if isinstance(value, str) else "")
-def test_read_only_token_cannot_call_a_mutating_tool(tool: str, rest_case: Case, cast, token_for, make_user):
+def test_read_only_token_cannot_call_a_mutating_tool(tool: str, rest_case: Case, cast, token_for, make_user,
+                                                     request):
     from mcp_server.testing import call_tool
 
     make_user("newcomer")
+    if rest_case.sandbox:
+        request.getfixturevalue("sandbox")
     arguments = {**rest_case.params(cast, cast.admin), **(rest_case.payload(cast, cast.admin) or {})}
     is_error, body = call_tool(token_for(cast.admin, read_only=True), tool, arguments)
     assert is_error

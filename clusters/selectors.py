@@ -1,0 +1,54 @@
+"""Cluster reads, always narrowed by ``access.visible`` to the teams the actor belongs to."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from accounts import access
+from accounts.models import Team, User
+from accounts.selectors import get_visible
+from clusters.models import ActiveCluster, Cluster, ClusterState, StorageState, StorageVolume
+from operations.models import Operation
+
+
+def cluster_list(*, actor: User, team: Team | None = None, include_deleted: bool = False) -> QuerySet[Cluster]:
+    """Clusters of the actor's teams (of ``team`` only, when given); deleted ones only when asked."""
+    clusters = access.visible(actor, Cluster).select_related("team", "created_by")
+    if team is not None:
+        clusters = clusters.filter(team=team)
+    return clusters if include_deleted else clusters.exclude(state=ClusterState.DELETED)
+
+
+def cluster_get(*, actor: User, cluster_id: int | str) -> Cluster:
+    """One cluster (deleted ones too, for their history); ``NotFound`` when it is another team's."""
+    return get_visible(cluster_list(actor=actor, include_deleted=True).select_related("network"), cluster_id,
+                       "cluster")
+
+
+def active_cluster(*, actor: User, team: Team | int | None) -> Cluster | None:
+    """The actor's active cluster in ``team`` (``None`` when they chose none or it is gone)."""
+    if team is None or not getattr(actor, "is_authenticated", False):
+        return None
+    choice = (ActiveCluster.objects.select_related("cluster__team")
+              .filter(user=actor, team=team).exclude(cluster__state=ClusterState.DELETED).first())
+    return choice.cluster if choice is not None and access.can_see(actor, choice.cluster) else None
+
+
+def cluster_operations(*, actor: User, cluster: Cluster) -> QuerySet[Operation]:
+    """Operations that changed ``cluster`` (create, import, delete), newest first."""
+    return (access.visible(actor, Operation).filter(target_type="cluster", target_id=str(cluster.pk))
+            .select_related("created_by").order_by("-created_at"))
+
+
+def dependency_list(*, cluster: Cluster):
+    """The dependencies of a cluster fetched through :func:`cluster_get`."""
+    return cluster.dependencies.order_by("component")
+
+
+def volume_list(*, actor: User, cluster: Cluster, include_deleted: bool = False) -> QuerySet[StorageVolume]:
+    volumes = access.visible(actor, StorageVolume).filter(cluster=cluster).select_related("cluster")
+    return volumes if include_deleted else volumes.exclude(state=StorageState.DELETED)
+
+
+def volume_get(*, actor: User, cluster: Cluster, volume_id: int | str) -> StorageVolume:
+    return get_visible(volume_list(actor=actor, cluster=cluster, include_deleted=True), volume_id, "volume")

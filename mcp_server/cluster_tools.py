@@ -1,0 +1,215 @@
+"""MCP tools for clusters: inspection before create, create, import, refresh, delete, the active cluster, storage.
+
+A tool whose REST path names ``cluster_id`` may be called without it: the caller's active cluster in their current
+team is used (``mcp_server.server`` fills it in), and ``no_active_cluster`` says when there is none.
+"""
+
+from __future__ import annotations
+
+from mcp_server.specs import PAGINATED, ToolSpec
+
+_TEAM = " `team` (id) defaults to your current team."
+_LONG = (" Answers at once with `cluster` and `operation`; the change is not done until `wait_for_operation` (with the "
+         "operation's id) reports `succeeded`. If it fails, read the failed phase's error, fix the cause and "
+         "`retry_operation`: only that phase runs again.")
+_ACTIVE = " `cluster_id` defaults to your active cluster."
+
+CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_regions",
+        operation_id="inspect_regions",
+        read_only=True,
+        description="List the AWS regions where HyperPod clusters can be created." + _TEAM,
+    ),
+    ToolSpec(
+        name="list_availability_zones",
+        operation_id="inspect_zones",
+        read_only=True,
+        description=(
+            "List a region's availability zones with `name` (e.g. us-west-2a) and `zone_id` (e.g. usw2-az1). Zone "
+            "names differ between AWS accounts, ids do not: compare ids when matching a training plan's zone. "
+            "`region` defaults to the deployment's region." + _TEAM
+        ),
+    ),
+    ToolSpec(
+        name="list_instance_types",
+        operation_id="inspect_instance_types",
+        read_only=True,
+        description=(
+            "List the HyperPod instance types (ml.*) offered in a region, or in one `zone`, with `zones` offering "
+            "each, vCPUs, memory, `accelerator_count`/`accelerator_type`/`accelerator_memory_gib` (GPUs or "
+            "Trainium) and `efa_supported`. Only these are valid `instance_type` values for `create_cluster` in "
+            "that zone." + _TEAM
+        ),
+    ),
+    ToolSpec(
+        name="list_cluster_quotas",
+        operation_id="inspect_quotas",
+        read_only=True,
+        description=(
+            "List the account's HyperPod quotas in a region: for each instance type, `value` is how many instances "
+            "all clusters of the account may use (\"<type> for cluster usage\"). `create_cluster` refuses a count "
+            "above what is left with `quota_exceeded`." + _TEAM
+        ),
+    ),
+    ToolSpec(
+        name="list_training_plans",
+        operation_id="inspect_training_plans",
+        read_only=True,
+        description=(
+            "List the region's SageMaker training plans (reserved capacity) with instance type, `zone`, "
+            "`total_count`, `available_count` and time window. A cluster created with capacity type "
+            "`training-plan` runs in the plan's zone with the plan's capacity: the plan's zone wins over the zone "
+            "you chose." + _TEAM
+        ),
+    ),
+    ToolSpec(
+        name="list_import_candidates",
+        operation_id="inspect_import_candidates",
+        read_only=True,
+        description=(
+            "List the EKS clusters of a region, each with the HyperPod cluster it orchestrates (if any), that "
+            "`import_cluster` can import; `tracked` ones are already managed by InstantStart." + _TEAM
+        ),
+    ),
+    ToolSpec(
+        name="list_clusters",
+        operation_id="clusters_list",
+        read_only=True,
+        description=(
+            "List the clusters of your teams with `state` (`creating`, `importing`, `active`, `failed`, "
+            "`deleting`), region, origin (`created` or `imported`), EKS and HyperPod facts and node/GPU counts. "
+            "Filter by `team`, `state` (repeatable), `origin`, `region`." + PAGINATED
+        ),
+    ),
+    ToolSpec(
+        name="get_cluster",
+        operation_id="clusters_retrieve",
+        read_only=True,
+        description=(
+            "Get one cluster: state, EKS (name, ARN, version, endpoint, OIDC issuer) and HyperPod (name, ARN, status, "
+            "node recovery) facts, node and GPU counts, the network (VPC, subnets by role and zone, gateways, route "
+            "tables, security groups, endpoints), dependencies (add-ons and operators with observed state and last "
+            "error), `drift` found by the last refresh, whether it is your `active` cluster, and `capabilities`."
+            + _ACTIVE
+        ),
+    ),
+    ToolSpec(
+        name="create_cluster",
+        operation_id="clusters_create",
+        read_only=False,
+        status_tool="wait_for_operation",
+        description=(
+            "Create a HyperPod cluster on a new EKS cluster (team admins). Give only decisions: `name` (1-63 letters, "
+            "digits, hyphens), `region`, `zone`, `instance_type` and `instance_count` for the accelerated group, "
+            "`capacity_type` (`on-demand`, `spot`, `training-plan` with `training_plan_arn`), optional "
+            "`fsx_capacity_gib` (1200 or a multiple of 2400), `deep_health_checks`, `kubernetes_version`. Choose "
+            "values from `list_availability_zones`, `list_instance_types` (for the zone), `list_cluster_quotas` and "
+            "`list_training_plans`. Everything is checked before anything is created; each failure is a field error "
+            "with a code (`cluster_name_taken`, `unknown_region`, `unknown_zone`, `instance_type_not_allowed`, "
+            "`instance_type_not_offered`, `quota_exceeded`, `training_plan_zone`…) and nothing is created. The "
+            "operation has six phases: network, eks, activate (it becomes your active cluster), dependencies, "
+            "hyperpod, storage; EKS alone takes 10-15 minutes in AWS." + _TEAM + _LONG
+        ),
+    ),
+    ToolSpec(
+        name="import_cluster",
+        operation_id="clusters_import",
+        read_only=False,
+        status_tool="wait_for_operation",
+        description=(
+            "Import an existing EKS cluster `eks_name` of `region` (and the HyperPod cluster it orchestrates) "
+            "(team admins): InstantStart grants itself access through an EKS access entry and records the "
+            "cluster's facts, network, dependencies and storage. It tags, changes and deletes nothing else. Pick "
+            "from `list_import_candidates`." + _TEAM + _LONG
+        ),
+    ),
+    ToolSpec(
+        name="refresh_cluster",
+        operation_id="clusters_refresh",
+        read_only=False,
+        idempotent=True,
+        status_tool="get_cluster",
+        description=(
+            "Re-read a cluster from AWS and Kubernetes (operators and admins), update what InstantStart records and "
+            "return `drift`: each `field` whose `recorded` value differs from the `actual` one (version changed, "
+            "subnet missing, add-on gone…)." + _ACTIVE
+        ),
+    ),
+    ToolSpec(
+        name="delete_cluster",
+        operation_id="clusters_delete",
+        read_only=False,
+        destructive=True,
+        status_tool="wait_for_operation",
+        description=(
+            "Delete a cluster (team admins). `confirm` must repeat the cluster's name; only call this when the user "
+            "asked for this cluster to be deleted. A cluster InstantStart created is deleted in reverse (storage, "
+            "hyperpod, dependencies, eks, network), removing only resources carrying InstantStart's tags. An "
+            "imported cluster is only forgotten (`operation` is null, nothing in AWS changes) unless "
+            "`delete_resources` is true. Refused with `cluster_in_use` (listing them) while jobs or endpoints run, "
+            "and `cluster_busy` while another operation changes it." + _LONG
+        ),
+    ),
+    ToolSpec(
+        name="list_cluster_operations",
+        operation_id="cluster_operations_list",
+        read_only=True,
+        description="List the operations that created, imported or deleted a cluster, newest first." + _ACTIVE
+        + PAGINATED,
+    ),
+    ToolSpec(
+        name="get_active_cluster",
+        operation_id="active_cluster_retrieve",
+        read_only=True,
+        description=(
+            "Get your active cluster in a team (null when you chose none): the cluster tools use when you leave "
+            "`cluster_id` out." + _TEAM
+        ),
+    ),
+    ToolSpec(
+        name="set_active_cluster",
+        operation_id="active_cluster_set",
+        read_only=False,
+        idempotent=True,
+        status_tool="get_active_cluster",
+        description=(
+            "Make `cluster` (id) your active cluster in its team. It changes only your own default, never other "
+            "users'."
+        ),
+    ),
+    ToolSpec(
+        name="list_cluster_volumes",
+        operation_id="cluster_volumes_list",
+        read_only=True,
+        description=(
+            "List a cluster's storage volumes: S3 buckets mounted through the Mountpoint S3 CSI driver and FSx for "
+            "Lustre file systems, each with its `pvc_name` and `namespace` (what pods mount) and `state`. The "
+            "`shared` one is the team's shared bucket." + _ACTIVE
+        ),
+    ),
+    ToolSpec(
+        name="create_cluster_volume",
+        operation_id="cluster_volumes_create",
+        read_only=False,
+        status_tool="wait_for_operation",
+        description=(
+            "Add a volume to an active cluster (operators and admins): `kind` `s3` mounts `bucket` (optionally only "
+            "`prefix`); `kind` `fsx` creates an FSx for Lustre file system of `capacity_gib` (1200 or a multiple of "
+            "2400). `name` names the PersistentVolumeClaim in your team's namespace." + _ACTIVE
+            + " Answers at once with `volume` and `operation`; the volume is usable once `wait_for_operation` "
+            "reports `succeeded`."
+        ),
+    ),
+    ToolSpec(
+        name="delete_cluster_volume",
+        operation_id="cluster_volumes_destroy",
+        read_only=False,
+        destructive=True,
+        status_tool="wait_for_operation",
+        description=(
+            "Remove a volume (operators and admins): its PV and PVC, and its FSx file system when InstantStart "
+            "created it. S3 buckets and their data are never deleted. Only call this when the user asked." + _ACTIVE
+        ),
+    ),
+)
