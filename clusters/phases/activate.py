@@ -1,14 +1,30 @@
-"""The *activate* phase of the cluster pipelines (being written)."""
+"""The *activate* phase of ``cluster.create``: the new cluster becomes the requesting user's active cluster in the
+cluster's team (their default for portal pages and MCP tools; other users' choices are untouched). An operation
+started by the system (no user) activates nothing. Nothing to undo or delete: the row goes with the cluster."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from clusters.models import ActiveCluster
+from clusters.phases.common import cluster_of
 from operations.context import StepContext
 from operations.pipeline import Phase, Progress
 
 
-def _todo(ctx: StepContext) -> Progress:
-    raise NotImplementedError("activate phase")
+def submit_activate(ctx: StepContext) -> None:
+    if ctx.actor_id is None:
+        ctx.log("Started by the system: no user's active cluster changes.")
+        return
+    cluster = cluster_of(ctx)
+    ActiveCluster.objects.update_or_create(user_id=ctx.actor_id, team_id=cluster.team_id,
+                                           defaults={"cluster": cluster})
+    ctx.log(f"{cluster.name} is now the active cluster of the user who created it.")
 
 
-CREATE = Phase(slug="activate", title="Activate", submit=_todo, poll=_todo)
-DELETE = Phase(slug="activate", title="Activate", submit=_todo, poll=_todo)
+def poll_activate(ctx: StepContext) -> Progress:
+    return Progress.finished("active")
+
+
+CREATE = Phase(slug="activate", title="Activate", submit=submit_activate, poll=poll_activate,
+               timeout=timedelta(minutes=1), poll_interval=1)

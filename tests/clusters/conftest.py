@@ -15,10 +15,12 @@ from tests.operations.conftest import drive, fast_polling  # noqa: F401  (the en
 def make_cluster(cast) -> Callable[..., Cluster]:
     """A cluster row of the cast's team (no cloud resources), created from a spec with sandbox-friendly defaults."""
 
-    def make(name: str = "alpha", *, team=None, state: str = ClusterState.CREATING, **spec) -> Cluster:
+    def make(name: str = "alpha", *, team=None, state: str = ClusterState.CREATING, origin: str = "created",
+             **spec) -> Cluster:
         choices = ClusterSpec(**{"name": name, "region": "us-west-2", "zone": "us-west-2a",
                                  "instance_type": "ml.g5.8xlarge", "instance_count": 1, **spec})
         return Cluster.objects.create(team=team or cast.team, name=name, region=choices.region, state=state,
-                                      spec=choices.as_params(), created_by=cast.admin)
+                                      origin=origin, spec=choices.as_params(), created_by=cast.admin,
+                                      eks_name=name)
 
     return make
