@@ -88,10 +88,10 @@ class CatalogTool:
             return arguments
         answer = await rest.run_in_django_thread(rest.call, "GET", RequestParts(ACTIVE_CLUSTER_PATH, {}, None),
                                                  authorization=caller.authorization)
-        if not answer.ok or not answer.body:
+        if not answer.ok or not answer.body or not answer.body.get("cluster"):
             raise ValidationFailed.for_field(ACTIVE_CLUSTER_ARGUMENT, "no_active_cluster", (
                 "Give cluster_id: you have no active cluster in your current team (set_active_cluster chooses one)."))
-        return {**arguments, ACTIVE_CLUSTER_ARGUMENT: answer.body["id"]}
+        return {**arguments, ACTIVE_CLUSTER_ARGUMENT: answer.body["cluster"]["id"]}
 
     def refusal(self, caller: Caller | None) -> CallToolResult | None:
         if caller is None:

@@ -202,6 +202,10 @@ class ClusterOperationSerializer(serializers.Serializer):
     operation = OperationSerializer(allow_null=True)
 
 
+class ActiveClusterSerializer(serializers.Serializer):
+    cluster = ClusterSerializer(allow_null=True, help_text="Null when you have not chosen one in this team.")
+
+
 class DifferenceSerializer(serializers.Serializer):
     field = serializers.CharField()
     recorded = serializers.JSONField(allow_null=True)

@@ -172,20 +172,25 @@ class ClusterOperationListView(generics.ListAPIView):
 
 class ActiveClusterView(APIView):
     @extend_schema(operation_id="active_cluster_retrieve", parameters=[TEAM],
-                   responses={200: s.ClusterSerializer(allow_null=True)}, tags=TAGS)
+                   responses={200: s.ActiveClusterSerializer}, tags=TAGS)
     def get(self, request):
-        """Your active cluster in a team (null when you chose none): the default of portal pages and tools."""
-        cluster = selectors.active_cluster(actor=request.user, team=query_team(request))
-        return Response(s.ClusterSerializer(cluster, context={"request": request}).data if cluster else None)
+        """Your active cluster in a team (`cluster` is null when you chose none): the default of portal pages and
+        tools."""
+        team = query_team(request)
+        return active_cluster_response(request, selectors.active_cluster(actor=request.user, team=team))
 
     @extend_schema(operation_id="active_cluster_set", request=s.ActiveClusterSetSerializer,
-                   responses={200: s.ClusterSerializer}, tags=TAGS)
+                   responses={200: s.ActiveClusterSerializer}, tags=TAGS)
     def put(self, request):
         """Make a cluster your active one in its team. It changes only your own default."""
         data = validated(s.ActiveClusterSetSerializer, request)
         cluster = selectors.cluster_get(actor=request.user, cluster_id=data["cluster"])
         services.active_cluster_set(actor=request.user, cluster=cluster, source=request.source)
-        return Response(s.ClusterSerializer(cluster, context={"request": request}).data)
+        return active_cluster_response(request, cluster)
+
+
+def active_cluster_response(request, cluster: Cluster | None) -> Response:
+    return Response({"cluster": s.ClusterSerializer(cluster, context={"request": request}).data if cluster else None})
 
 
 # Storage ----------------------------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ creator's entry EKS makes). It records the EKS facts on the cluster row and outp
 ``cluster_role_arn``, ``oidc_issuer`` and ``oidc_provider_arn``.
 
 Delete — level-triggered: the EKS cluster when its tags say it is ours (waited for until gone), then the OIDC
-provider and the cluster role when theirs do. Anything else is left alone.
+provider and the cluster role when theirs do. Anything else is left alone — except the EKS cluster of an imported
+cluster whose admin explicitly asked for its deletion (``params["imported"]``, set only by that request).
 """
 
 from __future__ import annotations
@@ -243,7 +244,7 @@ def _teardown(ctx: StepContext, *, report: bool = False) -> str:
     cluster = cluster_of(ctx)
     name = cluster.eks_name or cluster.name
     found = _eks_cluster(ctx, name)
-    if found is not None and owned_by(found.get("tags"), cluster):
+    if found is not None and (owned_by(found.get("tags"), cluster) or ctx.params.get("imported")):
         ctx.intend("oidc_issuer", lambda: found["identity"]["oidc"]["issuer"])
         if found["status"] != "DELETING":
             try:

@@ -35,3 +35,41 @@ def make_eks_cluster(name: str, *, region: str = "us-west-2", auth_mode: str = "
     while wait and eks.describe_cluster(name=name)["cluster"]["status"] != "ACTIVE":
         time.sleep(0.05)
     return OutsideCluster(name=name, arn=cluster["arn"], vpc_id=vpc_id, subnet_ids=subnet_ids)
+
+
+def tagged_resources(cluster_id: int, *, region: str = "us-west-2") -> list[str]:
+    """Every resource in the sandbox whose tags name InstantStart's cluster ``cluster_id``, as ``kind:id``, the way
+    an operator would find them with the AWS CLI (EC2 tag filters, then per-service tag listings)."""
+    ec2, iam, eks, sagemaker, fsx = (aws.client(service, region=region)
+                                     for service in ("ec2", "iam", "eks", "sagemaker", "fsx"))
+    mine = [{"Name": "tag:instantstart:cluster-id", "Values": [str(cluster_id)]}]
+    found = [f"vpc:{v['VpcId']}" for v in ec2.describe_vpcs(Filters=mine)["Vpcs"]]
+    found += [f"subnet:{s['SubnetId']}" for s in ec2.describe_subnets(Filters=mine)["Subnets"]]
+    found += [f"igw:{g['InternetGatewayId']}" for g in ec2.describe_internet_gateways(Filters=mine)["InternetGateways"]]
+    found += [f"nat:{n['NatGatewayId']}" for n in ec2.describe_nat_gateways(Filters=mine)["NatGateways"]
+              if n["State"] not in ("deleted", "deleting")]
+    found += [f"rtb:{r['RouteTableId']}" for r in ec2.describe_route_tables(Filters=mine)["RouteTables"]]
+    found += [f"sg:{g['GroupId']}" for g in ec2.describe_security_groups(Filters=mine)["SecurityGroups"]]
+    found += [f"vpce:{e['VpcEndpointId']}" for e in ec2.describe_vpc_endpoints(Filters=mine)["VpcEndpoints"]
+              if e["State"].lower() not in ("deleted", "deleting")]
+    found += [f"eip:{a['AllocationId']}" for a in ec2.describe_addresses(Filters=mine)["Addresses"]]
+    for role in iam.list_roles()["Roles"]:
+        tags = {t["Key"]: t["Value"] for t in iam.list_role_tags(RoleName=role["RoleName"])["Tags"]}
+        if tags.get("instantstart:cluster-id") == str(cluster_id):
+            found.append(f"role:{role['RoleName']}")
+    for provider in iam.list_open_id_connect_providers()["OpenIDConnectProviderList"]:
+        tags = iam.list_open_id_connect_provider_tags(OpenIDConnectProviderArn=provider["Arn"])["Tags"]
+        if {t["Key"]: t["Value"] for t in tags}.get("instantstart:cluster-id") == str(cluster_id):
+            found.append(f"oidc:{provider['Arn']}")
+    for name in eks.list_clusters()["clusters"]:
+        if eks.describe_cluster(name=name)["cluster"].get("tags", {}).get("instantstart:cluster-id") == str(cluster_id):
+            found.append(f"eks:{name}")
+    for summary in sagemaker.list_clusters()["ClusterSummaries"]:
+        tags = sagemaker.list_tags(ResourceArn=summary["ClusterArn"])["Tags"]
+        if {t["Key"]: t["Value"] for t in tags}.get("instantstart:cluster-id") == str(cluster_id):
+            found.append(f"hyperpod:{summary['ClusterName']}")
+    for system in fsx.describe_file_systems()["FileSystems"]:
+        tags = {t["Key"]: t["Value"] for t in system.get("Tags", [])}
+        if tags.get("instantstart:cluster-id") == str(cluster_id) and system["Lifecycle"] != "DELETING":
+            found.append(f"fsx:{system['FileSystemId']}")
+    return found
