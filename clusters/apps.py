@@ -5,4 +5,4 @@ class ClustersConfig(AppConfig):
     name = "clusters"
 
     def ready(self) -> None:
-        from clusters import pipelines  # noqa: F401
+        from clusters import importing, pipelines  # noqa: F401  (registers the cluster pipelines)
