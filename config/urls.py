@@ -23,6 +23,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("operations.urls")),
+    path("", include("clusters.urls")),
     path("", include("accounts.urls")),
 ]
 

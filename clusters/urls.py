@@ -1,0 +1,20 @@
+"""Clusters portal URLs (mounted at the site root, before ``accounts.urls``)."""
+
+from django.urls import path
+
+from clusters.views import imports, pages, storage, wizard
+
+urlpatterns = [
+    path("clusters/", pages.cluster_list, name="clusters"),
+    path("clusters/new/", wizard.cluster_wizard, name="cluster-create"),
+    path("clusters/new/<slug:step>/", wizard.cluster_wizard_step, name="cluster-wizard-step"),
+    path("clusters/import/", imports.cluster_import, name="cluster-import"),
+    path("clusters/import/candidates/", imports.import_candidates, name="cluster-import-candidates"),
+    path("clusters/<id:cluster_id>/", pages.cluster_detail, name="cluster-detail"),
+    path("clusters/<id:cluster_id>/activate/", pages.cluster_activate, name="cluster-activate"),
+    path("clusters/<id:cluster_id>/refresh/", pages.cluster_refresh, name="cluster-refresh"),
+    path("clusters/<id:cluster_id>/delete/", pages.cluster_delete, name="cluster-delete"),
+    path("clusters/<id:cluster_id>/volumes/", storage.volume_create, name="cluster-volume-create"),
+    path("clusters/<id:cluster_id>/volumes/<id:volume_id>/delete/", storage.volume_delete,
+         name="cluster-volume-delete"),
+]

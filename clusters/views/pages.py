@@ -1,0 +1,149 @@
+"""The clusters list and a cluster's detail page, with the actions they carry: make active, refresh, delete.
+
+Both pages follow the team feeds (``static/js/cluster-live.js``): a change of a cluster operation or a cluster
+audit event re-reads the page and swaps its live regions, so state badges move without a reload; the detail page's
+progress panel follows its operation on its own socket (``static/js/operation-progress.js``).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ObjectDoesNotExist
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from accounts import access
+from accounts.forms import SerializerForm
+from accounts.selectors import team_list
+from accounts.views.common import flash_error, next_url, portal_view
+from clusters import selectors, services
+from clusters.api.serializers import ClusterDeleteSerializer, VolumeCreateSerializer
+from clusters.models import Cluster, ClusterOrigin, StorageKind
+from clusters.views.common import MAX_LIVE_TEAMS, perform
+from operations.models import ACTIVE_STATES, OperationPhase
+
+ALL_TEAMS = "all"
+#: Most operations the detail page lists (the operations page has them all).
+RECENT_OPERATIONS = 10
+CLUSTER_ACTIONS = ["cluster.activate", "cluster.refresh", "cluster.delete", "storage.create", "storage.delete"]
+
+
+@portal_view
+def cluster_list(request: HttpRequest) -> HttpResponse:
+    """The current team's clusters (``?team=all``: every team of the user; ``?team=<id>``: that team), with the
+    user's active cluster of each team marked. Queries: a fixed number plus one per team shown."""
+    teams = list(team_list(actor=request.user).order_by("name"))
+    scope = request.GET.get("team") or (str(request.team.pk) if request.team else ALL_TEAMS)
+    shown = [team for team in teams if scope == ALL_TEAMS or str(team.pk) == scope]
+    clusters = list(selectors.cluster_list(actor=request.user).filter(team__in=shown).order_by("team__name", "name"))
+    active = {team.pk: selectors.active_cluster(actor=request.user, team=team)
+              for team in {cluster.team for cluster in clusters}}
+    active_ids = {cluster.pk for cluster in active.values() if cluster is not None}
+    for cluster in clusters:
+        cluster.is_active_choice = cluster.pk in active_ids
+    current = request.team if request.team in shown else (shown[0] if len(shown) == 1 else None)
+    return render(request, "clusters/list.html", {
+        "section": "clusters", "clusters": clusters, "teams": teams, "scope": scope, "current": current,
+        "can_create": current is not None and access.can(request.user, "cluster.create", current),
+        "can_import": current is not None and access.can(request.user, "cluster.import", current),
+        "live_teams": ",".join(str(team.pk) for team in shown[:MAX_LIVE_TEAMS]),
+    })
+
+
+def _network(cluster: Cluster):
+    try:
+        network = cluster.network
+    except ObjectDoesNotExist:
+        return None, []
+    return network, list(network.subnets.all())
+
+
+def _render_detail(request: HttpRequest, cluster: Cluster, *, volume_form: SerializerForm | None = None,
+                   status: int = 200) -> HttpResponse:
+    phases = Prefetch("phases", queryset=OperationPhase.objects.order_by("index"))
+    operations = list(selectors.cluster_operations(actor=request.user, cluster=cluster)
+                      .prefetch_related(phases)[:RECENT_OPERATIONS])
+    current = next((operation for operation in operations if operation.state in ACTIVE_STATES),
+                   operations[0] if operations else None)
+    network, subnets = _network(cluster)
+    active = selectors.active_cluster(actor=request.user, team=cluster.team_id)
+    return render(request, "clusters/detail.html", {
+        "section": "clusters", "cluster": cluster, "network": network, "subnets": subnets,
+        "dependencies": list(selectors.dependency_list(cluster=cluster)),
+        "volumes": list(selectors.volume_list(actor=request.user, cluster=cluster)),
+        "operations": operations, "current_operation": current,
+        "is_active_choice": active is not None and active.pk == cluster.pk,
+        "caps": {action.replace(".", "_"): allowed
+                 for action, allowed in access.capabilities(request.user, cluster, CLUSTER_ACTIONS).items()},
+        "volume_form": volume_form or SerializerForm(VolumeCreateSerializer, initial={"kind": StorageKind.S3}),
+        "storage_kinds": StorageKind.choices, "live_teams": str(cluster.team_id),
+    }, status=status)
+
+
+@portal_view
+def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """Overview, drift, network, dependencies, storage and operations of one cluster; 404 for another team's."""
+    return _render_detail(request, selectors.cluster_get(actor=request.user, cluster_id=cluster_id))
+
+
+@require_POST
+@portal_view
+def cluster_activate(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """Make the cluster the user's active one in its team (``services.active_cluster_set``)."""
+    cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    _, error = perform(lambda: services.active_cluster_set(actor=request.user, cluster=cluster,
+                                                           source=request.source))
+    if error:
+        flash_error(request, error)
+    else:
+        messages.success(request, f"{cluster.name} is now your active cluster in {cluster.team.name}.")
+    return redirect(next_url(request, reverse("cluster-detail", args=[cluster.pk])))
+
+
+@require_POST
+@portal_view
+def cluster_refresh(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """Re-read the cluster from AWS and Kubernetes; the differences found stay on the detail page as drift."""
+    cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    differences, error = perform(lambda: services.cluster_refresh(actor=request.user, cluster=cluster,
+                                                                  source=request.source))
+    if error:
+        flash_error(request, error)
+    elif differences:
+        count = len(differences)
+        messages.warning(request, f"Refreshed {cluster.name}: {count} difference{'s' if count != 1 else ''} "
+                                  "from the record.")
+    else:
+        messages.success(request, f"Refreshed {cluster.name}: it matches the record.")
+    return redirect("cluster-detail", cluster_id=cluster.pk)
+
+
+@portal_view
+def cluster_delete(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """GET asks for the cluster's name (and, for an imported cluster, whether to delete its cloud resources too —
+    off means forget); POST validates with ``ClusterDeleteSerializer`` and calls ``services.cluster_delete``."""
+    cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    access.require(request.user, "cluster.delete", cluster)
+    context = {"section": "clusters", "cluster": cluster, "imported": cluster.origin == ClusterOrigin.IMPORTED}
+    if request.method != "POST":
+        form = SerializerForm(ClusterDeleteSerializer, initial={"delete_resources": False})
+        return render(request, "clusters/delete.html", {**context, "form": form})
+    form = SerializerForm(ClusterDeleteSerializer, request.POST)
+    deleted = form.submit(lambda **values: services.cluster_delete(
+        actor=request.user, cluster=cluster, source=request.source, **values))
+    if form.error is not None:
+        return render(request, "clusters/delete.html", {**context, "form": form}, status=form.status)
+    if deleted is None:
+        messages.success(request, f"{cluster.name} was forgotten; its cloud resources were left as they are.")
+        return redirect("clusters")
+    messages.success(request, f"Deleting {cluster.name}: {deleted.title} started.")
+    return redirect("cluster-detail", cluster_id=cluster.pk)
+
+
+def render_detail_with_volume_errors(request: HttpRequest, cluster: Cluster, form: SerializerForm) -> HttpResponse:
+    """The detail page with the add-volume form's errors next to its fields (used by ``storage.volume_create``)."""
+    return _render_detail(request, cluster, volume_form=form, status=form.status)
+

@@ -1,0 +1,151 @@
+"""The create wizard: region → zone → instance type → count, capacity type (and training plan) and options → review.
+
+Each step offers only what ``clusters.inspection`` returned for the choices before it: the region's zones, the
+instance types offered in the chosen zone (with their GPU, EFA and memory facts), the HyperPod quotas of the chosen
+type and the region's training plans for it. A step's choices are an htmx partial (``cluster_wizard_step``) loaded
+when the step before it changes, which also empties the steps after it; without JavaScript the same page is
+re-rendered by GET with every step whose predecessors are chosen. The review validates with
+``ClusterCreateSerializer`` (shape only); the POST validates with it again and calls ``services.cluster_create``,
+whose preflight answers with field errors shown next to their fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from rest_framework import serializers
+
+from accounts import access
+from accounts.forms import SerializerForm, json_from_form
+from accounts.models import Team
+from accounts.views.common import portal_view
+from cloud.aws import default_region
+from clusters import inspection, services
+from clusters.api.serializers import ClusterCreateSerializer
+from clusters.inspection.capacity import hyperpod_usage
+from clusters.models import CapacityType
+from clusters.views.common import team_for
+from config.api.exceptions import error_body
+from config.errors import ApplicationError
+
+#: The steps loaded as partials, in order; each one's partial empties the ones after it.
+STEPS = ("zone", "type", "capacity", "review")
+#: The step whose inputs show each field's errors (``None``: no input of its own; shown at the top).
+FIELD_STEPS = {
+    "name": "region", "region": "region", "zone": "zone", "instance_type": "type", "instance_count": "capacity",
+    "capacity_type": "capacity", "training_plan_arn": "capacity", "fsx_capacity_gib": "capacity",
+    "deep_health_checks": "capacity",
+}
+#: The wizard's own keys that are not answers (the no-JavaScript review button).
+WIZARD_KEYS = ("review",)
+AVAILABLE = "available"
+
+
+def _team(request: HttpRequest, values: QueryDict) -> Team | None:
+    team_id = values.get("team", "")
+    if team_id.isdigit():
+        return team_for(request, int(team_id))
+    return request.team
+
+
+def _choices(values: QueryDict, upto: str) -> dict[str, Any]:
+    """What inspection offers for every step up to ``upto`` whose predecessors hold a valid choice.
+
+    Keys: ``regions``, ``zones``, ``offers``, ``offer`` (the chosen one), ``quotas`` and ``in_use`` (instances of
+    the type HyperPod clusters of the region already hold against them), ``plans``, ``plan`` (the chosen one);
+    ``reached``, the last step shown; ``step_errors``, the REST error body of a step whose choices AWS could not
+    give."""
+    found: dict[str, Any] = {"regions": inspection.regions(), "reached": "region", "step_errors": {}}
+    region = values.get("region", "")
+    if region not in found["regions"] or upto == "region":
+        return found
+    try:
+        found["reached"] = "zone"
+        found["zones"] = inspection.availability_zones(region)
+        usable = {zone.name for zone in found["zones"] if zone.state == AVAILABLE}
+        if values.get("zone") not in usable or upto == "zone":
+            return found
+        found["reached"] = "type"
+        found["offers"] = inspection.instance_types(region, values["zone"])
+        found["offer"] = next((offer for offer in found["offers"] if offer.name == values.get("instance_type")), None)
+        if found["offer"] is None or upto == "type":
+            return found
+        found["reached"] = "capacity"
+        name = found["offer"].name
+        found["quotas"] = [quota for quota in inspection.quotas(region) if quota.instance_type == name]
+        found["in_use"] = hyperpod_usage(region).get(name, 0)
+        found["plans"] = [plan for plan in inspection.training_plans(region) if plan.instance_type == name]
+        found["plan"] = next((plan for plan in found["plans"] if plan.arn == values.get("training_plan_arn")), None)
+    except ApplicationError as exc:
+        found["step_errors"][found["reached"]] = error_body(exc)[0]
+    return found
+
+
+def _review(values: QueryDict) -> dict[str, Any]:
+    """The answers checked by ``ClusterCreateSerializer`` as REST would: ``{"answers"}`` or ``{"error"}``."""
+    body = {key: value for key, value in json_from_form(ClusterCreateSerializer(), values).items()
+            if key not in WIZARD_KEYS and key != "csrfmiddlewaretoken"}
+    serializer = ClusterCreateSerializer(data=body)
+    try:
+        serializer.is_valid(raise_exception=True)
+    except serializers.ValidationError as exc:
+        return {"error": error_body(exc)[0]}
+    return {"answers": serializer.validated_data}
+
+
+def _context(team: Team | None, values: QueryDict, *, upto: str, form: SerializerForm | None = None) -> dict:
+    context = {"section": "clusters", "team": team, "values": values, "default_region": default_region(),
+               "capacity_types": CapacityType.choices, "form": form, "field_errors": {}, "other_errors": []}
+    context |= _choices(values, upto)
+    if upto == "review" and context["reached"] == "capacity" and not context["step_errors"]:
+        context |= {"review": _review(values), "reached": "review"}
+    context["shown_steps"] = STEPS[: STEPS.index(context["reached"]) + 1] if context["reached"] in STEPS else ()
+    if form is not None and form.error:
+        shown = {"region", *context["shown_steps"]}
+        context["field_errors"] = form.field_errors
+        context["other_errors"] = [item for name, items in form.field_errors.items()
+                                   if FIELD_STEPS.get(name) not in shown for item in items]
+    return context
+
+
+@portal_view
+def cluster_wizard(request: HttpRequest) -> HttpResponse:
+    """GET: the wizard with every step whose predecessors are chosen (``?review=1`` adds the review). POST: create
+    the cluster and open its detail page, where the create operation's phases move live; errors re-render the
+    wizard with each field's code next to it."""
+    values = request.POST if request.method == "POST" else request.GET
+    team = _team(request, values)
+    if team is not None:
+        access.require(request.user, "cluster.create", team)
+    if request.method != "POST":
+        upto = "review" if values.get("review") else "capacity"
+        return render(request, "clusters/wizard/page.html", _context(team, values, upto=upto))
+    form = SerializerForm(ClusterCreateSerializer, request.POST, ignore=WIZARD_KEYS)
+
+    def create(**data):
+        return services.cluster_create(actor=request.user, team=team_for(request, data.get("team")),
+                                       spec=ClusterCreateSerializer.spec(data), source=request.source)
+
+    created = form.submit(create)
+    if created is None:
+        return render(request, "clusters/wizard/page.html", _context(team, values, upto="capacity", form=form),
+                      status=form.status)
+    cluster, operation = created
+    messages.success(request, f"Creating {cluster.name}: {operation.title} started.")
+    return redirect("cluster-detail", cluster_id=cluster.pk)
+
+
+@portal_view
+def cluster_wizard_step(request: HttpRequest, step: str) -> HttpResponse:
+    """One step's choices for the answers so far (query string), plus empty out-of-band copies of the later steps
+    so a changed answer never leaves stale choices behind. Requires ``cluster.inspect`` on the team."""
+    if step not in STEPS:
+        raise Http404("No such wizard step.")
+    team = _team(request, request.GET)
+    access.require(request.user, "cluster.inspect", team)
+    context = _context(team, request.GET, upto=step)
+    context["clear"] = STEPS[STEPS.index(step) + 1:]
+    return render(request, f"clusters/wizard/_{step}.html", context)
