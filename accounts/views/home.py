@@ -16,7 +16,7 @@ from accounts.views.common import flash_error, next_url, portal_view
 RECENT_EVENTS = 8
 
 #: The dashboard's sections. Those whose app has not shipped its pages yet are routed to :func:`section`, which
-#: says honestly what they will show (operations has its own pages: ``operations.views``).
+#: says honestly what they will show (operations and clusters have their own pages).
 SECTIONS = {
     "clusters": (
         "Clusters", "No clusters yet",

@@ -42,12 +42,15 @@ def phase_duration(phase: OperationPhase) -> str:
 
 @register.filter
 def reference_value(value: Any) -> str:
-    """A provider reference value as text: lists joined by commas, objects as JSON."""
+    """A provider reference value as text: lists joined by commas, objects (also inside lists) as JSON — the same
+    text ``operation-progress.js`` renders live."""
     if isinstance(value, list):
-        return ", ".join(str(item) for item in value)
-    if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True)
-    return str(value)
+        return ", ".join(_scalar_or_json(item) for item in value)
+    return _scalar_or_json(value)
+
+
+def _scalar_or_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else str(value)
 
 
 @register.filter

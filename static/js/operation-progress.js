@@ -30,9 +30,12 @@
   }
 
   function referenceValue(value) {
-    if (Array.isArray(value)) return value.join(", ");
-    if (value !== null && typeof value === "object") return JSON.stringify(value);
-    return String(value);
+    if (Array.isArray(value)) return value.map(scalarOrJson).join(", ");
+    return scalarOrJson(value);
+  }
+
+  function scalarOrJson(value) {
+    return value !== null && typeof value === "object" ? JSON.stringify(value) : String(value);
   }
 
   function each(root, selector, fn) { Array.prototype.forEach.call(root.querySelectorAll(selector), fn); }
