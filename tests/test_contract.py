@@ -127,3 +127,57 @@ def test_retrying_a_running_operation_is_the_same_conflict_on_every_face(cast, t
     assert is_error and mcp_body == rest.json()
     assert "operation_not_retryable" in portal_codes(portal)
     assert Operation.objects.get(pk=operation.pk).attempt == 1
+
+
+CLUSTER = {"name": "alpha", "region": "us-west-2", "zone": "us-west-2a", "instance_type": "ml.g5.8xlarge",
+           "instance_count": 1}
+
+
+@pytest.mark.parametrize(("change", "field", "code"), [
+    ({"name": "bad_name"}, "name", "invalid_cluster_name"),
+    ({"instance_count": 0}, "instance_count", "invalid_count"),
+    ({"zone": "us-west-2z"}, "zone", "unknown_zone"),
+    ({"instance_type": "ml.x9.huge"}, "instance_type", "instance_type_not_allowed"),
+    ({"instance_type": "ml.p5.48xlarge", "instance_count": 40}, "instance_count", "quota_exceeded"),
+])
+def test_cluster_create_bad_input_same_code_on_every_face(change, field, code, cast, token_for, sandbox):
+    from clusters.models import Cluster
+    from operations.models import Operation
+
+    data = {**CLUSTER, **change, "team": cast.team.pk}
+    secret = token_for(cast.admin)
+    events = AuditEvent.objects.count()
+
+    rest = Client().post("/api/v1/clusters", data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "create_cluster", data)
+    browser = Client()
+    browser.force_login(cast.admin)
+    portal = browser.post(reverse("cluster-create"), data)
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400
+    assert code in portal_codes(portal)
+    assert not Cluster.objects.exists() and not Operation.objects.exists()
+    assert AuditEvent.objects.count() == events
+
+
+def test_deleting_another_teams_cluster_is_not_found_on_every_face(cast, token_for, make_team):
+    from clusters.models import Cluster
+
+    other = Cluster.objects.create(team=make_team("Elsewhere"), name="theirs", region="us-west-2", state="active")
+    secret = token_for(cast.admin)
+    rest = Client().post(f"/api/v1/clusters/{other.pk}/delete", {"confirm": "theirs"},
+                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "delete_cluster", {"cluster_id": other.pk, "confirm": "theirs"})
+    browser = Client()
+    browser.force_login(cast.admin)
+    portal = browser.post(reverse("cluster-delete", args=[other.pk]), {"confirm": "theirs"})
+
+    assert (rest.status_code, rest.json()["code"]) == (404, "not_found")
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 404
+    other.refresh_from_db()
+    assert other.state == "active"
