@@ -338,6 +338,16 @@ def record(cluster: Cluster, observations: Iterable[Observation]) -> list[Cluste
     return rows
 
 
+def settle(cluster: Cluster) -> list[Observation]:
+    """Observe and record every component again; return those the create pipeline installs that are not active
+    yet. The last phase of ``cluster.create`` waits on this: the operator's pods can only start once HyperPod's
+    nodes have joined, after the dependencies phase ended."""
+    observations = observe(cluster, strict=True)
+    record(cluster, observations)
+    return [seen for seen in observations
+            if COMPONENTS[seen.component].on_create and seen.state != DependencyState.ACTIVE]
+
+
 # installation ----------------------------------------------------------------------------------------------------
 
 

@@ -3,8 +3,10 @@
 Create: the team namespace (when missing), the shared bucket (``clusters.shared_bucket``; the team's
 ``teams/<slug>/`` prefix) as the ``shared`` volume, and — when ``params["fsx_capacity_gib"]`` is set — a new FSx
 for Lustre file system as the ``fsx`` volume; each a :class:`StorageVolume` row with its PV and PVC
-(``clusters.storage``), done when every claim is Bound. The rows' ids are persisted as intent, so a re-run finds the
-same rows, and the FSx ``ClientRequestToken`` is persisted before the call.
+(``clusters.storage``), done when every claim is Bound — and, as the last phase of ``cluster.create``, when every
+dependency is active (``dependencies.settle``: the KubeRay operator starts only once HyperPod's nodes have joined;
+a component that degraded meanwhile fails the phase with ``dependency_failed``). The rows' ids are persisted as
+intent, so a re-run finds the same rows, and the FSx ``ClientRequestToken`` is persisted before the call.
 
 Delete: every live volume of the cluster — its PVC/PV (ours only), its file system when we created it and it is
 tagged ours, never a bucket — until each row is ``deleted``.
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
+from clusters import dependencies
 from clusters.models import Cluster, StorageKind, StorageState, StorageVolume
 from clusters.ownership import team_namespace
 from clusters.phases.common import cluster_of
@@ -29,7 +32,7 @@ from clusters.storage import (
     volume_object_names,
 )
 from operations.context import StepContext
-from operations.pipeline import Phase, Progress
+from operations.pipeline import Phase, PhaseFailed, Progress
 
 SHARED_VOLUME = "shared"
 FSX_VOLUME = "fsx"
@@ -73,12 +76,21 @@ def submit_create(ctx: StepContext) -> None:
 
 
 def poll_create(ctx: StepContext) -> Progress:
-    core = core_api(cluster_of(ctx))
+    cluster = cluster_of(ctx)
+    core = core_api(cluster)
     for volume in _phase_volumes(ctx):
         progress = poll_volume(ctx, volume, core)
         if not progress.done:
             return progress
-    return Progress.finished("Bound")
+    unsettled = dependencies.settle(cluster)
+    failed = [seen for seen in unsettled if seen.state in dependencies.PROBLEM_STATES]
+    if failed:
+        raise PhaseFailed("; ".join(f"{seen.component} is {seen.state}: {seen.message}" for seen in failed),
+                          code="dependency_failed")
+    if unsettled:
+        return Progress.waiting("volumes bound; waiting for " + ", ".join(
+            f"{seen.component} ({seen.status or seen.state})" for seen in unsettled))
+    return Progress.finished("Bound; dependencies active")
 
 
 def _delete_all(ctx: StepContext) -> Progress:

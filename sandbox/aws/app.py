@@ -21,6 +21,7 @@ from typing import Any
 
 from moto.core.base_backend import BackendDict, backend_lock
 from moto.core.model_instances import reset_model_data
+from moto.s3.models import s3_backends
 from werkzeug.wsgi import get_input_stream
 
 from sandbox import clock, control
@@ -65,12 +66,15 @@ def _reset() -> None:
     """Forget every moto backend and the idempotency tokens.
 
     Same effect as moto's ``/moto-api/reset`` minus its first step, which re-initialises every backend in
-    use (EC2 alone loads 1,300 AMIs) only to discard it: backends are created afresh on their next use.
+    use (EC2 alone loads 1,300 AMIs) only to discard it: backends are created afresh on their next use. S3's
+    global bucket-name registry lives outside the backends and is cleared too: a name it still held would point
+    at a bucket of a forgotten backend, and moto loops on it.
     """
     with backend_lock:
         for backends in BackendDict._instances:
             backends.clear()
         BackendDict._instances.clear()
+        s3_backends.bucket_accounts.clear()
     reset_model_data()
     with core.transaction():
         _tokens.clear()

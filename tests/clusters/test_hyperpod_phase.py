@@ -54,19 +54,6 @@ def build_eks(cluster, network: dict) -> dict:
             "oidc_provider_arn": ""}
 
 
-@pytest.fixture(autouse=True)
-def _delete_buckets(sandbox):
-    """Delete every bucket after each test. The sandbox's reset leaves moto's global bucket-name registry behind,
-    so a bucket name reused after a reset makes moto recurse (an InternalFailure) — until the sandbox is fixed."""
-    yield
-    s3 = aws.client("s3", region=REGION)
-    for bucket in s3.list_buckets()["Buckets"]:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket["Name"]):
-            for item in page.get("Contents", []):
-                s3.delete_object(Bucket=bucket["Name"], Key=item["Key"])
-        s3.delete_bucket(Bucket=bucket["Name"])
-
-
 @pytest.fixture
 def eks_ready(sandbox, make_cluster):
     """``make(**spec)`` → a cluster row with its network and ACTIVE EKS cluster, and the outputs of those phases."""

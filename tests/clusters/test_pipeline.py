@@ -106,11 +106,11 @@ def test_an_agent_creates_a_cluster_with_the_tools_alone(cast, token_for, sandbo
     cast.admin.current_team = cast.team
     cast.admin.save()
     is_error, zones = call_tool(secret, "list_availability_zones", {"region": "us-west-2"})
-    assert not is_error and zones
-    zone = zones[0]["name"]
+    assert not is_error and zones["results"]
+    zone = zones["results"][0]["name"]
     is_error, types = call_tool(secret, "list_instance_types", {"region": "us-west-2", "zone": zone})
     assert not is_error
-    choice = next(t for t in types if t["accelerator_count"] > 0)
+    choice = next(t for t in types["results"] if t["accelerator_count"] > 0)
     is_error, answer = call_tool(secret, "create_cluster", {
         "name": "agent", "region": "us-west-2", "zone": zone, "instance_type": choice["name"], "instance_count": 1,
         "idempotency_key": "agent-create-1"})

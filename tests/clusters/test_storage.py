@@ -18,7 +18,7 @@ from operations import services
 from operations.models import Operation, OperationState
 from operations.pipeline import Pipeline, register
 from tests.clusters.test_capacity import REGION, build_network
-from tests.clusters.test_hyperpod_phase import _delete_buckets, build_eks, sandbox_requests  # noqa: F401
+from tests.clusters.test_hyperpod_phase import build_eks, sandbox_requests
 
 CREATE_KIND = "test.clusters.storage"
 DELETE_KIND = "test.clusters.storage-delete"
