@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -99,6 +100,30 @@ def account_id(*, region: str, credentials: Credentials | None = None) -> str:
 def _account_id(region: str, credentials: Credentials | None) -> str:
     with translated("sts", "GetCallerIdentity"):
         return client("sts", region=region, credentials=credentials).get_caller_identity()["Account"]
+
+
+_PRINCIPAL = re.compile(r"arn:([^:]+):(?:sts|iam)::(\d{12}):(.+)")
+
+
+def principal_arn(*, region: str, credentials: Credentials | None = None) -> str:
+    """The IAM principal the credentials act as, in the form IAM policies and EKS access entries take: an assumed
+    role's session (``…:sts::<account>:assumed-role/Name/session``) becomes the role's ARN
+    (``…:iam::<account>:role/Name``; a role path is not recoverable from STS), a user reported under ``sts`` its IAM
+    ARN."""
+    with translated("sts", "GetCallerIdentity"):
+        arn = client("sts", region=region, credentials=credentials).get_caller_identity()["Arn"]
+    match = _PRINCIPAL.fullmatch(arn)
+    if match is None:
+        return arn
+    partition, account, resource = match.groups()
+    if resource.startswith("assumed-role/"):
+        return f"arn:{partition}:iam::{account}:role/{resource.split('/')[1]}"
+    return f"arn:{partition}:iam::{account}:{resource}"
+
+
+def partition(region: str) -> str:
+    """The ARN partition of ``region`` (``aws``, ``aws-cn``, ``aws-us-gov``…), from botocore's endpoint data."""
+    return boto3.session.Session().get_partition_for_region(region)
 
 
 def translate(error: Exception, *, service: str = "aws", operation: str = "") -> ApplicationError:

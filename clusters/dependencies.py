@@ -75,16 +75,10 @@ PROBLEM_STATES = frozenset({DependencyState.DEGRADED, DependencyState.FAILED})
 # catalog ---------------------------------------------------------------------------------------------------------
 
 
-def _partition(region: str) -> str:
-    if region.startswith("cn-"):
-        return "aws-cn"
-    return "aws-us-gov" if region.startswith("us-gov-") else "aws"
-
-
 def shared_bucket_policy(cluster: Cluster) -> dict[str, Any]:
     """Mountpoint for S3: list, read, write and delete under the cluster's team's prefix of the shared bucket
     (the prefix its pods mount), nothing else."""
-    bucket = f"arn:{_partition(cluster.region)}:s3:::{shared_bucket_name(cluster.region)}"
+    bucket = f"arn:{aws.partition(cluster.region)}:s3:::{shared_bucket_name(cluster.region)}"
     prefix = team_prefix(cluster.team.slug)
     return {"Version": "2012-10-17", "Statement": [
         {"Sid": "ListTeamPrefix", "Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [bucket],
@@ -98,7 +92,7 @@ def shared_bucket_policy(cluster: Cluster) -> dict[str, Any]:
 def fsx_policy(cluster: Cluster) -> dict[str, Any]:
     """FSx for Lustre CSI controller: describe file systems and the network they go in; create file systems only
     tagged with the cluster's id, and change or delete only those."""
-    partition, region = _partition(cluster.region), cluster.region
+    partition, region = aws.partition(cluster.region), cluster.region
     account = aws.account_id(region=region)
     cluster_id = str(cluster.pk)
     return {"Version": "2012-10-17", "Statement": [
@@ -399,7 +393,7 @@ def ensure_role(cluster: Cluster, identity: PodIdentity) -> str:
         attached = {policy["PolicyArn"]
                     for policy in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]}
         for policy_name in identity.managed_policies:
-            arn = f"arn:{_partition(cluster.region)}:iam::aws:policy/{policy_name}"
+            arn = f"arn:{aws.partition(cluster.region)}:iam::aws:policy/{policy_name}"
             if arn not in attached:
                 iam.attach_role_policy(RoleName=name, PolicyArn=arn)
     return role["Arn"]

@@ -30,7 +30,7 @@ from django.utils import timezone
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from cloud import kube
+from cloud import aws, kube
 from clusters import dependencies, drift
 from clusters.inspection import catalog, facts
 from clusters.inspection.network import NetworkFacts, read_network
@@ -108,7 +108,7 @@ def submit_access(ctx: StepContext) -> None:
     if eks.authentication_mode not in ACCESS_ENTRY_MODES:
         raise PhaseFailed(access_entries_disabled(eks, ctx.region), code="access_entries_disabled",
                           detail={"authentication_mode": eks.authentication_mode})
-    principal = ctx.intend("principal_arn", lambda: facts.own_principal_arn(ctx.region))
+    principal = ctx.intend("principal_arn", lambda: aws.principal_arn(region=ctx.region))
     # One token per run of the phase: a retry after the entry was removed must create it again, not replay.
     token = ctx.intend(f"client_request_token_{ctx.attempt}", lambda: str(uuid.uuid4()))
     client = ctx.client("eks")

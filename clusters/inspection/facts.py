@@ -3,7 +3,6 @@ import pipeline and refresh alike, so the three agree on every fact."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from botocore.exceptions import ClientError
@@ -11,8 +10,6 @@ from botocore.exceptions import ClientError
 from cloud import aws
 from clusters.inspection.capacity import hyperpod_clusters
 from clusters.inspection.catalog import catalog
-
-PRINCIPAL = re.compile(r"arn:([^:]+):(?:sts|iam)::(\d{12}):(.+)")
 
 
 @dataclass(frozen=True)
@@ -136,15 +133,3 @@ def gpu_count(region: str, hyperpod: HyperPodFacts) -> int:
                                       if group.instance_type in offers else 0) for group in hyperpod.groups)
 
 
-def own_principal_arn(region: str) -> str:
-    """The IAM principal the control plane calls AWS as, in the form EKS access entries take: a role's ARN for an
-    assumed role (``…:assumed-role/Name/session`` → ``…:iam::<account>:role/Name``), else the IAM user's ARN."""
-    with aws.translated("sts", "GetCallerIdentity"):
-        arn = aws.client("sts", region=region).get_caller_identity()["Arn"]
-    match = PRINCIPAL.fullmatch(arn)
-    if match is None:
-        return arn
-    partition, account, resource = match.groups()
-    if resource.startswith("assumed-role/"):
-        return f"arn:{partition}:iam::{account}:role/{resource.split('/')[1]}"
-    return f"arn:{partition}:iam::{account}:{resource}"

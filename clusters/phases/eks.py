@@ -19,7 +19,6 @@ cluster whose admin explicitly asked for its deletion (``params["imported"]``, s
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from datetime import timedelta
 
@@ -41,7 +40,6 @@ EKS_TRUST = {
 CLUSTER_POLICY = "arn:{partition}:iam::aws:policy/AmazonEKSClusterPolicy"
 ADMIN_ACCESS_POLICY = "arn:{partition}:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 OIDC_AUDIENCE = "sts.amazonaws.com"
-_ASSUMED_ROLE = re.compile(r"arn:(?P<partition>[^:]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/.+")
 
 
 def _partition(arn: str) -> str:
@@ -149,16 +147,6 @@ def _oidc_provider(ctx: StepContext, cluster: Cluster, issuer: str) -> str:
     return arn["OpenIDConnectProviderArn"]
 
 
-def control_plane_principal(ctx: StepContext) -> str:
-    """The IAM principal this control plane calls AWS as, in the form EKS access entries take: an assumed role's
-    session ARN becomes the role's ARN, and a user reported under ``sts`` (as some STS emulations do) its IAM ARN."""
-    arn = ctx.client("sts").get_caller_identity()["Arn"]
-    match = _ASSUMED_ROLE.fullmatch(arn)
-    if match:
-        return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
-    return arn.replace(":sts::", ":iam::", 1) if ":user/" in arn else arn
-
-
 def _admin_access(ctx: StepContext, cluster: Cluster, name: str, principal: str) -> None:
     """Give ``principal`` an access entry with cluster-wide AmazonEKSClusterAdminPolicy, adopting what exists."""
     eks = ctx.client("eks")
@@ -198,7 +186,7 @@ def poll_eks(ctx: StepContext) -> Progress:
         return Progress.waiting(status)
     issuer = found["identity"]["oidc"]["issuer"]
     provider_arn = _oidc_provider(ctx, cluster, issuer)
-    _admin_access(ctx, cluster, name, control_plane_principal(ctx))
+    _admin_access(ctx, cluster, name, aws.principal_arn(region=ctx.region))
     _record_on_row(cluster, eks_name=name, eks_arn=found["arn"], kubernetes_version=found["version"],
                    eks_endpoint=found.get("endpoint", ""), oidc_issuer=issuer)
     ctx.record(status=status, oidc_provider_arn=provider_arn)
