@@ -102,6 +102,11 @@ def _account_id(region: str, credentials: Credentials | None) -> str:
         return client("sts", region=region, credentials=credentials).get_caller_identity()["Account"]
 
 
+def error_is(error: ClientError, *codes: str) -> bool:
+    """True when AWS answered ``error`` with one of ``codes``."""
+    return error.response.get("Error", {}).get("Code") in codes
+
+
 _PRINCIPAL = re.compile(r"arn:([^:]+):(?:sts|iam)::(\d{12}):(.+)")
 
 

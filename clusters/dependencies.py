@@ -29,21 +29,16 @@ instance group by the *hyperpod* phase.
 
 Add-ons are created with the version EKS defaults to for the cluster's Kubernetes version and never upgraded
 here; every one we create carries :func:`clusters.ownership.aws_tags` — which is how :func:`observe` tells ours
-(``managed``) from ones installed outside InstantStart, and what :func:`remove` keys on. Pod identity roles are
-IAM roles named :func:`clusters.ownership.iam_name` (adopted on a re-run), tagged, trusting only
-``pods.eks.amazonaws.com`` (from this account and, once known, this EKS cluster), passed through CreateAddon's
-``podIdentityAssociations``. The inline policies name every action (no wildcard actions) and scope what
-changes things to the team's objects or the cluster's tagged file systems; the CloudWatch agent gets AWS's
-managed CloudWatchAgentServerPolicy.
+(``managed``) from ones installed outside InstantStart, and what :func:`remove` keys on. Pod identity roles
+(:mod:`clusters.pod_identity`: deterministic names, our tags, least-privilege policies) are passed through
+CreateAddon's ``podIdentityAssociations``; the CloudWatch agent gets AWS's managed CloudWatchAgentServerPolicy.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
 from botocore.exceptions import ClientError
 from django.utils import timezone
@@ -51,11 +46,11 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from cloud import aws, kube
-from clusters import kuberay
+from clusters import kuberay, pod_identity
 from clusters.models import Cluster, ClusterDependency, DependencyKind, DependencyState
-from clusters.ownership import CLUSTER_ID_TAG, as_tag_list, aws_tags, iam_name, owned_by
-from clusters.shared_bucket import shared_bucket_name, team_prefix
-from config.errors import ApplicationError, Conflict
+from clusters.ownership import aws_tags, owned_by
+from clusters.pod_identity import PodIdentity, fsx_policy, shared_bucket_policy
+from config.errors import ApplicationError
 
 #: EKS add-on status → our dependency state.
 ADDON_STATES = {
@@ -73,54 +68,6 @@ PROBLEM_STATES = frozenset({DependencyState.DEGRADED, DependencyState.FAILED})
 
 
 # catalog ---------------------------------------------------------------------------------------------------------
-
-
-def shared_bucket_policy(cluster: Cluster) -> dict[str, Any]:
-    """Mountpoint for S3: list, read, write and delete under the cluster's team's prefix of the shared bucket
-    (the prefix its pods mount), nothing else."""
-    bucket = f"arn:{aws.partition(cluster.region)}:s3:::{shared_bucket_name(cluster.region)}"
-    prefix = team_prefix(cluster.team.slug)
-    return {"Version": "2012-10-17", "Statement": [
-        {"Sid": "ListTeamPrefix", "Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [bucket],
-         "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}}},
-        {"Sid": "ReadWriteTeamObjects", "Effect": "Allow",
-         "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"],
-         "Resource": [f"{bucket}/{prefix}*"]},
-    ]}
-
-
-def fsx_policy(cluster: Cluster) -> dict[str, Any]:
-    """FSx for Lustre CSI controller: describe file systems and the network they go in; create file systems only
-    tagged with the cluster's id, and change or delete only those."""
-    partition, region = aws.partition(cluster.region), cluster.region
-    account = aws.account_id(region=region)
-    cluster_id = str(cluster.pk)
-    return {"Version": "2012-10-17", "Statement": [
-        {"Sid": "Describe", "Effect": "Allow", "Resource": "*",
-         "Action": ["fsx:DescribeFileSystems", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
-                    "ec2:DescribeVpcs", "ec2:DescribeNetworkInterfaces"]},
-        {"Sid": "CreateClusterFileSystems", "Effect": "Allow", "Resource": "*",
-         "Action": ["fsx:CreateFileSystem", "fsx:TagResource"],
-         "Condition": {"StringEquals": {f"aws:RequestTag/{CLUSTER_ID_TAG}": cluster_id}}},
-        {"Sid": "ChangeClusterFileSystems", "Effect": "Allow",
-         "Resource": f"arn:{partition}:fsx:{region}:{account}:file-system/*",
-         "Action": ["fsx:UpdateFileSystem", "fsx:DeleteFileSystem"],
-         "Condition": {"StringEquals": {f"aws:ResourceTag/{CLUSTER_ID_TAG}": cluster_id}}},
-        {"Sid": "FsxServiceLinkedRoles", "Effect": "Allow", "Resource": "*", "Action": ["iam:CreateServiceLinkedRole"],
-         "Condition": {"StringEquals": {"iam:AWSServiceName": ["fsx.amazonaws.com",
-                                                               "s3.data-source.lustre.fsx.amazonaws.com"]}}},
-    ]}
-
-
-@dataclass(frozen=True)
-class PodIdentity:
-    """The IAM role an add-on's service account assumes through EKS Pod Identity: ``policy`` (inline, named
-    ``purpose``) and/or AWS managed policies by name."""
-
-    service_account: str
-    purpose: str
-    policy: Callable[[Cluster], dict[str, Any]] | None = None
-    managed_policies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -195,10 +142,6 @@ class Observation:
             self.waiting_for_nodes and not self.missing and self.state == DependencyState.INSTALLING)
 
 
-def _code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
-
-
 def _issues(addon: dict[str, Any]) -> str:
     return "; ".join(f"{issue.get('code', '')}: {issue.get('message', '')}".strip(": ")
                      for issue in addon.get("health", {}).get("issues") or [])
@@ -231,7 +174,7 @@ def _installed_addons(cluster: Cluster) -> set[str] | None:
         for page in eks.get_paginator("list_addons").paginate(clusterName=cluster.eks_name):
             names.update(page.get("addons", []))
     except ClientError as error:
-        if _code(error) == "ResourceNotFoundException":
+        if aws.error_is(error, "ResourceNotFoundException"):
             return None
         raise
     return names
@@ -242,7 +185,7 @@ def describe_addon(cluster: Cluster, name: str) -> dict[str, Any] | None:
     try:
         return _eks(cluster).describe_addon(clusterName=cluster.eks_name, addonName=name)["addon"]
     except ClientError as error:
-        if _code(error) == "ResourceNotFoundException":
+        if aws.error_is(error, "ResourceNotFoundException"):
             return None
         raise
 
@@ -333,86 +276,17 @@ def record(cluster: Cluster, observations: Iterable[Observation]) -> list[Cluste
 
 
 def settle(cluster: Cluster) -> list[Observation]:
-    """Observe and record every component again; return those the create pipeline installs that are not active
-    yet. The last phase of ``cluster.create`` waits on this: the operator's pods can only start once HyperPod's
-    nodes have joined, after the dependencies phase ended."""
+    """Observe and record every component again; return those the create pipeline installs that are still
+    starting (``installing``) or in trouble (:data:`PROBLEM_STATES`). The last phase of ``cluster.create`` waits
+    on this: the operator's pods can only start once HyperPod's nodes have joined, after the dependencies phase
+    ended."""
     observations = observe(cluster, strict=True)
     record(cluster, observations)
-    return [seen for seen in observations
-            if COMPONENTS[seen.component].on_create and seen.state != DependencyState.ACTIVE]
+    return [seen for seen in observations if COMPONENTS[seen.component].on_create
+            and seen.state in PROBLEM_STATES | {DependencyState.INSTALLING}]
 
 
 # installation ----------------------------------------------------------------------------------------------------
-
-
-def pod_identity_trust(cluster: Cluster) -> dict[str, Any]:
-    """Trust EKS Pod Identity, for this account and (once the EKS cluster exists) only this cluster."""
-    condition: dict[str, Any] = {"StringEquals": {"aws:SourceAccount": aws.account_id(region=cluster.region)}}
-    if cluster.eks_arn:
-        condition["ArnEquals"] = {"aws:SourceArn": cluster.eks_arn}
-    return {"Version": "2012-10-17", "Statement": [{
-        "Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"},
-        "Action": ["sts:AssumeRole", "sts:TagSession"], "Condition": condition}]}
-
-
-def _role(iam, name: str) -> dict[str, Any] | None:
-    try:
-        return iam.get_role(RoleName=name)["Role"]
-    except ClientError as error:
-        if _code(error) == "NoSuchEntity":
-            return None
-        raise
-
-
-def ensure_role(cluster: Cluster, identity: PodIdentity) -> str:
-    """The ARN of ``identity``'s role, created (or adopted: same deterministic name, our tags) with its policies;
-    only what differs from the desired state is sent. ``iam_role_conflict`` when a role of that name exists
-    without our tags."""
-    iam = aws.client("iam", region=cluster.region)
-    name = iam_name(cluster, identity.purpose)
-    with aws.translated("iam", "CreateRole"):
-        role = _role(iam, name)
-        if role is None:
-            try:
-                role = iam.create_role(
-                    RoleName=name, AssumeRolePolicyDocument=json.dumps(pod_identity_trust(cluster)),
-                    Description=f"InstantStart: {identity.service_account} on cluster {cluster.name}",
-                    Tags=as_tag_list(aws_tags(cluster, identity.purpose)))["Role"]
-            except ClientError as error:
-                if _code(error) != "EntityAlreadyExists":
-                    raise
-                role = _role(iam, name)
-        if not owned_by(role.get("Tags") or iam.list_role_tags(RoleName=name)["Tags"], cluster):
-            raise Conflict(f"The IAM role {name} exists but InstantStart did not create it for this cluster.",
-                           code="iam_role_conflict")
-        trust = pod_identity_trust(cluster)
-        if _document(role["AssumeRolePolicyDocument"]) != trust:
-            iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
-        if identity.policy is not None:
-            _ensure_inline_policy(iam, name, identity.purpose, identity.policy(cluster))
-        attached = {policy["PolicyArn"]
-                    for policy in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]}
-        for policy_name in identity.managed_policies:
-            arn = f"arn:{aws.partition(cluster.region)}:iam::aws:policy/{policy_name}"
-            if arn not in attached:
-                iam.attach_role_policy(RoleName=name, PolicyArn=arn)
-    return role["Arn"]
-
-
-def _document(policy: str | dict[str, Any]) -> dict[str, Any]:
-    """A policy document as IAM returns it (boto3 decodes it to a dict; a raw answer is URL-encoded JSON)."""
-    return json.loads(unquote(policy)) if isinstance(policy, str) else policy
-
-
-def _ensure_inline_policy(iam, role: str, policy_name: str, document: dict[str, Any]) -> None:
-    try:
-        current = iam.get_role_policy(RoleName=role, PolicyName=policy_name)["PolicyDocument"]
-    except ClientError as error:
-        if _code(error) != "NoSuchEntity":
-            raise
-        current = None
-    if current is None or _document(current) != document:
-        iam.put_role_policy(RoleName=role, PolicyName=policy_name, PolicyDocument=json.dumps(document))
 
 
 def install_addon(cluster: Cluster, component: Component, *, token: str) -> Observation:
@@ -422,12 +296,12 @@ def install_addon(cluster: Cluster, component: Component, *, token: str) -> Obse
                               "clientRequestToken": token, "tags": aws_tags(cluster, component.name)}
     if component.identity is not None:
         params["podIdentityAssociations"] = [{"serviceAccount": component.identity.service_account,
-                                              "roleArn": ensure_role(cluster, component.identity)}]
+                                              "roleArn": pod_identity.ensure_role(cluster, component.identity)}]
     with aws.translated("eks", "CreateAddon"):
         try:
             addon = _eks(cluster).create_addon(**params)["addon"]
         except ClientError as error:
-            addon = describe_addon(cluster, component.name) if _code(error) == "ResourceInUseException" else None
+            addon = describe_addon(cluster, component.name) if aws.error_is(error, "ResourceInUseException") else None
             if addon is None:
                 raise
     return addon_observation(cluster, addon)
@@ -439,7 +313,7 @@ def replace_addon(cluster: Cluster, name: str) -> None:
         try:
             _eks(cluster).delete_addon(clusterName=cluster.eks_name, addonName=name)
         except ClientError as error:
-            if _code(error) != "ResourceNotFoundException":
+            if not aws.error_is(error, "ResourceNotFoundException"):
                 raise
 
 
@@ -457,7 +331,7 @@ def _serving(cluster: Cluster) -> bool:
     try:
         status = _eks(cluster).describe_cluster(name=cluster.eks_name)["cluster"]["status"]
     except ClientError as error:
-        if _code(error) == "ResourceNotFoundException":
+        if aws.error_is(error, "ResourceNotFoundException"):
             return False
         raise
     return status in kube.SERVING_STATUSES
@@ -484,23 +358,5 @@ def remove(cluster: Cluster) -> list[str]:
 def remove_roles(cluster: Cluster) -> list[str]:
     """Delete the pod identity roles we created for ``cluster`` (only those with our tags), with their
     policies; returns the names deleted. Call it once the add-ons using them are gone."""
-    iam = aws.client("iam", region=cluster.region)
-    deleted = []
-    with aws.translated("iam", "DeleteRole"):
-        for component in CATALOG:
-            if component.identity is None:
-                continue
-            name = iam_name(cluster, component.identity.purpose)
-            if _role(iam, name) is None or not owned_by(iam.list_role_tags(RoleName=name)["Tags"], cluster):
-                continue
-            for policy in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
-                iam.detach_role_policy(RoleName=name, PolicyArn=policy["PolicyArn"])
-            for policy_name in iam.list_role_policies(RoleName=name)["PolicyNames"]:
-                iam.delete_role_policy(RoleName=name, PolicyName=policy_name)
-            try:
-                iam.delete_role(RoleName=name)
-            except ClientError as error:
-                if _code(error) != "NoSuchEntity":
-                    raise
-            deleted.append(name)
-    return deleted
+    return [name for component in CATALOG if component.identity is not None
+            for name in [pod_identity.delete_role(cluster, component.identity)] if name]

@@ -36,7 +36,7 @@ from clusters.inspection import catalog, facts
 from clusters.inspection.network import NetworkFacts, read_network
 from clusters.inspection.volumes import FoundVolume, persistent_volumes
 from clusters.models import Cluster, ClusterState, NetworkPlan, StorageState, StorageVolume, Subnet
-from clusters.phases.common import cluster_of, error_is
+from clusters.phases.common import cluster_of
 from config.errors import ValidationFailed
 from operations.context import StepContext
 from operations.models import Operation, OperationState
@@ -91,7 +91,7 @@ def _access_entry(ctx: StepContext, principal: str) -> dict | None:
         return ctx.client("eks").describe_access_entry(clusterName=ctx.params["eks_name"],
                                                        principalArn=principal)["accessEntry"]
     except ClientError as error:
-        if error_is(error, "ResourceNotFoundException"):
+        if aws.error_is(error, "ResourceNotFoundException"):
             return None
         raise
 
@@ -119,7 +119,7 @@ def submit_access(ctx: StepContext) -> None:
             client.create_access_entry(clusterName=eks.name, principalArn=principal, type="STANDARD",
                                        clientRequestToken=token)
         except ClientError as error:
-            if not error_is(error, "ResourceInUseException"):
+            if not aws.error_is(error, "ResourceInUseException"):
                 raise
         ctx.log(f"Created an access entry for {principal} on {eks.name}.")
     else:
@@ -163,7 +163,7 @@ def undo_access(ctx: StepContext) -> None:
             client.disassociate_access_policy(clusterName=name, principalArn=principal,
                                               policyArn=CLUSTER_ADMIN_POLICY)
     except ClientError as error:
-        if not error_is(error, "ResourceNotFoundException"):
+        if not aws.error_is(error, "ResourceNotFoundException"):
             raise
 
 

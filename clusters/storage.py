@@ -29,10 +29,10 @@ from botocore.exceptions import ClientError
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from cloud import kube
+from cloud import aws, kube
 from clusters.models import Cluster, StorageKind, StorageState, StorageVolume, Subnet, SubnetRole
 from clusters.ownership import CLUSTER_LABEL, as_tag_list, aws_tags, kube_labels, owned_by, team_namespace
-from clusters.phases.common import cluster_of, error_is
+from clusters.phases.common import cluster_of
 from config.errors import ApplicationError
 from operations.context import StepContext
 from operations.models import Operation, OperationState
@@ -220,7 +220,7 @@ def describe_file_system(fsx, file_system_id: str) -> dict | None:
     try:
         return fsx.describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"][0]
     except ClientError as error:
-        if error_is(error, "FileSystemNotFound"):
+        if aws.error_is(error, "FileSystemNotFound"):
             return None
         raise
 
@@ -347,7 +347,7 @@ def _submit_create(ctx: StepContext) -> None:
         try:
             ctx.client("s3").head_bucket(Bucket=volume.bucket)
         except ClientError as error:
-            if error_is(error, "404", "NoSuchBucket", "NotFound"):
+            if aws.error_is(error, "404", "NoSuchBucket", "NotFound"):
                 raise PhaseFailed(f"The bucket {volume.bucket} does not exist.", code="bucket_not_found") from error
             raise
     submit_volume(ctx, volume, core_api(cluster_of(ctx)))

@@ -30,6 +30,7 @@ from django.db import transaction
 from accounts import access, audit
 from accounts.models import Role, Team, User
 from accounts.selectors import team_get
+from cloud import aws
 from config.errors import PermissionDenied, ValidationFailed
 from operations import services
 from operations.context import StepContext
@@ -48,11 +49,6 @@ EKS_CLUSTER_POLICY = "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"
 access.register_team_action("operation.demo", Role.OPERATOR)
 
 
-def _error_is(error: ClientError, *codes: str) -> bool:
-    """True when AWS answered with one of ``codes``."""
-    return error.response.get("Error", {}).get("Code") in codes
-
-
 def _tags(ctx: StepContext, role: str) -> list[dict]:
     return [{"Key": OWNER_TAG, "Value": str(ctx.operation_id)}, {"Key": "instantstart:role", "Value": role},
             {"Key": "Name", "Value": f"{ctx.params['name']}-{role}"}]
@@ -68,7 +64,7 @@ def submit_bucket(ctx: StepContext) -> None:
         s3.head_bucket(Bucket=name)
         ctx.log(f"Bucket {name} already exists; adopting it.")
     except ClientError as error:
-        if not _error_is(error, "404", "NoSuchBucket", "NotFound"):
+        if not aws.error_is(error, "404", "NoSuchBucket", "NotFound"):
             raise
         location = {} if ctx.region == "us-east-1" else {
             "CreateBucketConfiguration": {"LocationConstraint": ctx.region}}
@@ -76,7 +72,7 @@ def submit_bucket(ctx: StepContext) -> None:
             s3.create_bucket(Bucket=name, **location)
         except ClientError as conflict:
             # BucketAlreadyOwnedByYou: an earlier run of this step created it after our HeadBucket; adopt it.
-            if not _error_is(conflict, "BucketAlreadyOwnedByYou"):
+            if not aws.error_is(conflict, "BucketAlreadyOwnedByYou"):
                 raise
     ctx.record(bucket=name)
     ctx.output(bucket=name)
@@ -91,7 +87,7 @@ def undo_bucket(ctx: StepContext) -> None:
     try:
         ctx.client("s3").delete_bucket(Bucket=ctx.intent["bucket"])
     except ClientError as error:
-        if not _error_is(error, "404", "NoSuchBucket", "NotFound"):
+        if not aws.error_is(error, "404", "NoSuchBucket", "NotFound"):
             raise
 
 
@@ -154,7 +150,7 @@ def submit_role(ctx: StepContext) -> None:
     try:
         arn = iam.get_role(RoleName=name)["Role"]["Arn"]
     except ClientError as error:
-        if not _error_is(error, "NoSuchEntity"):
+        if not aws.error_is(error, "NoSuchEntity"):
             raise
         arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(EKS_TRUST),
                               Tags=[{"Key": OWNER_TAG, "Value": str(ctx.operation_id)}])["Role"]["Arn"]
@@ -178,7 +174,7 @@ def undo_role(ctx: StepContext) -> None:
             iam.detach_role_policy(RoleName=name, PolicyArn=policy["PolicyArn"])
         iam.delete_role(RoleName=name)
     except ClientError as error:
-        if not _error_is(error, "NoSuchEntity"):
+        if not aws.error_is(error, "NoSuchEntity"):
             raise
 
 
@@ -189,7 +185,7 @@ def _cluster(ctx: StepContext) -> dict | None:
     try:
         return ctx.client("eks").describe_cluster(name=ctx.intent["cluster_name"])["cluster"]
     except ClientError as error:
-        if _error_is(error, "ResourceNotFoundException"):
+        if aws.error_is(error, "ResourceNotFoundException"):
             return None
         raise
 
@@ -236,7 +232,7 @@ def _addon(ctx: StepContext) -> dict | None:
     try:
         return ctx.client("eks").describe_addon(clusterName=ctx.outputs["cluster_name"], addonName=ADDON)["addon"]
     except ClientError as error:
-        if _error_is(error, "ResourceNotFoundException"):
+        if aws.error_is(error, "ResourceNotFoundException"):
             return None
         raise
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from clusters import dependencies, kuberay
+from clusters import dependencies, kuberay, pod_identity
 from clusters.dependencies import Observation
 from clusters.models import Cluster, ClusterDependency, DependencyKind, DependencyState
 from clusters.phases.common import cluster_of
@@ -56,7 +56,7 @@ def reconcile(ctx: StepContext, cluster: Cluster, *, prepare_roles: bool = False
     observations = {seen.component: seen for seen in dependencies.observe(cluster, strict=True)}
     for component in dependencies.ON_CREATE:
         if prepare_roles and component.identity is not None and observations[component.name].needs_install:
-            dependencies.ensure_role(cluster, component.identity)
+            pod_identity.ensure_role(cluster, component.identity)
     for component in dependencies.ON_CREATE:
         seen = observations[component.name]
         ready = all(observations[name].state == DependencyState.ACTIVE for name in component.requires)

@@ -28,7 +28,7 @@ from django.utils import timezone
 from cloud import aws
 from clusters.models import Cluster
 from clusters.ownership import as_tag_list, aws_tags, iam_name, owned_by
-from clusters.phases.common import cluster_of, error_is
+from clusters.phases.common import cluster_of
 from operations.context import StepContext
 from operations.pipeline import Phase, PhaseFailed, Progress
 
@@ -50,7 +50,7 @@ def _eks_cluster(ctx: StepContext, name: str) -> dict | None:
     try:
         return ctx.client("eks").describe_cluster(name=name)["cluster"]
     except ClientError as error:
-        if error_is(error, "ResourceNotFoundException"):
+        if aws.error_is(error, "ResourceNotFoundException"):
             return None
         raise
 
@@ -72,7 +72,7 @@ def _cluster_role(ctx: StepContext, cluster: Cluster) -> str:
             raise PhaseFailed(f"The IAM role {name} exists but was not created by InstantStart for {cluster.name}.",
                               code="role_name_taken")
     except ClientError as error:
-        if not error_is(error, "NoSuchEntity"):
+        if not aws.error_is(error, "NoSuchEntity"):
             raise
         role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(EKS_TRUST),
                                Description=f"EKS control plane of the InstantStart cluster {cluster.name}",
@@ -99,9 +99,9 @@ def _create_cluster(ctx: StepContext, cluster: Cluster, name: str, role_arn: str
     try:
         created = ctx.client("eks").create_cluster(**request)["cluster"]
     except ClientError as error:
-        if error_is(error, "ResourceInUseException"):
+        if aws.error_is(error, "ResourceInUseException"):
             return _eks_cluster(ctx, name) or {}
-        if error_is(error, "InvalidParameterException") and role_arn in error.response["Error"].get("Message", ""):
+        if aws.error_is(error, "InvalidParameterException") and role_arn in error.response["Error"].get("Message", ""):
             # A role created moments ago may not be assumable yet (IAM is eventually consistent): try again later.
             translated = aws.translate(error, service="eks", operation="CreateCluster")
             translated.provider["retryable"] = True
@@ -140,7 +140,7 @@ def _oidc_provider(ctx: StepContext, cluster: Cluster, issuer: str) -> str:
         arn = iam.create_open_id_connect_provider(Url=issuer, ClientIDList=[OIDC_AUDIENCE],
                                                   Tags=as_tag_list(aws_tags(cluster, "oidc-provider")))
     except ClientError as error:
-        if error_is(error, "EntityAlreadyExists"):
+        if aws.error_is(error, "EntityAlreadyExists"):
             return _oidc_provider(ctx, cluster, issuer)
         raise
     ctx.log(f"Created the IAM OIDC provider for {issuer}.")
@@ -153,14 +153,14 @@ def _admin_access(ctx: StepContext, cluster: Cluster, name: str, principal: str)
     try:
         eks.describe_access_entry(clusterName=name, principalArn=principal)
     except ClientError as error:
-        if not error_is(error, "ResourceNotFoundException"):
+        if not aws.error_is(error, "ResourceNotFoundException"):
             raise
         try:
             eks.create_access_entry(clusterName=name, principalArn=principal, type="STANDARD",
                                     tags=aws_tags(cluster, "access-entry"))
             ctx.log(f"Created an access entry for {principal}.")
         except ClientError as conflict:
-            if not error_is(conflict, "ResourceInUseException"):
+            if not aws.error_is(conflict, "ResourceInUseException"):
                 raise
     policy = ADMIN_ACCESS_POLICY.format(partition=_partition(principal))
     associated = eks.list_associated_access_policies(
@@ -223,7 +223,7 @@ def _delete_cluster_role(ctx: StepContext, cluster: Cluster) -> None:
         iam.delete_role(RoleName=name)
         ctx.log(f"Deleted the cluster role {name}.")
     except ClientError as error:
-        if not error_is(error, "NoSuchEntity"):
+        if not aws.error_is(error, "NoSuchEntity"):
             raise
 
 
@@ -239,7 +239,7 @@ def _teardown(ctx: StepContext, *, report: bool = False) -> str:
                 ctx.client("eks").delete_cluster(name=name)
                 ctx.log(f"Deleting the EKS cluster {name}.")
             except ClientError as error:
-                if not error_is(error, "ResourceInUseException"):
+                if not aws.error_is(error, "ResourceInUseException"):
                     raise
         _record_on_row(cluster, eks_status="DELETING")
         return f"EKS cluster {found['status']}"

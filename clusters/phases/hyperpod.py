@@ -20,11 +20,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from cloud import aws
 from clusters import lifecycle
 from clusters.capacity import Placement, place_instance_group
 from clusters.models import CapacityType, Cluster
 from clusters.ownership import as_tag_list, aws_tags, iam_name, owned_by
-from clusters.phases.common import cluster_of, error_is
+from clusters.phases.common import cluster_of
 from clusters.shared_bucket import ensure_shared_bucket, shared_bucket_name
 from operations.context import StepContext
 from operations.pipeline import Phase, PhaseFailed, Progress
@@ -90,7 +91,7 @@ def ensure_execution_role(iam, cluster: Cluster, *, bucket: str, placement: Plac
     try:
         role = iam.get_role(RoleName=name)["Role"]
     except ClientError as error:
-        if not error_is(error, "NoSuchEntity"):
+        if not aws.error_is(error, "NoSuchEntity"):
             raise
         role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(SAGEMAKER_TRUST),
                                Description=f"HyperPod instances of InstantStart cluster {cluster.name}",
@@ -110,7 +111,7 @@ def _inline_policy(iam, role_name: str) -> dict | None:
     try:
         return iam.get_role_policy(RoleName=role_name, PolicyName=EXECUTION_POLICY_NAME)["PolicyDocument"]
     except ClientError as error:
-        if error_is(error, "NoSuchEntity"):
+        if aws.error_is(error, "NoSuchEntity"):
             return None
         raise
 
@@ -127,7 +128,7 @@ def delete_execution_role(iam, cluster: Cluster) -> bool:
             iam.detach_role_policy(RoleName=name, PolicyArn=policy["PolicyArn"])
         iam.delete_role(RoleName=name)
     except ClientError as error:
-        if error_is(error, "NoSuchEntity"):
+        if aws.error_is(error, "NoSuchEntity"):
             return False
         raise
     return True
@@ -138,7 +139,7 @@ def describe_hyperpod(sagemaker, name: str) -> dict | None:
     try:
         return sagemaker.describe_cluster(ClusterName=name)
     except ClientError as error:
-        if error_is(error, "ResourceNotFound", "ResourceNotFoundException"):
+        if aws.error_is(error, "ResourceNotFound", "ResourceNotFoundException"):
             return None
         raise
 
@@ -153,7 +154,7 @@ def accelerators_per_instance(ec2, instance_type: str) -> int:
     try:
         types = ec2.describe_instance_types(InstanceTypes=[instance_type.removeprefix("ml.")])["InstanceTypes"]
     except ClientError as error:
-        if error_is(error, "InvalidInstanceType", "InvalidParameterValue"):
+        if aws.error_is(error, "InvalidInstanceType", "InvalidParameterValue"):
             return 0
         raise
     if not types:
@@ -200,9 +201,9 @@ def _refusal(error: ClientError) -> PhaseFailed | None:
     message = str(details.get("Message", ""))
     provider = {"service": "sagemaker", "operation": "CreateCluster", "code": details.get("Code", ""),
                 "message": message, "retryable": False}
-    if error_is(error, "ResourceLimitExceeded"):
+    if aws.error_is(error, "ResourceLimitExceeded"):
         return PhaseFailed(f"HyperPod quota exceeded: {message}", code="hyperpod_quota_exceeded", detail=provider)
-    if error_is(error, "ValidationException") and "training plan" in message.lower():
+    if aws.error_is(error, "ValidationException") and "training plan" in message.lower():
         return PhaseFailed(f"The training plan was refused: {message}", code="training_plan_refused",
                            detail=provider)
     return None
@@ -347,7 +348,7 @@ def poll_delete(ctx: StepContext) -> Progress:
     try:
         removed = lifecycle.delete_lifecycle_scripts(s3, bucket=bucket, cluster=cluster)
     except ClientError as error:
-        if not error_is(error, "NoSuchBucket", "404"):
+        if not aws.error_is(error, "NoSuchBucket", "404"):
             raise
         removed = 0
     if removed:

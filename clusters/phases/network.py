@@ -32,6 +32,7 @@ from datetime import timedelta
 from botocore.exceptions import ClientError
 from django.db import transaction
 
+from cloud import aws
 from clusters.models import Cluster, NetworkPlan, Subnet
 from clusters.network_plan import (
     PRIVATE,
@@ -44,7 +45,7 @@ from clusters.network_plan import (
     network_layout,
 )
 from clusters.ownership import ROLE_TAG, as_tag_list, aws_tags, ec2_owner_filters, owned_by, tag_dict
-from clusters.phases.common import cluster_of, error_is
+from clusters.phases.common import cluster_of
 from operations.context import StepContext
 from operations.pipeline import Phase, PhaseFailed, Progress
 
@@ -302,7 +303,7 @@ def _delete_each(ctx: StepContext, items: list[dict], what: str, key: str, delet
             delete(item)
             ctx.log(f"Deleted {what} {item[key]}.")
         except ClientError as error:
-            if not error_is(error, *STILL_IN_USE):
+            if not aws.error_is(error, *STILL_IN_USE):
                 raise
             done = False
     return done

@@ -18,7 +18,7 @@ from django.conf import settings
 from kubernetes import client as k8s
 
 from cloud import aws, kube
-from clusters import dependencies, kuberay
+from clusters import dependencies, kuberay, pod_identity
 from clusters.models import ClusterDependency, ClusterState, DependencyState
 from clusters.ownership import MANAGED_BY_LABEL, iam_name, kube_labels, owned_by
 from clusters.phases import dependencies as phase
@@ -343,7 +343,7 @@ def test_without_a_node_the_operator_is_applied_and_waits_for_one(sandbox, cast,
 
 def test_a_role_of_our_name_that_is_not_ours_is_refused(sandbox, cast, cluster, node, drive):
     aws.client("iam", region=REGION).create_role(
-        RoleName=iam_name(cluster, "s3-csi"), AssumeRolePolicyDocument=json.dumps(dependencies.pod_identity_trust(
+        RoleName=iam_name(cluster, "s3-csi"), AssumeRolePolicyDocument=json.dumps(pod_identity.pod_identity_trust(
             cluster)))
     operation = drive(start(cast, cluster))
     assert (operation.state, operation.error_code) == (OperationState.FAILED, "iam_role_conflict")

@@ -1,0 +1,162 @@
+"""EKS Pod Identity roles for the add-ons that call AWS: their trust, their least-privilege policies, and creating,
+adopting and deleting them.
+
+A role is named :func:`clusters.ownership.iam_name` (the same on every run, so a re-run adopts it), carries our tags,
+and trusts only ``pods.eks.amazonaws.com`` — from this account and, once the EKS cluster exists, only from it. Inline
+policies name every action (no wildcard actions) and scope what changes things to the team's objects or the
+cluster's tagged file systems.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from botocore.exceptions import ClientError
+
+from cloud import aws
+from clusters.models import Cluster
+from clusters.ownership import CLUSTER_ID_TAG, as_tag_list, aws_tags, iam_name, owned_by
+from clusters.shared_bucket import shared_bucket_name, team_prefix
+from config.errors import Conflict
+
+
+def shared_bucket_policy(cluster: Cluster) -> dict[str, Any]:
+    """Mountpoint for S3: list, read, write and delete under the cluster's team's prefix of the shared bucket
+    (the prefix its pods mount), nothing else."""
+    bucket = f"arn:{aws.partition(cluster.region)}:s3:::{shared_bucket_name(cluster.region)}"
+    prefix = team_prefix(cluster.team.slug)
+    return {"Version": "2012-10-17", "Statement": [
+        {"Sid": "ListTeamPrefix", "Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [bucket],
+         "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}}},
+        {"Sid": "ReadWriteTeamObjects", "Effect": "Allow",
+         "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"],
+         "Resource": [f"{bucket}/{prefix}*"]},
+    ]}
+
+
+def fsx_policy(cluster: Cluster) -> dict[str, Any]:
+    """FSx for Lustre CSI controller: describe file systems and the network they go in; create file systems only
+    tagged with the cluster's id, and change or delete only those."""
+    partition, region = aws.partition(cluster.region), cluster.region
+    account = aws.account_id(region=region)
+    cluster_id = str(cluster.pk)
+    return {"Version": "2012-10-17", "Statement": [
+        {"Sid": "Describe", "Effect": "Allow", "Resource": "*",
+         "Action": ["fsx:DescribeFileSystems", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeVpcs", "ec2:DescribeNetworkInterfaces"]},
+        {"Sid": "CreateClusterFileSystems", "Effect": "Allow", "Resource": "*",
+         "Action": ["fsx:CreateFileSystem", "fsx:TagResource"],
+         "Condition": {"StringEquals": {f"aws:RequestTag/{CLUSTER_ID_TAG}": cluster_id}}},
+        {"Sid": "ChangeClusterFileSystems", "Effect": "Allow",
+         "Resource": f"arn:{partition}:fsx:{region}:{account}:file-system/*",
+         "Action": ["fsx:UpdateFileSystem", "fsx:DeleteFileSystem"],
+         "Condition": {"StringEquals": {f"aws:ResourceTag/{CLUSTER_ID_TAG}": cluster_id}}},
+        {"Sid": "FsxServiceLinkedRoles", "Effect": "Allow", "Resource": "*", "Action": ["iam:CreateServiceLinkedRole"],
+         "Condition": {"StringEquals": {"iam:AWSServiceName": ["fsx.amazonaws.com",
+                                                               "s3.data-source.lustre.fsx.amazonaws.com"]}}},
+    ]}
+
+
+@dataclass(frozen=True)
+class PodIdentity:
+    """The IAM role an add-on's service account assumes through EKS Pod Identity: ``policy`` (inline, named
+    ``purpose``) and/or AWS managed policies by name."""
+
+    service_account: str
+    purpose: str
+    policy: Callable[[Cluster], dict[str, Any]] | None = None
+    managed_policies: tuple[str, ...] = ()
+
+
+def pod_identity_trust(cluster: Cluster) -> dict[str, Any]:
+    """Trust EKS Pod Identity, for this account and (once the EKS cluster exists) only this cluster."""
+    condition: dict[str, Any] = {"StringEquals": {"aws:SourceAccount": aws.account_id(region=cluster.region)}}
+    if cluster.eks_arn:
+        condition["ArnEquals"] = {"aws:SourceArn": cluster.eks_arn}
+    return {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"},
+        "Action": ["sts:AssumeRole", "sts:TagSession"], "Condition": condition}]}
+
+
+def _role(iam, name: str) -> dict[str, Any] | None:
+    try:
+        return iam.get_role(RoleName=name)["Role"]
+    except ClientError as error:
+        if aws.error_is(error, "NoSuchEntity"):
+            return None
+        raise
+
+
+def ensure_role(cluster: Cluster, identity: PodIdentity) -> str:
+    """The ARN of ``identity``'s role, created (or adopted: same deterministic name, our tags) with its policies;
+    only what differs from the desired state is sent. ``iam_role_conflict`` when a role of that name exists
+    without our tags."""
+    iam = aws.client("iam", region=cluster.region)
+    name = iam_name(cluster, identity.purpose)
+    with aws.translated("iam", "CreateRole"):
+        role = _role(iam, name)
+        if role is None:
+            try:
+                role = iam.create_role(
+                    RoleName=name, AssumeRolePolicyDocument=json.dumps(pod_identity_trust(cluster)),
+                    Description=f"InstantStart: {identity.service_account} on cluster {cluster.name}",
+                    Tags=as_tag_list(aws_tags(cluster, identity.purpose)))["Role"]
+            except ClientError as error:
+                if not aws.error_is(error, "EntityAlreadyExists"):
+                    raise
+                role = _role(iam, name)
+        if not owned_by(role.get("Tags") or iam.list_role_tags(RoleName=name)["Tags"], cluster):
+            raise Conflict(f"The IAM role {name} exists but InstantStart did not create it for this cluster.",
+                           code="iam_role_conflict")
+        trust = pod_identity_trust(cluster)
+        if _document(role["AssumeRolePolicyDocument"]) != trust:
+            iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
+        if identity.policy is not None:
+            _ensure_inline_policy(iam, name, identity.purpose, identity.policy(cluster))
+        attached = {policy["PolicyArn"]
+                    for policy in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]}
+        for policy_name in identity.managed_policies:
+            arn = f"arn:{aws.partition(cluster.region)}:iam::aws:policy/{policy_name}"
+            if arn not in attached:
+                iam.attach_role_policy(RoleName=name, PolicyArn=arn)
+    return role["Arn"]
+
+
+def _document(policy: str | dict[str, Any]) -> dict[str, Any]:
+    """A policy document as IAM returns it (boto3 decodes it to a dict; a raw answer is URL-encoded JSON)."""
+    return json.loads(unquote(policy)) if isinstance(policy, str) else policy
+
+
+def _ensure_inline_policy(iam, role: str, policy_name: str, document: dict[str, Any]) -> None:
+    try:
+        current = iam.get_role_policy(RoleName=role, PolicyName=policy_name)["PolicyDocument"]
+    except ClientError as error:
+        if not aws.error_is(error, "NoSuchEntity"):
+            raise
+        current = None
+    if current is None or _document(current) != document:
+        iam.put_role_policy(RoleName=role, PolicyName=policy_name, PolicyDocument=json.dumps(document))
+
+
+def delete_role(cluster: Cluster, identity: PodIdentity) -> str:
+    """Delete ``identity``'s role for ``cluster`` with its policies when it exists and carries our tags; returns its
+    name when it deleted it, else ``""``."""
+    iam = aws.client("iam", region=cluster.region)
+    name = iam_name(cluster, identity.purpose)
+    with aws.translated("iam", "DeleteRole"):
+        if _role(iam, name) is None or not owned_by(iam.list_role_tags(RoleName=name)["Tags"], cluster):
+            return ""
+        for policy in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
+            iam.detach_role_policy(RoleName=name, PolicyArn=policy["PolicyArn"])
+        for policy_name in iam.list_role_policies(RoleName=name)["PolicyNames"]:
+            iam.delete_role_policy(RoleName=name, PolicyName=policy_name)
+        try:
+            iam.delete_role(RoleName=name)
+        except ClientError as error:
+            if not aws.error_is(error, "NoSuchEntity"):
+                raise
+    return name
