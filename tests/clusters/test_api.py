@@ -274,3 +274,23 @@ def test_volume_create_and_delete_start_operations(api, make_cluster, cast):
     volume.refresh_from_db()
     assert volume.state == StorageState.DELETING
     assert api(cast.viewer).delete(f"/api/v1/clusters/{cluster.pk}/volumes/{volume.pk}").status_code == 403
+
+
+def test_the_clusters_list_costs_the_same_queries_for_two_or_twenty(api, make_cluster, cast):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = api(cast.viewer)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/api/v1/clusters").status_code == 200
+        return len(captured)
+
+    for index in range(2):
+        make_cluster(f"c{index}", state=ClusterState.ACTIVE)
+    queries()  # the first request also loads the token and the actor's roles
+    few = queries()
+    for index in range(2, 20):
+        make_cluster(f"c{index}", state=ClusterState.ACTIVE)
+    assert queries() == few
