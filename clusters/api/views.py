@@ -97,6 +97,7 @@ class ClusterListCreateView(generics.ListAPIView):
 class ClusterPreflightView(APIView):
     @extend_schema(operation_id="clusters_preflight", request=s.ClusterCreateSerializer,
                    responses={200: s.PreflightSerializer}, tags=TAGS)
+    @idempotent()
     def post(self, request):
         """Check a create request without creating anything: the same checks and error codes as create."""
         data = validated(s.ClusterCreateSerializer, request)
@@ -145,6 +146,7 @@ class ClusterDeleteView(APIView):
 
 class ClusterRefreshView(APIView):
     @extend_schema(operation_id="clusters_refresh", request=None, responses={200: s.RefreshSerializer}, tags=TAGS)
+    @idempotent()
     def post(self, request, cluster_id: int):
         """Re-read the cluster from AWS and Kubernetes (operators and admins) and report what drifted."""
         cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
@@ -181,6 +183,7 @@ class ActiveClusterView(APIView):
 
     @extend_schema(operation_id="active_cluster_set", request=s.ActiveClusterSetSerializer,
                    responses={200: s.ActiveClusterSerializer}, tags=TAGS)
+    @idempotent()
     def put(self, request):
         """Make a cluster your active one in its team. It changes only your own default."""
         data = validated(s.ActiveClusterSetSerializer, request)

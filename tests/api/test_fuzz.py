@@ -2,7 +2,8 @@
 
 Every generated request, valid or not, must get a non-5xx answer that conforms to the documented
 schema, status codes and content type. Runs as an authenticated team admin, so the generated
-requests reach the services rather than stopping at authentication.
+requests reach the services rather than stopping at authentication — and, for the endpoints that read or change
+the cloud, the sandbox.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def fuzz_token(cast, token_for) -> str:
 
 @schema.parametrize()
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-def test_api_conforms_to_its_schema(case, fuzz_token):
+def test_api_conforms_to_its_schema(case, fuzz_token, sandbox):
     case.call_and_validate(
         headers={"Authorization": f"Bearer {fuzz_token}"},
         checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],

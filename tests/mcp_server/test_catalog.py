@@ -6,6 +6,7 @@ import pytest
 
 from config.errors import ValidationFailed
 from mcp_server.catalog import CATALOG, ToolSpec, WaitSpec
+from mcp_server.cluster_tools import CLUSTER_TOOLS
 from mcp_server.openapi import openapi_schema, operation
 from mcp_server.server import WaitingTool, bind_catalog
 
@@ -88,11 +89,14 @@ def test_unknown_operation_id():
         operation("no_such_operation")
 
 
+CLUSTER_TOOL_NAMES = [tool.name for tool in CLUSTER_TOOLS]
+
+
 def test_catalog_is_coherent():
     tools = bind_catalog()
     assert list(tools) == ["whoami", "list_teams", "get_team", "create_team", "list_audit_events", "list_operations",
                            "get_operation", "wait_for_operation", "list_operation_logs", "retry_operation",
-                           "cancel_operation", "start_demo_operation"]
+                           "cancel_operation", "start_demo_operation", *CLUSTER_TOOL_NAMES]
     for tool in tools.values():
         assert tool.spec.read_only == tool.operation.safe
         annotations = tool.spec.annotations
