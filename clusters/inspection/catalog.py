@@ -2,24 +2,30 @@
 
 The instance types come from botocore's own SageMaker model (the ``ClusterInstanceType`` enum HyperPod's
 ``CreateCluster`` validates against), narrowed to those EC2's ``DescribeInstanceTypeOfferings`` offers in a zone of
-the region, with the hardware facts of ``DescribeInstanceTypes``. A region's catalog is static for hours, so it is
-kept in the cache for :data:`CATALOG_TTL` seconds.
+the region, with the hardware facts of ``DescribeInstanceTypes``. A region's catalog is static for hours, so each
+process keeps it for :data:`CATALOG_TTL` seconds, per AWS endpoint and region (reading it costs a few seconds of
+EC2 calls; keeping it in process also spares every wizard step unpickling it from the shared cache).
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import boto3
-from django.core.cache import cache
 
 from cloud import aws
 
 #: Values per EC2 filter and instance types per ``DescribeInstanceTypes`` call (EC2's limit is 100).
 EC2_BATCH = 100
 CATALOG_TTL = 3600
+#: (AWS endpoint, region) → (monotonic expiry, catalog).
+_catalogs: dict[tuple[str, str], tuple[float, dict[str, InstanceTypeOffer]]] = {}
+_catalogs_lock = threading.Lock()
 HYPERPOD_PREFIX = "ml."
 
 
@@ -90,12 +96,15 @@ def instance_types(region: str, zone: str | None = None) -> list[InstanceTypeOff
 
 
 def catalog(region: str) -> dict[str, InstanceTypeOffer]:
-    """Every HyperPod instance type some zone of ``region`` offers, by name (cached for :data:`CATALOG_TTL`)."""
-    key = f"clusters:instance-catalog:{region}"
-    found = cache.get(key)
-    if found is None:
-        found = _read_catalog(region)
-        cache.set(key, found, CATALOG_TTL)
+    """Every HyperPod instance type some zone of ``region`` offers, by name (kept for :data:`CATALOG_TTL`)."""
+    key = (os.environ.get("AWS_ENDPOINT_URL", ""), region)
+    with _catalogs_lock:
+        kept = _catalogs.get(key)
+    if kept is not None and kept[0] > time.monotonic():
+        return kept[1]
+    found = _read_catalog(region)
+    with _catalogs_lock:
+        _catalogs[key] = (time.monotonic() + CATALOG_TTL, found)
     return found
 
 

@@ -20,8 +20,10 @@ from mcp_server.http import MCP_PATH
 
 @contextlib.contextmanager
 def serving(app: Any) -> Iterator[str]:
-    """Serve ``app`` (an ASGI app or an import string) with uvicorn in a thread; yield the ``/mcp`` URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning"))
+    """Serve ``app`` (an ASGI app or an import string) with uvicorn in a thread; yield the ``/mcp`` URL. On exit,
+    connections still open (a page's WebSockets) get two seconds to finish, not uvicorn's unbounded wait."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning",
+                                           timeout_graceful_shutdown=2))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
