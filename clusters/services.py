@@ -81,8 +81,6 @@ def cluster_create(*, actor: User, team: Team, spec: ClusterSpec, source: str,
     replayed = _replayed(team, idempotency_key)
     if replayed is not None:
         return Cluster.objects.get(pk=replayed.params["cluster_id"]), replayed
-    if Cluster.objects.filter(team=team, name=spec.name).exclude(state=ClusterState.DELETED).exists():
-        raise _name_taken(spec.name)
     checked = preflight.check_create(team=team, spec=spec)
     params = spec.as_params()
     if checked.zone != spec.zone:
