@@ -7,14 +7,11 @@ Each test builds an ACTIVE EKS cluster directly with boto3 and runs only this ph
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
-from django.conf import settings
 from kubernetes import client as k8s
 
 from cloud import aws, kube
@@ -27,6 +24,7 @@ from operations import services
 from operations.context import StepContext
 from operations.models import OperationState, PhaseState, PhaseStep
 from operations.pipeline import Pipeline, register
+from sandbox.kube.crds import crds_dir
 
 REGION = "us-west-2"
 CREATE_KIND = "test.clusters.dependencies"
@@ -36,7 +34,8 @@ register(Pipeline(kind=DELETE_KIND, phases=(phase.DELETE,)))
 
 INSTALLED = [component.name for component in dependencies.ON_CREATE]
 ADDONS = [component.name for component in dependencies.ON_CREATE if component.kind == "addon"]
-REFERENCE_CRDS = Path(os.environ.get("INSTANTSTART_CRDS_DIR", settings.BASE_DIR.parent / "shared" / "crds"))
+#: The reference CRDs: ``$INSTANTSTART_CRDS_DIR`` (the shared ``crds/`` folder) or the project's vendored copy of it.
+REFERENCE_CRDS = crds_dir()
 
 
 def eks_cluster(name: str) -> dict:
