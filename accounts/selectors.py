@@ -6,7 +6,7 @@ from django.db.models import Count, Model, QuerySet
 
 from accounts import access
 from accounts.models import ApiToken, AuditEvent, Membership, Team, User
-from config.errors import NotFound
+from config.errors import NotFound, ValidationFailed
 
 
 def get_visible(queryset: QuerySet, pk: int | str, what: str) -> Model:
@@ -24,6 +24,15 @@ def team_list(*, actor: User) -> QuerySet[Team]:
 
 def team_get(*, actor: User, team_id: int | str) -> Team:
     return get_visible(team_list(actor=actor), team_id, "team")
+
+
+def team_chosen(*, actor: User, team_id: int | str | None) -> Team:
+    """The team a request names (``team_id``, one the actor can see), else the actor's current team —
+    ``ValidationFailed`` on field ``team`` (code ``required``) when there is neither."""
+    team_id = team_id or actor.current_team_id
+    if team_id is None:
+        raise ValidationFailed.for_field("team", "required", "Choose a team: you have no current team.")
+    return team_get(actor=actor, team_id=team_id)
 
 
 def membership_list(*, actor: User, team: Team) -> QuerySet[Membership]:

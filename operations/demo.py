@@ -29,9 +29,8 @@ from django.db import transaction
 
 from accounts import access, audit
 from accounts.models import Role, Team, User
-from accounts.selectors import team_get
 from cloud import aws
-from config.errors import PermissionDenied, ValidationFailed
+from config.errors import PermissionDenied
 from operations import services
 from operations.context import StepContext
 from operations.models import Operation
@@ -276,15 +275,6 @@ PIPELINE = register(Pipeline(
               timeout=timedelta(minutes=15), poll_interval=5),
     ),
 ))
-
-
-def demo_team(*, actor: User, team_id: int | None) -> Team:
-    """The team a demo runs in: ``team_id``, else the actor's current team (``required`` on field ``team`` when
-    there is none; ``NotFound`` for a team the actor cannot see)."""
-    team_id = team_id or actor.current_team_id
-    if team_id is None:
-        raise ValidationFailed.for_field("team", "required", "Choose a team: you have no current team.")
-    return team_get(actor=actor, team_id=team_id)
 
 
 def demo_start(*, actor: User, team: Team, name: str, region: str, source: str,

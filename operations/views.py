@@ -25,7 +25,7 @@ from rest_framework.request import Request
 
 from accounts import access
 from accounts.forms import SerializerForm
-from accounts.selectors import team_list
+from accounts.selectors import team_chosen, team_list
 from accounts.views.common import flash_error, next_url, portal_view
 from cloud.aws import default_region
 from config.api.exceptions import error_body
@@ -157,7 +157,7 @@ def operation_demo(request: HttpRequest) -> HttpResponse:
     form = SerializerForm(DemoOperationCreateSerializer, request.POST)
 
     def start(name: str, team: int | None = None, region: str | None = None):
-        return demo.demo_start(actor=request.user, team=demo.demo_team(actor=request.user, team_id=team), name=name,
+        return demo.demo_start(actor=request.user, team=team_chosen(actor=request.user, team_id=team), name=name,
                                region=region or default_region(), source=request.source)
 
     operation = form.submit(start)

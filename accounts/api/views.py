@@ -12,13 +12,8 @@ from accounts.api import serializers as s
 from accounts.api.filters import AuditEventFilter
 from accounts.models import Membership
 from config.api.pagination import NameCursorPagination
+from config.api.serializers import validated
 from operations.idempotency import idempotent
-
-
-def validated(serializer_class, request, **kwargs) -> dict:
-    serializer = serializer_class(data=request.data, **kwargs)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 class MeView(APIView):

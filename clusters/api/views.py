@@ -12,14 +12,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import access
-from accounts.models import Team, User
-from accounts.selectors import team_get
+from accounts.models import Team
+from accounts.selectors import team_chosen
 from cloud.aws import default_region
 from clusters import inspection, preflight, selectors, services
 from clusters.api import serializers as s
 from clusters.api.filters import ClusterFilter
 from clusters.models import Cluster, StorageVolume
 from config.api.pagination import CreatedCursorPagination
+from config.api.serializers import validated
 from config.errors import ValidationFailed
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
@@ -31,25 +32,12 @@ ZONE = OpenApiParameter("zone", OpenApiTypes.STR, description="Only this availab
 TEAM = OpenApiParameter("team", OpenApiTypes.INT, description="Team id; your current team when omitted.")
 
 
-def validated(serializer_class, request) -> dict:
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
-
-
-def team_of(actor: User, team_id: int | None) -> Team:
-    """``team_id``, else the actor's current team (``required`` on ``team`` when there is none)."""
-    team_id = team_id or actor.current_team_id
-    if team_id is None:
-        raise ValidationFailed.for_field("team", "required", "Choose a team: you have no current team.")
-    return team_get(actor=actor, team_id=team_id)
-
 
 def query_team(request) -> Team:
     raw = request.query_params.get("team")
     if raw is not None and not raw.isdigit():
         raise ValidationFailed.for_field("team", "invalid", "Give a team id.")
-    return team_of(request.user, int(raw) if raw else None)
+    return team_chosen(actor=request.user, team_id=int(raw) if raw else None)
 
 
 def query_region(request) -> str:
@@ -88,7 +76,7 @@ class ClusterListCreateView(generics.ListAPIView):
         phases — network, eks, activate, dependencies, hyperpod, storage."""
         data = validated(s.ClusterCreateSerializer, request)
         cluster, operation = services.cluster_create(
-            actor=request.user, team=team_of(request.user, data.get("team")),
+            actor=request.user, team=team_chosen(actor=request.user, team_id=data.get("team")),
             spec=s.ClusterCreateSerializer.spec(data), source=request.source,
             idempotency_key=request.headers.get(HEADER))
         return cluster_operation(request, cluster, operation)
@@ -101,7 +89,7 @@ class ClusterPreflightView(APIView):
     def post(self, request):
         """Check a create request without creating anything: the same checks and error codes as create."""
         data = validated(s.ClusterCreateSerializer, request)
-        team = team_of(request.user, data.get("team"))
+        team = team_chosen(actor=request.user, team_id=data.get("team"))
         access.require(request.user, "cluster.create", team)
         checked = preflight.check_create(team=team, spec=s.ClusterCreateSerializer.spec(data))
         return Response({"ok": True, "checks": checked.checks})
@@ -115,7 +103,7 @@ class ClusterImportView(APIView):
         """Import an existing EKS cluster (and the HyperPod cluster it orchestrates) (team admins)."""
         data = validated(s.ClusterImportSerializer, request)
         cluster, operation = services.cluster_import(
-            actor=request.user, team=team_of(request.user, data.get("team")), region=data["region"],
+            actor=request.user, team=team_chosen(actor=request.user, team_id=data.get("team")), region=data["region"],
             eks_name=data["eks_name"], source=request.source, idempotency_key=request.headers.get(HEADER))
         return cluster_operation(request, cluster, operation)
 

@@ -11,17 +11,18 @@ from django.shortcuts import redirect, render
 from accounts import access
 from accounts.forms import SerializerForm
 from accounts.models import Team
+from accounts.selectors import team_chosen
 from accounts.views.common import portal_view
 from cloud.aws import default_region
 from clusters import inspection, services
 from clusters.api.serializers import ClusterImportSerializer
-from clusters.views.common import perform, team_for
+from clusters.views.common import perform
 
 
 def _team(request: HttpRequest) -> Team | None:
     """The team named by ``team`` (one the user can see), else the current team."""
     team_id = (request.POST if request.method == "POST" else request.GET).get("team", "")
-    return team_for(request, int(team_id)) if team_id.isdigit() else request.team
+    return team_chosen(actor=request.user, team_id=int(team_id)) if team_id.isdigit() else request.team
 
 
 def _candidates(team: Team, region: str) -> dict:
@@ -49,7 +50,8 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
         return render(request, "clusters/import/page.html", _context(request, team, region, form))
     form = SerializerForm(ClusterImportSerializer, request.POST)
     imported = form.submit(lambda **data: services.cluster_import(
-        actor=request.user, team=team_for(request, data.pop("team", None)), source=request.source, **data))
+        actor=request.user, team=team_chosen(actor=request.user, team_id=data.pop("team", None)),
+        source=request.source, **data))
     if imported is None:
         region = request.POST.get("region", "")
         return render(request, "clusters/import/page.html", _context(request, team, region, form),

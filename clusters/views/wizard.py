@@ -21,13 +21,13 @@ from rest_framework import serializers
 from accounts import access
 from accounts.forms import SerializerForm, json_from_form
 from accounts.models import Team
+from accounts.selectors import team_chosen
 from accounts.views.common import portal_view
 from cloud.aws import default_region
 from clusters import inspection, services
 from clusters.api.serializers import ClusterCreateSerializer
 from clusters.inspection.capacity import hyperpod_usage
 from clusters.models import CapacityType
-from clusters.views.common import team_for
 from config.api.exceptions import error_body
 from config.errors import ApplicationError
 
@@ -47,7 +47,7 @@ AVAILABLE = "available"
 def _team(request: HttpRequest, values: QueryDict) -> Team | None:
     team_id = values.get("team", "")
     if team_id.isdigit():
-        return team_for(request, int(team_id))
+        return team_chosen(actor=request.user, team_id=int(team_id))
     return request.team
 
 
@@ -126,8 +126,9 @@ def cluster_wizard(request: HttpRequest) -> HttpResponse:
     form = SerializerForm(ClusterCreateSerializer, request.POST, ignore=WIZARD_KEYS)
 
     def create(**data):
-        return services.cluster_create(actor=request.user, team=team_for(request, data.get("team")),
-                                       spec=ClusterCreateSerializer.spec(data), source=request.source)
+        team = team_chosen(actor=request.user, team_id=data.get("team"))
+        return services.cluster_create(actor=request.user, team=team, spec=ClusterCreateSerializer.spec(data),
+                                       source=request.source)
 
     created = form.submit(create)
     if created is None:

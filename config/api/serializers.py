@@ -58,3 +58,10 @@ class StrictSerializer(StrictMixin, serializers.Serializer):
 
 class StrictModelSerializer(StrictMixin, serializers.ModelSerializer):
     pass
+
+
+def validated(serializer_class: type[serializers.Serializer], request, **kwargs) -> dict:
+    """``request.data`` checked by ``serializer_class`` (``ValidationError`` → the field-level 400 every face shows)."""
+    serializer = serializer_class(data=request.data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data

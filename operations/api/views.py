@@ -8,19 +8,15 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.selectors import team_chosen
 from cloud.aws import default_region
 from config.api.pagination import CreatedCursorPagination, SeqCursorPagination
+from config.api.serializers import validated
 from operations import demo, selectors, services
 from operations.api import serializers as s
 from operations.api.filters import OperationFilter, OperationLogFilter
 from operations.idempotency import HEADER, idempotent
 from operations.models import Operation, OperationLog
-
-
-def validated(serializer_class, request) -> dict:
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 def accepted(request, operation: Operation) -> Response:
@@ -119,7 +115,7 @@ class DemoOperationCreateView(APIView):
         operation of five phases — to watch the engine work. Off against real AWS (`demo_disabled`)."""
         data = validated(s.DemoOperationCreateSerializer, request)
         operation = demo.demo_start(
-            actor=request.user, team=demo.demo_team(actor=request.user, team_id=data.get("team")), name=data["name"],
+            actor=request.user, team=team_chosen(actor=request.user, team_id=data.get("team")), name=data["name"],
             region=data.get("region") or default_region(), source=request.source,
             idempotency_key=request.headers.get(HEADER),
         )
