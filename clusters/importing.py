@@ -36,17 +36,16 @@ from clusters.inspection import catalog, facts
 from clusters.inspection.network import NetworkFacts, read_network
 from clusters.inspection.volumes import FoundVolume, persistent_volumes
 from clusters.models import Cluster, ClusterState, NetworkPlan, StorageState, StorageVolume, Subnet
+from clusters.phases import lifecycle
 from clusters.phases.common import cluster_of
 from config.errors import ValidationFailed
 from operations.context import StepContext
-from operations.models import Operation, OperationState
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
 
 KIND = "cluster.import"
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 ACCESS_ENTRY_MODES = frozenset({"API", "API_AND_CONFIG_MAP"})
 #: The states an import may finish from (``failed`` when the operation was retried).
-RESUMABLE = (ClusterState.IMPORTING, ClusterState.FAILED)
 
 
 def access_entries_disabled(eks: facts.EksFacts, region: str) -> str:
@@ -241,12 +240,6 @@ def poll_discover(ctx: StepContext) -> Progress:
     return Progress.finished("discovered")
 
 
-def _imported(operation: Operation) -> None:
-    state = ClusterState.ACTIVE if operation.state == OperationState.SUCCEEDED else ClusterState.FAILED
-    Cluster.objects.filter(pk=operation.params["cluster_id"], state__in=RESUMABLE).update(
-        state=state, updated_at=timezone.now())
-
-
 PIPELINE = register(Pipeline(
     kind=KIND,
     phases=(
@@ -254,5 +247,6 @@ PIPELINE = register(Pipeline(
               timeout=timedelta(minutes=10), poll_interval=2),
         Phase("discover", "Discover", submit_discover, poll_discover, timeout=timedelta(minutes=10), poll_interval=1),
     ),
-    on_finished=_imported,
+    on_finished=lifecycle.finished(ClusterState.IMPORTING, ClusterState.ACTIVE),
+    on_retried=lifecycle.retried(ClusterState.IMPORTING),
 ))

@@ -33,7 +33,7 @@ from cloud import aws, kube
 from clusters.models import Cluster, StorageKind, StorageState, StorageVolume, Subnet, SubnetRole
 from clusters.ownership import CLUSTER_LABEL, as_tag_list, aws_tags, kube_labels, owned_by, team_namespace
 from clusters.phases.common import cluster_of
-from config.errors import ApplicationError
+from config.errors import ApplicationError, Conflict
 from operations.context import StepContext
 from operations.models import Operation, OperationState
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
@@ -376,9 +376,25 @@ def _volume_finished(operation: Operation) -> None:
             state=StorageState.FAILED, last_error=operation.error_message or operation.state)
 
 
-CREATE = register(Pipeline(kind=CREATE_KIND, on_finished=_volume_finished, phases=(
+def _volume_retried(working: StorageState):
+    """A retried create or delete makes the failed volume ``working`` again (refused unless it is ``failed``)."""
+
+    def update(operation: Operation) -> None:
+        volume = StorageVolume.objects.select_for_update().get(pk=operation.params["volume_id"])
+        if volume.state != StorageState.FAILED:
+            raise Conflict(f"Volume {volume.name} is {volume.state}; this operation cannot resume.",
+                           code="volume_busy")
+        volume.state, volume.last_error = working, ""
+        volume.save(update_fields=["state", "last_error", "updated_at"])
+
+    return update
+
+
+CREATE = register(Pipeline(kind=CREATE_KIND, on_finished=_volume_finished,
+                           on_retried=_volume_retried(StorageState.CREATING), phases=(
     Phase(slug="volume", title="Volume", submit=_submit_create, poll=_poll_create, timeout=timedelta(hours=1),
           poll_interval=10),)))
-DELETE = register(Pipeline(kind=DELETE_KIND, on_finished=_volume_finished, phases=(
+DELETE = register(Pipeline(kind=DELETE_KIND, on_finished=_volume_finished,
+                           on_retried=_volume_retried(StorageState.DELETING), phases=(
     Phase(slug="volume", title="Volume", submit=_submit_delete, poll=_poll_delete, timeout=timedelta(hours=1),
           poll_interval=10),)))

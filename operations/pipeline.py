@@ -89,13 +89,15 @@ class Pipeline:
     """An ordered list of phases for one ``kind`` of operation.
 
     ``region`` names the AWS region the steps call (the rate limiter's key). ``on_finished`` runs inside the
-    transaction that makes the operation terminal (succeeded, failed or cancelled), to update the domain model.
+    transaction that makes the operation terminal (succeeded, failed or cancelled), ``on_retried`` inside the one
+    that sends a failed operation back to work — both to keep the domain model in step with the operation.
     """
 
     kind: str
     phases: tuple[Phase, ...]
     region: Callable[[Mapping[str, Any]], str] = field(default=lambda params: params["region"])
     on_finished: Callable[[Any], None] | None = None
+    on_retried: Callable[[Any], None] | None = None
 
     def __post_init__(self) -> None:
         slugs = [phase.slug for phase in self.phases]

@@ -93,6 +93,9 @@ def operation_retry(*, actor: User, operation: Operation, source: str, phase: st
                          attempt=operation.attempt + 1, error_code="", error_message="", finished_at=None,
                          next_poll_at=now, phase=failed.slug if failed else operation.phase,
                          deadline_at=failed.deadline_at if failed else None, status_reason="Retrying")
+        pipeline = pipeline_for(operation.kind)
+        if pipeline.on_retried is not None:
+            pipeline.on_retried(operation)
         audit.record(actor=actor, source=source, action="operation.retry", target=operation, team=operation.team,
                      before=before, after=audit.snapshot(operation, AUDIT_FIELDS))
         what = f"phase {failed.title}" if failed else "the operation"

@@ -89,6 +89,7 @@ def test_a_failed_phase_is_retried_alone_and_nothing_earlier_is_sent_again(api, 
 
     response = api(cast.admin).post(f"/api/v1/operations/{operation.pk}/retry", {})
     assert response.status_code == 202, response.content
+    assert Cluster.objects.get(pk=operation.params["cluster_id"]).state == ClusterState.CREATING
     operation = drive(operation, timeout=120)
     assert operation.state == OperationState.SUCCEEDED, (operation.phase, operation.error_message)
     resent = [entry for entry in requests(sandbox)[seen:]
@@ -121,3 +122,22 @@ def test_an_agent_creates_a_cluster_with_the_tools_alone(cast, token_for, sandbo
     assert not is_error and waited["terminal"] and waited["state"] == "succeeded", waited.get("summary")
     is_error, cluster = call_tool(secret, "get_cluster", {})
     assert not is_error and cluster["name"] == "agent" and cluster["active"] and cluster["state"] == "active"
+
+
+def test_a_create_superseded_by_a_delete_cannot_resume(api, cast, sandbox, drive):
+    sandbox.control("POST", "faults", {"target": "eks:CreateCluster", "kind": "error",
+                                       "code": "InvalidParameterException", "count": 1})
+    creation = drive(create(api, cast), timeout=120)
+    assert creation.state == OperationState.FAILED
+    cluster = Cluster.objects.get(pk=creation.params["cluster_id"])
+    response = api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/delete", {"confirm": "alpha"})
+    assert response.status_code == 202, response.content
+    deletion = drive(Operation.objects.get(pk=response.json()["operation"]["id"]), timeout=120)
+    assert deletion.state == OperationState.SUCCEEDED, deletion.error_message
+
+    response = api(cast.admin).post(f"/api/v1/operations/{creation.pk}/retry", {})
+    assert (response.status_code, response.json()["code"]) == (409, "cluster_busy")
+    creation.refresh_from_db()
+    cluster.refresh_from_db()
+    assert (creation.state, cluster.state) == (OperationState.FAILED, ClusterState.DELETED)
+    assert tagged_resources(cluster.pk) == []
