@@ -43,7 +43,7 @@ from operations.context import StepContext
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
 
 KIND = "cluster.import"
-CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+CLUSTER_ADMIN_POLICY = "arn:{partition}:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 ACCESS_ENTRY_MODES = frozenset({"API", "API_AND_CONFIG_MAP"})
 #: The states an import may finish from (``failed`` when the operation was retried).
 
@@ -95,10 +95,14 @@ def _access_entry(ctx: StepContext, principal: str) -> dict | None:
         raise
 
 
+def _cluster_admin_policy(ctx: StepContext) -> str:
+    return CLUSTER_ADMIN_POLICY.format(partition=aws.partition(ctx.region))
+
+
 def _has_cluster_admin(ctx: StepContext, principal: str) -> bool:
     pages = ctx.client("eks").get_paginator("list_associated_access_policies").paginate(
         clusterName=ctx.params["eks_name"], principalArn=principal)
-    return any(policy["policyArn"] == CLUSTER_ADMIN_POLICY and policy["accessScope"]["type"] == "cluster"
+    return any(policy["policyArn"] == _cluster_admin_policy(ctx) and policy["accessScope"]["type"] == "cluster"
                for page in pages for policy in page["associatedAccessPolicies"])
 
 
@@ -127,7 +131,7 @@ def submit_access(ctx: StepContext) -> None:
     ctx.intend("associates_policy", lambda: not associated)
     if not associated:
         client.associate_access_policy(clusterName=eks.name, principalArn=principal,
-                                       policyArn=CLUSTER_ADMIN_POLICY, accessScope={"type": "cluster"})
+                                       policyArn=_cluster_admin_policy(ctx), accessScope={"type": "cluster"})
         ctx.log(f"Associated AmazonEKSClusterAdminPolicy with {principal}.")
     ctx.record(principal_arn=principal, created_entry=ctx.intent["creates_entry"],
                associated_policy=ctx.intent["associates_policy"])
@@ -160,7 +164,7 @@ def undo_access(ctx: StepContext) -> None:
             client.delete_access_entry(clusterName=name, principalArn=principal)
         elif ctx.intent.get("associates_policy"):
             client.disassociate_access_policy(clusterName=name, principalArn=principal,
-                                              policyArn=CLUSTER_ADMIN_POLICY)
+                                              policyArn=_cluster_admin_policy(ctx))
     except ClientError as error:
         if not aws.error_is(error, "ResourceNotFoundException"):
             raise

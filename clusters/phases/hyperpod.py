@@ -38,7 +38,7 @@ THREADS_PER_CORE = 1
 DEEP_HEALTH_CHECKS = ["InstanceStress", "InstanceConnectivity"]
 NODE_RECOVERY = "Automatic"
 EXECUTION_ROLE_PURPOSE = "hyperpod-exec"
-INSTANCE_ROLE_POLICY_ARN = "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"
+INSTANCE_ROLE_POLICY = "arn:{partition}:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"
 EXECUTION_POLICY_NAME = "instantstart-hyperpod-node"
 SAGEMAKER_TRUST = {
     "Version": "2012-10-17",
@@ -60,12 +60,14 @@ def execution_role_policy(*, bucket: str, prefix: str, placement: Placement, eks
     """The execution role's inline policy: read exactly the cluster's lifecycle prefix of the shared bucket, manage
     network interfaces in the compute subnet and cluster security group, pull images, and take pod identities on
     this EKS cluster. No statement grants a wildcard action, and only read-only or unscopable calls use ``*``."""
-    ec2_arn = f"arn:aws:ec2:{region}:{account}"
+    partition = aws.partition(region)
+    ec2_arn = f"arn:{partition}:ec2:{region}:{account}"
     return {"Version": "2012-10-17", "Statement": [
         {"Sid": "ListLifecycleScripts", "Effect": "Allow", "Action": ["s3:ListBucket"],
-         "Resource": [f"arn:aws:s3:::{bucket}"], "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}},
+         "Resource": [f"arn:{partition}:s3:::{bucket}"],
+         "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}},
         {"Sid": "ReadLifecycleScripts", "Effect": "Allow", "Action": ["s3:GetObject"],
-         "Resource": [f"arn:aws:s3:::{bucket}/{prefix}*"]},
+         "Resource": [f"arn:{partition}:s3:::{bucket}/{prefix}*"]},
         {"Sid": "CreateInterfacesInTheComputeSubnet", "Effect": "Allow", "Action": ["ec2:CreateNetworkInterface"],
          "Resource": [f"{ec2_arn}:subnet/{placement.subnet_id}", f"{ec2_arn}:network-interface/*",
                       *(f"{ec2_arn}:security-group/{group}" for group in placement.security_group_ids)]},
@@ -77,7 +79,7 @@ def execution_role_policy(*, bucket: str, prefix: str, placement: Placement, eks
         {"Sid": "DescribeNetwork", "Effect": "Allow", "Action": _DESCRIBE_ACTIONS, "Resource": ["*"]},
         {"Sid": "PullImagesToken", "Effect": "Allow", "Action": ["ecr:GetAuthorizationToken"], "Resource": ["*"]},
         {"Sid": "PullImages", "Effect": "Allow", "Action": _ECR_PULL_ACTIONS,
-         "Resource": [f"arn:aws:ecr:{region}:*:repository/*"]},
+         "Resource": [f"arn:{partition}:ecr:{region}:*:repository/*"]},
         {"Sid": "PodIdentity", "Effect": "Allow", "Action": ["eks-auth:AssumeRoleForPodIdentity"],
          "Resource": [eks_arn]},
     ]}
@@ -86,7 +88,8 @@ def execution_role_policy(*, bucket: str, prefix: str, placement: Placement, eks
 def ensure_execution_role(iam, cluster: Cluster, *, bucket: str, placement: Placement, eks_arn: str,
                           region: str) -> str:
     """Create (or adopt, by its deterministic name) the instance group's execution role, attach the managed
-    instance policy and write the inline policy — each only when missing or different. Returns the role's ARN."""
+    instance policy and write the inline policy — each only when missing or different. Returns the role's ARN;
+    ``role_name_taken`` when a role of that name exists without our tags."""
     name = iam_name(cluster, EXECUTION_ROLE_PURPOSE)
     try:
         role = iam.get_role(RoleName=name)["Role"]
@@ -96,9 +99,13 @@ def ensure_execution_role(iam, cluster: Cluster, *, bucket: str, placement: Plac
         role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(SAGEMAKER_TRUST),
                                Description=f"HyperPod instances of InstantStart cluster {cluster.name}",
                                Tags=as_tag_list(aws_tags(cluster, EXECUTION_ROLE_PURPOSE)))["Role"]
+    if not owned_by(iam.list_role_tags(RoleName=name)["Tags"], cluster):
+        raise PhaseFailed(f"The IAM role {name} exists but InstantStart did not create it for this cluster.",
+                          code="role_name_taken")
+    instance_policy = INSTANCE_ROLE_POLICY.format(partition=aws.partition(region))
     attached = iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]
-    if not any(policy["PolicyArn"] == INSTANCE_ROLE_POLICY_ARN for policy in attached):
-        iam.attach_role_policy(RoleName=name, PolicyArn=INSTANCE_ROLE_POLICY_ARN)
+    if not any(policy["PolicyArn"] == instance_policy for policy in attached):
+        iam.attach_role_policy(RoleName=name, PolicyArn=instance_policy)
     account = role["Arn"].split(":")[4]
     policy = execution_role_policy(bucket=bucket, prefix=lifecycle.lifecycle_prefix(cluster), placement=placement,
                                    eks_arn=eks_arn, region=region, account=account)

@@ -195,6 +195,18 @@ def test_a_quota_refusal_fails_the_phase_with_a_clear_code(sandbox, cast, eks_re
     assert sandbox_requests(sandbox, "sagemaker:CreateCluster") == []
 
 
+def test_an_execution_role_of_our_name_that_is_not_ours_is_refused(sandbox, cast, eks_ready, drive):
+    cluster, outputs = eks_ready()
+    name = iam_name(cluster, "hyperpod-exec")
+    aws.client("iam", region=REGION).create_role(RoleName=name, AssumeRolePolicyDocument="{}")
+
+    operation = drive(start(cast, cluster, CREATE_KIND, outputs))
+
+    assert (operation.state, operation.error_code) == (OperationState.FAILED, "role_name_taken")
+    assert aws.client("iam", region=REGION).list_attached_role_policies(RoleName=name)["AttachedPolicies"] == []
+    assert sandbox_requests(sandbox, "sagemaker:CreateCluster") == []
+
+
 def test_a_training_plan_refusal_fails_the_phase_with_a_clear_code(sandbox, cast, eks_ready, drive):
     arn = p5_training_plan(sandbox)
     cluster, outputs = eks_ready(capacity_type="training-plan", training_plan_arn=arn)  # plan reserves p5, not g5

@@ -164,7 +164,7 @@ def test_import_grants_access_and_records_what_it_finds(sandbox, cast, drive, ou
     assert entry["type"] == "STANDARD"
     policies = client.list_associated_access_policies(clusterName="outside", principalArn=PRINCIPAL)
     assert [(policy["policyArn"], policy["accessScope"]["type"]) for policy in policies["associatedAccessPolicies"]] \
-        == [(importing.CLUSTER_ADMIN_POLICY, "cluster")]
+        == [("arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy", "cluster")]
     assert cluster.details["access_entry"] == {"principal_arn": PRINCIPAL, "created_by_import": True}
     # The network, with roles guessed from route tables and tags.
     plan = cluster.network
