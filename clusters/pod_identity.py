@@ -18,10 +18,10 @@ from urllib.parse import unquote
 from botocore.exceptions import ClientError
 
 from cloud import aws
+from clusters.iam_roles import find_role, owned_role
 from clusters.models import Cluster
-from clusters.ownership import CLUSTER_ID_TAG, as_tag_list, aws_tags, iam_name, owned_by
+from clusters.ownership import CLUSTER_ID_TAG, iam_name, owned_by
 from clusters.shared_bucket import shared_bucket_name, team_prefix
-from config.errors import Conflict
 
 
 def shared_bucket_policy(cluster: Cluster) -> dict[str, Any]:
@@ -82,36 +82,15 @@ def pod_identity_trust(cluster: Cluster) -> dict[str, Any]:
         "Action": ["sts:AssumeRole", "sts:TagSession"], "Condition": condition}]}
 
 
-def _role(iam, name: str) -> dict[str, Any] | None:
-    try:
-        return iam.get_role(RoleName=name)["Role"]
-    except ClientError as error:
-        if aws.error_is(error, "NoSuchEntity"):
-            return None
-        raise
-
-
 def ensure_role(cluster: Cluster, identity: PodIdentity) -> str:
     """The ARN of ``identity``'s role, created (or adopted: same deterministic name, our tags) with its policies;
-    only what differs from the desired state is sent. ``iam_role_conflict`` when a role of that name exists
+    only what differs from the desired state is sent. ``role_name_taken`` when a role of that name exists
     without our tags."""
     iam = aws.client("iam", region=cluster.region)
     name = iam_name(cluster, identity.purpose)
     with aws.translated("iam", "CreateRole"):
-        role = _role(iam, name)
-        if role is None:
-            try:
-                role = iam.create_role(
-                    RoleName=name, AssumeRolePolicyDocument=json.dumps(pod_identity_trust(cluster)),
-                    Description=f"InstantStart: {identity.service_account} on cluster {cluster.name}",
-                    Tags=as_tag_list(aws_tags(cluster, identity.purpose)))["Role"]
-            except ClientError as error:
-                if not aws.error_is(error, "EntityAlreadyExists"):
-                    raise
-                role = _role(iam, name)
-        if not owned_by(role.get("Tags") or iam.list_role_tags(RoleName=name)["Tags"], cluster):
-            raise Conflict(f"The IAM role {name} exists but InstantStart did not create it for this cluster.",
-                           code="iam_role_conflict")
+        role = owned_role(iam, cluster, purpose=identity.purpose, trust=pod_identity_trust(cluster),
+                          description=f"InstantStart: {identity.service_account} on cluster {cluster.name}")
         trust = pod_identity_trust(cluster)
         if _document(role["AssumeRolePolicyDocument"]) != trust:
             iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
@@ -148,7 +127,7 @@ def delete_role(cluster: Cluster, identity: PodIdentity) -> str:
     iam = aws.client("iam", region=cluster.region)
     name = iam_name(cluster, identity.purpose)
     with aws.translated("iam", "DeleteRole"):
-        if _role(iam, name) is None or not owned_by(iam.list_role_tags(RoleName=name)["Tags"], cluster):
+        if find_role(iam, name) is None or not owned_by(iam.list_role_tags(RoleName=name)["Tags"], cluster):
             return ""
         for policy in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
             iam.detach_role_policy(RoleName=name, PolicyArn=policy["PolicyArn"])

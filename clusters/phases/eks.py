@@ -18,7 +18,6 @@ cluster whose admin explicitly asked for its deletion (``params["imported"]``, s
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import timedelta
 
@@ -26,6 +25,7 @@ from botocore.exceptions import ClientError
 from django.utils import timezone
 
 from cloud import aws
+from clusters.iam_roles import owned_role
 from clusters.models import Cluster
 from clusters.ownership import as_tag_list, aws_tags, iam_name, owned_by
 from clusters.phases.common import cluster_of
@@ -66,18 +66,8 @@ def _cluster_role(ctx: StepContext, cluster: Cluster) -> str:
     """The cluster role's ARN, creating the role (and attaching AmazonEKSClusterPolicy) unless it exists."""
     iam = ctx.client("iam")
     name = iam_name(cluster, ROLE_PURPOSE)
-    try:
-        role = iam.get_role(RoleName=name)["Role"]
-        if not owned_by(iam.list_role_tags(RoleName=name)["Tags"], cluster):
-            raise PhaseFailed(f"The IAM role {name} exists but was not created by InstantStart for {cluster.name}.",
-                              code="role_name_taken")
-    except ClientError as error:
-        if not aws.error_is(error, "NoSuchEntity"):
-            raise
-        role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(EKS_TRUST),
-                               Description=f"EKS control plane of the InstantStart cluster {cluster.name}",
-                               Tags=as_tag_list(aws_tags(cluster, ROLE_PURPOSE)))["Role"]
-        ctx.log(f"Created the cluster role {name}.")
+    role = owned_role(iam, cluster, purpose=ROLE_PURPOSE, trust=EKS_TRUST,
+                      description=f"EKS control plane of the InstantStart cluster {cluster.name}")
     policy = CLUSTER_POLICY.format(partition=_partition(role["Arn"]))
     attached = iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]
     if not any(item["PolicyArn"] == policy for item in attached):

@@ -23,6 +23,7 @@ from botocore.exceptions import ClientError
 from cloud import aws
 from clusters import lifecycle
 from clusters.capacity import Placement, place_instance_group
+from clusters.iam_roles import owned_role
 from clusters.models import CapacityType, Cluster
 from clusters.ownership import as_tag_list, aws_tags, iam_name, owned_by
 from clusters.phases.common import cluster_of
@@ -91,17 +92,8 @@ def ensure_execution_role(iam, cluster: Cluster, *, bucket: str, placement: Plac
     instance policy and write the inline policy — each only when missing or different. Returns the role's ARN;
     ``role_name_taken`` when a role of that name exists without our tags."""
     name = iam_name(cluster, EXECUTION_ROLE_PURPOSE)
-    try:
-        role = iam.get_role(RoleName=name)["Role"]
-    except ClientError as error:
-        if not aws.error_is(error, "NoSuchEntity"):
-            raise
-        role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(SAGEMAKER_TRUST),
-                               Description=f"HyperPod instances of InstantStart cluster {cluster.name}",
-                               Tags=as_tag_list(aws_tags(cluster, EXECUTION_ROLE_PURPOSE)))["Role"]
-    if not owned_by(iam.list_role_tags(RoleName=name)["Tags"], cluster):
-        raise PhaseFailed(f"The IAM role {name} exists but InstantStart did not create it for this cluster.",
-                          code="role_name_taken")
+    role = owned_role(iam, cluster, purpose=EXECUTION_ROLE_PURPOSE, trust=SAGEMAKER_TRUST,
+                      description=f"HyperPod instances of InstantStart cluster {cluster.name}")
     instance_policy = INSTANCE_ROLE_POLICY.format(partition=aws.partition(region))
     attached = iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]
     if not any(policy["PolicyArn"] == instance_policy for policy in attached):

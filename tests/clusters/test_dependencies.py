@@ -345,7 +345,7 @@ def test_a_role_of_our_name_that_is_not_ours_is_refused(sandbox, cast, cluster, 
         RoleName=iam_name(cluster, "s3-csi"), AssumeRolePolicyDocument=json.dumps(pod_identity.pod_identity_trust(
             cluster)))
     operation = drive(start(cast, cluster))
-    assert (operation.state, operation.error_code) == (OperationState.FAILED, "iam_role_conflict")
+    assert (operation.state, operation.error_code) == (OperationState.FAILED, "role_name_taken")
     created = [entry["params"]["addonName"] for entry in requests(sandbox, "CreateAddon")]
     assert "aws-mountpoint-s3-csi-driver" not in created
 
