@@ -249,6 +249,86 @@ class StorageVolume(models.Model):
         return f"{self.name} ({self.kind})"
 
 
+class InterfaceMode(models.TextChoices):
+    """How an instance group's instances attach to the network: HyperPod's ``NetworkInterface.InterfaceType``
+    ``efa`` (an EFA device plus an ENA interface; the default) or ``efa-only`` (EFA without IP traffic)."""
+
+    STANDARD = "standard", "Standard (EFA with ENA)"
+    EFA_ONLY = "efa-only", "EFA-only"
+
+
+class InstanceGroup(models.Model):
+    """One HyperPod instance group of a cluster, mirrored from ``DescribeCluster`` (F-IG).
+
+    Capacity type, training plan, interface mode, zone and subnet are fixed when the group is created. ``spec``
+    is the ``ClusterInstanceGroupSpecification`` members as last read back from AWS (every member, including
+    ones InstantStart does not model), ``status`` HyperPod's group status. ``target_count`` is what the group
+    converges to and ``current_count`` how many instances run now. ``deleted`` rows are gone from AWS."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="instance_groups")
+    name = models.CharField(max_length=63)
+    instance_type = models.CharField(max_length=32)
+    capacity_type = models.CharField(max_length=16, choices=CapacityType.choices, default=CapacityType.ON_DEMAND)
+    training_plan_arn = models.CharField(max_length=2048, blank=True)
+    interface_mode = models.CharField(max_length=16, choices=InterfaceMode.choices, default=InterfaceMode.STANDARD)
+    zone = models.CharField(max_length=32, blank=True)
+    subnet_id = models.CharField(max_length=32, blank=True)
+    target_count = models.PositiveIntegerField(default=0)
+    current_count = models.PositiveIntegerField(default=0)
+    min_count = models.PositiveIntegerField(null=True, blank=True)
+    threads_per_core = models.PositiveSmallIntegerField(null=True, blank=True)
+    ebs_volume_gib = models.PositiveIntegerField(null=True, blank=True)
+    deep_health_checks = models.JSONField(default=list, blank=True)
+    execution_role_arn = models.CharField(max_length=2048, blank=True)
+    status = models.CharField(max_length=32, blank=True)
+    #: Whether InstantStart created the group (else it was found on the cluster).
+    managed = models.BooleanField(default=True)
+    spec = models.JSONField(default=dict, blank=True)
+    deleted = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], condition=Q(deleted=False),
+                                    name="instance_group_name_unique_per_cluster_while_live"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.instance_type} × {self.target_count})"
+
+
+class FeatureState(models.TextChoices):
+    DISABLED = "disabled", "Off"
+    ENABLING = "enabling", "Turning on"
+    ENABLED = "enabled", "On"
+    DISABLING = "disabling", "Turning off"
+    FAILED = "failed", "Failed"
+    UNKNOWN = "unknown", "Unknown"
+
+
+class ClusterFeature(models.Model):
+    """One managed feature of the "Advanced features" panel (F-MF-1) as last observed on the cluster: the training
+    and inference operators, managed tiered checkpointing, managed autoscaling, observability. ``details`` holds
+    what the feature made (role ARNs, service account, settings)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="features")
+    feature = models.CharField(max_length=64)
+    state = models.CharField(max_length=16, choices=FeatureState.choices, default=FeatureState.UNKNOWN)
+    details = models.JSONField(default=dict, blank=True)
+    last_error = models.TextField(blank=True)
+    observed_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster_id", "feature"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "feature"], name="feature_unique_per_cluster")]
+
+    def __str__(self) -> str:
+        return f"{self.feature} on {self.cluster_id}: {self.state}"
+
+
 class ActiveCluster(models.Model):
     """The cluster a user works on in one team: the default for portal pages and MCP tools. Per user (and team),
     never global."""

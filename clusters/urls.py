@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from clusters import feature_urls, group_urls, node_urls
 from clusters.views import imports, pages, storage, wizard
 
 urlpatterns = [
@@ -18,3 +19,4 @@ urlpatterns = [
     path("clusters/<id:cluster_id>/volumes/<id:volume_id>/delete/", storage.volume_delete,
          name="cluster-volume-delete"),
 ]
+urlpatterns += [*group_urls.urlpatterns, *node_urls.urlpatterns, *feature_urls.urlpatterns]

@@ -12,6 +12,9 @@ answer has a ``terminal`` flag until it is true or the agent's ``timeout_seconds
 from __future__ import annotations
 
 from mcp_server.cluster_tools import CLUSTER_TOOLS
+from mcp_server.feature_tools import FEATURE_TOOLS
+from mcp_server.group_tools import GROUP_TOOLS
+from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
 
 __all__ = ["CATALOG", "ToolSpec", "WaitSpec"]
@@ -162,4 +165,7 @@ CATALOG: tuple[ToolSpec, ...] = (
         ),
     ),
     *CLUSTER_TOOLS,
+    *GROUP_TOOLS,
+    *NODE_TOOLS,
+    *FEATURE_TOOLS,
 )

@@ -205,6 +205,10 @@ CASES += [
                          ("import_candidates", "import-candidates")]],
 ]
 
+from tests import matrix_features, matrix_groups, matrix_nodes  # noqa: E402  (they build on the names above)
+
+CASES += [*matrix_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES]
+
 
 def case(operation_id: str) -> Case:
     return next(c for c in CASES if c.operation_id == operation_id)

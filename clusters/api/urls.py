@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from clusters.api import views
 
@@ -14,6 +14,9 @@ urlpatterns = [
     path("clusters/<id:cluster_id>/volumes", views.VolumeListCreateView.as_view(), name="api-cluster-volumes"),
     path("clusters/<id:cluster_id>/volumes/<id:volume_id>", views.VolumeDetailView.as_view(),
          name="api-cluster-volume"),
+    path("", include("clusters.api.group_urls")),
+    path("", include("clusters.api.node_urls")),
+    path("", include("clusters.api.feature_urls")),
     path("active-cluster", views.ActiveClusterView.as_view(), name="api-active-cluster"),
     path("inspect/regions", views.RegionListView.as_view(), name="api-inspect-regions"),
     path("inspect/zones", views.ZoneListView.as_view(), name="api-inspect-zones"),

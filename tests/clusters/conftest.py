@@ -24,3 +24,23 @@ def make_cluster(cast) -> Callable[..., Cluster]:
                                       eks_name=name)
 
     return make
+
+
+LIVE_CLUSTER = {"name": "alpha", "region": "us-west-2", "zone": "us-west-2a", "instance_type": "ml.g5.8xlarge",
+                "instance_count": 2}
+
+
+@pytest.fixture
+def live_cluster(api, cast, sandbox, drive) -> Callable[..., Cluster]:
+    """Create a cluster through ``POST /api/v1/clusters`` and the whole ``cluster.create`` pipeline against the
+    sandbox (VPC, EKS, add-ons, HyperPod with its ``accelerated`` group, storage); returns it ``active``."""
+    from operations.models import Operation, OperationState
+
+    def create(**changes) -> Cluster:
+        response = api(cast.admin).post("/api/v1/clusters", {**LIVE_CLUSTER, **changes})
+        assert response.status_code == 202, response.content
+        operation = drive(Operation.objects.get(pk=response.json()["operation"]["id"]), timeout=120)
+        assert operation.state == OperationState.SUCCEEDED, (operation.phase, operation.error_message)
+        return Cluster.objects.get(pk=operation.params["cluster_id"])
+
+    return create

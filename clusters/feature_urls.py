@@ -1,0 +1,3 @@
+"""Portal routes of the feature slice (appended to clusters.urls)."""
+
+urlpatterns: list = []

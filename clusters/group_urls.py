@@ -1,0 +1,3 @@
+"""Portal routes of the group slice (appended to clusters.urls)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""Portal routes of the node slice (appended to clusters.urls)."""
+
+urlpatterns: list = []

@@ -1,0 +1,5 @@
+"""Permission-matrix cases of the group slice (added to tests.matrix.CASES)."""
+
+from tests.matrix import Case  # noqa: F401
+
+CASES: list = []
