@@ -31,7 +31,7 @@ LIVE_CLUSTER = {"name": "alpha", "region": "us-west-2", "zone": "us-west-2a", "i
 
 
 @pytest.fixture
-def live_cluster(api, cast, sandbox, drive) -> Callable[..., Cluster]:
+def live_cluster(api, cast, sandbox, drive) -> Callable[..., Cluster]:  # noqa: F811
     """Create a cluster through ``POST /api/v1/clusters`` and the whole ``cluster.create`` pipeline against the
     sandbox (VPC, EKS, add-ons, HyperPod with its ``accelerated`` group, storage); returns it ``active``."""
     from operations.models import Operation, OperationState
