@@ -1,10 +1,12 @@
 """Capacity placement (F-IG-2): the one function that decides where an instance group's instances live.
 
 Every path that places a group — the create pipeline's accelerated group and every group added later — calls
-:func:`place_instance_group`. It finds or provisions the zone's **/20 compute subnet**: the first /20 of the VPC that
-overlaps no subnet the VPC has (ours or anyone's), associated with the private route table (whose default route goes
-to the NAT gateway and which carries the S3 gateway endpoint), tagged as ours and for Karpenter discovery. A /20
-(4,091 usable addresses) holds a large accelerator fleet plus the pods' VPC-CNI addresses.
+:func:`place_instance_group` with the group's zone, capacity type and network interface mode. It finds or provisions
+the zone's **/20 compute subnet**: the first /20 of the VPC that overlaps no subnet the VPC has (ours or anyone's),
+associated with the private route table (whose default route goes to the NAT gateway and which carries the S3
+gateway endpoint), tagged as ours and for Karpenter discovery. A /20 (4,091 usable addresses) holds a large
+accelerator fleet plus the pods' VPC-CNI addresses. An EFA-only group also needs the cluster security group to pass
+all traffic between its members.
 
 EC2 ``CreateSubnet`` takes no idempotency token, so the subnet is found by its ownership tags first: a re-run, or a
 second group in the same zone, adopts the subnet an earlier call made.
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
-from clusters.models import Cluster, NetworkPlan, Subnet, SubnetRole
+from clusters.models import CapacityType, Cluster, InterfaceMode, NetworkPlan, Subnet, SubnetRole
 from clusters.ownership import as_tag_list, aws_tags, ec2_owner_filters
 from config.errors import Conflict
 
@@ -31,13 +33,24 @@ ALLOCATION_ATTEMPTS = 3
 
 @dataclass(frozen=True)
 class Placement:
-    """Where an instance group's instances go: its compute subnet (id, zone, zone id, CIDR) and security groups."""
+    """Where an instance group's instances go: its compute subnet (id, zone, zone id, CIDR) and security groups,
+    for a group of ``capacity_type`` with ``interface_mode``. ``override_vpc_config`` is the group's
+    ``OverrideVpcConfig`` when its subnet is not one of the HyperPod cluster's own (``None`` otherwise)."""
 
     subnet_id: str
     zone: str
     zone_id: str
     cidr: str
     security_group_ids: tuple[str, ...]
+    capacity_type: str = CapacityType.ON_DEMAND
+    interface_mode: str = InterfaceMode.STANDARD
+    cluster_subnet_ids: tuple[str, ...] = ()
+
+    @property
+    def override_vpc_config(self) -> dict | None:
+        if not self.cluster_subnet_ids or self.subnet_id in self.cluster_subnet_ids:
+            return None
+        return {"SecurityGroupIds": list(self.security_group_ids), "Subnets": [self.subnet_id]}
 
 
 class VpcExhausted(Conflict):
@@ -71,16 +84,23 @@ def compute_subnet_tags(cluster: Cluster, zone: str) -> dict[str, str]:
             KARPENTER_DISCOVERY_TAG: cluster.name}
 
 
-def place_instance_group(cluster: Cluster, *, zone: str, ec2: BaseClient) -> Placement:
+def place_instance_group(cluster: Cluster, *, zone: str, ec2: BaseClient,
+                         capacity_type: str = CapacityType.ON_DEMAND, interface_mode: str = InterfaceMode.STANDARD,
+                         cluster_subnet_ids: tuple[str, ...] = ()) -> Placement:
     """Place an instance group of ``cluster`` in ``zone``: find (by tags) or create the zone's /20 compute subnet,
     make sure it routes through the private route table, record it as a ``compute`` :class:`Subnet` row.
+    ``cluster_subnet_ids`` are the HyperPod cluster's own subnets (empty while it is being created): a group placed
+    elsewhere gets an ``OverrideVpcConfig``.
 
     Raises ``network_incomplete`` when the cluster has no VPC, private route table or cluster security group on
-    record (or the route table lacks its NAT route), and ``vpc_exhausted`` — naming the VPC and its CIDRs — when
-    no /20 of the VPC is free."""
+    record (or the route table lacks its NAT route, or — for an EFA-only group — the security group does not let
+    its members reach each other on every protocol, as EFA needs), and ``vpc_exhausted`` — naming the VPC and its
+    CIDRs — when no /20 of the VPC is free."""
     network = _network_of(cluster)
     route_table_id = network.route_tables["private"]
     _require_private_routes(ec2, cluster.region, network.vpc_id, route_table_id)
+    if interface_mode == InterfaceMode.EFA_ONLY:
+        _require_efa_rules(ec2, network.security_groups["cluster"])
     subnet = _owned_compute_subnet(ec2, cluster, network.vpc_id, zone) or _create_compute_subnet(
         ec2, cluster, network.vpc_id, zone)
     _associate(ec2, subnet["SubnetId"], route_table_id)
@@ -88,7 +108,14 @@ def place_instance_group(cluster: Cluster, *, zone: str, ec2: BaseClient) -> Pla
     Subnet.objects.update_or_create(network=network, subnet_id=subnet["SubnetId"], defaults={
         "role": SubnetRole.COMPUTE, "zone": zone, "zone_id": zone_id, "cidr": subnet["CidrBlock"]})
     return Placement(subnet_id=subnet["SubnetId"], zone=zone, zone_id=zone_id, cidr=subnet["CidrBlock"],
-                     security_group_ids=(network.security_groups["cluster"],))
+                     security_group_ids=(network.security_groups["cluster"],), capacity_type=capacity_type,
+                     interface_mode=interface_mode, cluster_subnet_ids=tuple(cluster_subnet_ids))
+
+
+def compute_subnet_ids(cluster: Cluster) -> list[str]:
+    """The compute subnets recorded for ``cluster`` (one per zone that has groups)."""
+    return list(Subnet.objects.filter(network__cluster=cluster, role=SubnetRole.COMPUTE)
+                .order_by("zone").values_list("subnet_id", flat=True))
 
 
 def _network_of(cluster: Cluster) -> NetworkPlan:
@@ -117,6 +144,22 @@ def _require_private_routes(ec2: BaseClient, region: str, vpc_id: str, route_tab
     if not any(route_table_id in endpoint.get("RouteTableIds", []) for endpoint in endpoints):
         raise NetworkIncomplete(f"The private route table {route_table_id} of {vpc_id} does not carry the S3 "
                                 "gateway endpoint.")
+
+
+def allows_itself(permissions: list[dict], group_id: str) -> bool:
+    """Whether the rules (``IpPermissions`` or ``IpPermissionsEgress``) allow all traffic with the group itself."""
+    return any(rule.get("IpProtocol") == "-1" and any(pair.get("GroupId") == group_id
+                                                         for pair in rule.get("UserIdGroupPairs", []))
+               for rule in permissions)
+
+
+def _require_efa_rules(ec2: BaseClient, group_id: str) -> None:
+    """EFA traffic flows only between members of a security group that allows all traffic to and from itself."""
+    group = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"][0]
+    if not (allows_itself(group.get("IpPermissions", []), group_id)
+            and allows_itself(group.get("IpPermissionsEgress", []), group_id)):
+        raise NetworkIncomplete(f"Security group {group_id} does not allow all traffic between its members, in and "
+                                "out, which EFA needs.")
 
 
 def _owned_compute_subnet(ec2: BaseClient, cluster: Cluster, vpc_id: str, zone: str) -> dict | None:

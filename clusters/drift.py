@@ -22,6 +22,7 @@ from django.utils import timezone
 from clusters import dependencies
 from clusters.inspection import facts
 from clusters.inspection.network import existing_subnets, vpc_cidr
+from clusters.instance_groups import mirror
 from clusters.models import Cluster, DependencyState, NetworkPlan
 
 GONE = "gone"
@@ -84,6 +85,9 @@ def _clusters(cluster: Cluster) -> list[Difference]:
         if hyperpod.arn != cluster.hyperpod_arn:
             differences.append(Difference("hyperpod_cluster", cluster.hyperpod_name or None, hyperpod.name))
         apply_hyperpod(cluster, hyperpod)
+        described = mirror.describe(cluster)
+        if described is not None:
+            mirror.mirror(cluster, described)
     elif cluster.hyperpod_arn and cluster.hyperpod_status != GONE:
         differences.append(Difference("hyperpod_cluster", cluster.hyperpod_name, GONE))
         cluster.hyperpod_status, cluster.node_count, cluster.gpu_count = GONE, 0, 0

@@ -1,3 +1,9 @@
 """Portal routes of the feature slice (appended to clusters.urls)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from clusters.views import features
+
+urlpatterns = [
+    path("clusters/<id:cluster_id>/features/", features.feature_panel, name="cluster-features"),
+]

@@ -83,7 +83,7 @@ def _iso(value: Any) -> str | None:
 
 
 @dataclass
-class _Failures:
+class Failures:
     fields: FieldErrors = field(default_factory=dict)
 
     def add(self, name: str, code: str, message: str) -> None:
@@ -102,8 +102,8 @@ def check_create(*, team: Team, spec: ClusterSpec, cluster: Cluster | None = Non
     """Check ``spec`` for ``team`` (``cluster``: the row being created, which does not collide with itself).
 
     Returns what was checked; raises ``ValidationFailed`` with every independent failure."""
-    failures = _Failures()
-    _check_shape(spec, failures)
+    failures = Failures()
+    check_shape(spec, failures)
     if spec.region not in catalog.regions():
         failures.add("region", "unknown_region", f"{spec.region} is not a region where SageMaker HyperPod runs.")
         failures.raise_any()
@@ -117,10 +117,10 @@ def check_create(*, team: Team, spec: ClusterSpec, cluster: Cluster | None = Non
     if not allowed:
         failures.add("instance_type", "instance_type_not_allowed",
                      f"{spec.instance_type} is not a SageMaker HyperPod instance type.")
-    plan = _check_training_plan(spec, zones, failures)
+    plan = check_training_plan(spec, zones, failures)
     zone = plan.zone if plan is not None and plan.zone else spec.zone
-    offered = _check_offered(spec, zone, allowed and zone in zones, failures)
-    quota, in_use = _check_quota(spec, allowed, failures)
+    offered = check_offered(spec, zone, allowed and zone in zones, failures)
+    quota, in_use = check_quota(spec, allowed, failures)
     failures.raise_any()
     notes = (f"Training plan {plan.name} places the instances in {plan.zone}.",) if plan is not None else ()
     return Preflight(
@@ -132,7 +132,7 @@ def check_create(*, team: Team, spec: ClusterSpec, cluster: Cluster | None = Non
     )
 
 
-def _check_shape(spec: ClusterSpec, failures: _Failures) -> None:
+def check_shape(spec: ClusterSpec, failures: Failures) -> None:
     try:
         cluster_name_validator(spec.name)
     except ValidationError as error:
@@ -150,7 +150,7 @@ def _check_shape(spec: ClusterSpec, failures: _Failures) -> None:
                      f"A training plan applies only to capacity type training-plan (this is {spec.capacity_type}).")
 
 
-def _check_name(team: Team, spec: ClusterSpec, cluster: Cluster | None, failures: _Failures) -> None:
+def _check_name(team: Team, spec: ClusterSpec, cluster: Cluster | None, failures: Failures) -> None:
     rows = Cluster.objects.filter(team=team, name=spec.name, state__in=LIVE_STATES)
     if cluster is not None:
         rows = rows.exclude(pk=cluster.pk)
@@ -184,7 +184,7 @@ def _hyperpod_is(cluster: Cluster, found: facts.HyperPodFacts) -> bool:
     return owned_by(tags, cluster)
 
 
-def _check_training_plan(spec: ClusterSpec, zones: dict, failures: _Failures) -> TrainingPlanInfo | None:
+def check_training_plan(spec: ClusterSpec, zones: dict, failures: Failures) -> TrainingPlanInfo | None:
     if spec.capacity_type != CapacityType.TRAINING_PLAN or not spec.training_plan_arn:
         return None
     described = capacity.training_plan(spec.region, spec.training_plan_arn)
@@ -209,7 +209,7 @@ def _check_training_plan(spec: ClusterSpec, zones: dict, failures: _Failures) ->
     return plan
 
 
-def _check_offered(spec: ClusterSpec, zone: str, checkable: bool, failures: _Failures) -> tuple[str, ...]:
+def check_offered(spec: ClusterSpec, zone: str, checkable: bool, failures: Failures) -> tuple[str, ...]:
     if not checkable:
         return ()
     offer = catalog.catalog(spec.region).get(spec.instance_type)
@@ -222,7 +222,7 @@ def _check_offered(spec: ClusterSpec, zone: str, checkable: bool, failures: _Fai
     return offered
 
 
-def _check_quota(spec: ClusterSpec, allowed: bool, failures: _Failures) -> tuple[Quota | None, int]:
+def check_quota(spec: ClusterSpec, allowed: bool, failures: Failures) -> tuple[Quota | None, int]:
     if not allowed or spec.instance_count < 1:
         return None, 0
     quota = next((quota for quota in capacity.quotas(spec.region) if quota.instance_type == spec.instance_type), None)

@@ -1,5 +1,24 @@
 """Permission-matrix cases of the feature slice (added to tests.matrix.CASES)."""
 
-from tests.matrix import Case  # noqa: F401
+from tests.matrix import ADMINS, MEMBERS, Case, cluster_in
 
-CASES: list = []
+
+def hyperpod_cluster(cast, actor) -> dict:
+    """An active cluster row whose HyperPod cluster is named (and absent from the sandbox: autoscaling reads off)."""
+    from clusters.models import Cluster
+
+    ids = cluster_in("active")(cast, actor)
+    Cluster.objects.filter(pk=ids["cluster_id"]).update(hyperpod_name="matrix")
+    return ids
+
+
+CASES: list = [
+    Case("cluster_features_retrieve", "GET", "/api/v1/clusters/{cluster_id}/features", MEMBERS, params=cluster_in(),
+         sandbox=True),
+    Case("cluster_features_update", "PATCH", "/api/v1/clusters/{cluster_id}/features", ADMINS, params=cluster_in(),
+         body={"autoscaling": {"enabled": False}}, sandbox=True),
+    Case("cluster_autoscaling_enable", "POST", "/api/v1/clusters/{cluster_id}/features/autoscaling/enable", ADMINS,
+         params=hyperpod_cluster, sandbox=True),
+    Case("cluster_autoscaling_disable", "POST", "/api/v1/clusters/{cluster_id}/features/autoscaling/disable", ADMINS,
+         params=cluster_in(), sandbox=True),
+]

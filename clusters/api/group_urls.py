@@ -1,3 +1,12 @@
-"""REST routes of the group slice (mounted under /api/v1 by clusters.api.urls)."""
+"""REST routes of instance groups (mounted under /api/v1 by clusters.api.urls)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from clusters.api import group_views
+
+urlpatterns = [
+    path("clusters/<id:cluster_id>/instance-groups", group_views.GroupListCreateView.as_view(),
+         name="api-cluster-instance-groups"),
+    path("clusters/<id:cluster_id>/instance-groups/<str:name>", group_views.GroupDetailView.as_view(),
+         name="api-cluster-instance-group"),
+]

@@ -55,6 +55,8 @@ class InstanceTypeOffer:
     accelerator_memory_gib: float
     efa_supported: bool
     max_efa_interfaces: int
+    #: The ``ThreadsPerCore`` values the type accepts (1 turns simultaneous multithreading off).
+    threads_per_core: tuple[int, ...] = (1,)
 
 
 def regions() -> list[str]:
@@ -160,7 +162,14 @@ def _offer(name: str, zones: set[str], facts: dict) -> InstanceTypeOffer:
         accelerator_count=count, accelerator_type=kind, accelerator_memory_gib=memory,
         efa_supported=bool(network.get("EfaSupported")),
         max_efa_interfaces=int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0)),
+        threads_per_core=_threads_per_core(facts.get("VCpuInfo") or {}),
     )
+
+
+def _threads_per_core(cpu: dict) -> tuple[int, ...]:
+    """EC2's ``ValidThreadsPerCore`` when it lists them, else 1 and the type's default."""
+    valid = cpu.get("ValidThreadsPerCore") or {1, int(cpu.get("DefaultThreadsPerCore", 1))}
+    return tuple(sorted(int(value) for value in valid))
 
 
 def _read_catalog(region: str) -> dict[str, InstanceTypeOffer]:

@@ -22,9 +22,10 @@ from botocore.exceptions import ClientError
 
 from cloud import aws
 from clusters import lifecycle
-from clusters.capacity import Placement, place_instance_group
+from clusters.capacity import Placement, compute_subnet_ids, place_instance_group
 from clusters.iam_roles import owned_role
-from clusters.models import CapacityType, Cluster
+from clusters.instance_groups import mirror, specs
+from clusters.models import CapacityType, Cluster, InterfaceMode
 from clusters.ownership import as_tag_list, aws_tags, iam_name, owned_by
 from clusters.phases.common import cluster_of
 from clusters.shared_bucket import ensure_shared_bucket, shared_bucket_name
@@ -32,11 +33,6 @@ from operations.context import StepContext
 from operations.pipeline import Phase, PhaseFailed, Progress
 
 GROUP_NAME = "accelerated"
-#: The group's secondary EBS volume (HyperPod mounts it at /opt/sagemaker): room for images and local checkpoints.
-EBS_VOLUME_GIB = 500
-#: 1 disables simultaneous multithreading — valid for every type, and what distributed GPU training wants.
-THREADS_PER_CORE = 1
-DEEP_HEALTH_CHECKS = ["InstanceStress", "InstanceConnectivity"]
 NODE_RECOVERY = "Automatic"
 EXECUTION_ROLE_PURPOSE = "hyperpod-exec"
 INSTANCE_ROLE_POLICY = "arn:{partition}:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"
@@ -56,10 +52,10 @@ _DESCRIBE_ACTIONS = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:D
 _ECR_PULL_ACTIONS = ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
 
 
-def execution_role_policy(*, bucket: str, prefix: str, placement: Placement, eks_arn: str, region: str,
-                          account: str) -> dict[str, Any]:
+def execution_role_policy(*, bucket: str, prefix: str, subnet_ids: list[str],
+                          security_group_ids: list[str], eks_arn: str, region: str, account: str) -> dict[str, Any]:
     """The execution role's inline policy: read exactly the cluster's lifecycle prefix of the shared bucket, manage
-    network interfaces in the compute subnet and cluster security group, pull images, and take pod identities on
+    network interfaces in the cluster's compute subnets and security group, pull images, and take pod identities on
     this EKS cluster. No statement grants a wildcard action, and only read-only or unscopable calls use ``*``."""
     partition = aws.partition(region)
     ec2_arn = f"arn:{partition}:ec2:{region}:{account}"
@@ -70,8 +66,8 @@ def execution_role_policy(*, bucket: str, prefix: str, placement: Placement, eks
         {"Sid": "ReadLifecycleScripts", "Effect": "Allow", "Action": ["s3:GetObject"],
          "Resource": [f"arn:{partition}:s3:::{bucket}/{prefix}*"]},
         {"Sid": "CreateInterfacesInTheComputeSubnet", "Effect": "Allow", "Action": ["ec2:CreateNetworkInterface"],
-         "Resource": [f"{ec2_arn}:subnet/{placement.subnet_id}", f"{ec2_arn}:network-interface/*",
-                      *(f"{ec2_arn}:security-group/{group}" for group in placement.security_group_ids)]},
+         "Resource": [*(f"{ec2_arn}:subnet/{subnet}" for subnet in subnet_ids), f"{ec2_arn}:network-interface/*",
+                      *(f"{ec2_arn}:security-group/{group}" for group in security_group_ids)]},
         {"Sid": "ManageInterfaces", "Effect": "Allow", "Action": _ENI_ACTIONS,
          "Resource": [f"{ec2_arn}:network-interface/*", f"{ec2_arn}:instance/*"]},
         {"Sid": "TagNewInterfaces", "Effect": "Allow", "Action": ["ec2:CreateTags"],
@@ -88,9 +84,10 @@ def execution_role_policy(*, bucket: str, prefix: str, placement: Placement, eks
 
 def ensure_execution_role(iam, cluster: Cluster, *, bucket: str, placement: Placement, eks_arn: str,
                           region: str) -> str:
-    """Create (or adopt, by its deterministic name) the instance group's execution role, attach the managed
-    instance policy and write the inline policy — each only when missing or different. Returns the role's ARN;
-    ``role_name_taken`` when a role of that name exists without our tags."""
+    """Create (or adopt, by its deterministic name) the instance groups' execution role, attach the managed
+    instance policy and write the inline policy (covering every compute subnet of the cluster, ``placement``'s
+    included) — each only when missing or different. Returns the role's ARN; ``role_name_taken`` when a role of that
+    name exists without our tags."""
     name = iam_name(cluster, EXECUTION_ROLE_PURPOSE)
     role = owned_role(iam, cluster, purpose=EXECUTION_ROLE_PURPOSE, trust=SAGEMAKER_TRUST,
                       description=f"HyperPod instances of InstantStart cluster {cluster.name}")
@@ -99,8 +96,10 @@ def ensure_execution_role(iam, cluster: Cluster, *, bucket: str, placement: Plac
     if not any(policy["PolicyArn"] == instance_policy for policy in attached):
         iam.attach_role_policy(RoleName=name, PolicyArn=instance_policy)
     account = role["Arn"].split(":")[4]
-    policy = execution_role_policy(bucket=bucket, prefix=lifecycle.lifecycle_prefix(cluster), placement=placement,
-                                   eks_arn=eks_arn, region=region, account=account)
+    subnets = sorted({placement.subnet_id, *compute_subnet_ids(cluster)})
+    policy = execution_role_policy(bucket=bucket, prefix=lifecycle.lifecycle_prefix(cluster), subnet_ids=subnets,
+                                   security_group_ids=list(placement.security_group_ids), eks_arn=eks_arn,
+                                   region=region, account=account)
     if _inline_policy(iam, name) != policy:
         iam.put_role_policy(RoleName=name, PolicyName=EXECUTION_POLICY_NAME, PolicyDocument=json.dumps(policy))
     return role["Arn"]
@@ -147,51 +146,27 @@ def hyperpod_is_ours(sagemaker, arn: str, cluster: Cluster) -> bool:
     return owned_by(sagemaker.list_tags(ResourceArn=arn).get("Tags", []), cluster)
 
 
-def accelerators_per_instance(ec2, instance_type: str) -> int:
-    """GPUs (or Neuron devices) of one instance of the HyperPod type ``ml.<type>``, from EC2; 0 if EC2 does not
-    know the type."""
-    try:
-        types = ec2.describe_instance_types(InstanceTypes=[instance_type.removeprefix("ml.")])["InstanceTypes"]
-    except ClientError as error:
-        if aws.error_is(error, "InvalidInstanceType", "InvalidParameterValue"):
-            return 0
-        raise
-    if not types:
-        return 0
-    devices = (types[0].get("GpuInfo") or {}).get("Gpus") or (types[0].get("NeuronInfo") or {}).get(
-        "NeuronDevices") or []
-    return sum(device.get("Count", 0) for device in devices)
+def require_spot_support(sagemaker, capacity_type: str) -> None:
+    """Refuse spot capacity when this botocore's ``ClusterInstanceGroupSpecification`` has no
+    ``CapacityRequirements.Spot`` (``spot_unsupported``)."""
+    if capacity_type != CapacityType.SPOT:
+        return
+    members = sagemaker.meta.service_model.shape_for("ClusterInstanceGroupSpecification").members
+    requirements = members.get("CapacityRequirements")
+    if requirements is None or "Spot" not in requirements.members:
+        raise PhaseFailed("This SageMaker API version has no spot capacity for HyperPod instance groups.",
+                          code="spot_unsupported")
 
 
-def capacity_fields(sagemaker, params: dict[str, Any]) -> dict[str, Any]:
-    """The group members that say how its capacity is bought: a training plan's ARN, or spot capacity where
-    botocore's model of ``ClusterInstanceGroupSpecification`` has ``CapacityRequirements.Spot``."""
-    if params["capacity_type"] == CapacityType.TRAINING_PLAN:
-        return {"TrainingPlanArn": params["training_plan_arn"]}
-    if params["capacity_type"] == CapacityType.SPOT:
-        members = sagemaker.meta.service_model.shape_for("ClusterInstanceGroupSpecification").members
-        requirements = members.get("CapacityRequirements")
-        if requirements is None or "Spot" not in requirements.members:
-            raise PhaseFailed("This SageMaker API version has no spot capacity for HyperPod instance groups.",
-                              code="spot_unsupported")
-        return {"CapacityRequirements": {"Spot": {}}}
-    return {}
-
-
-def instance_group(params: dict[str, Any], *, execution_role_arn: str, lifecycle_uri: str,
-                   capacity: dict[str, Any]) -> dict[str, Any]:
+def first_group(params: dict[str, Any], *, placement: Placement, execution_role_arn: str,
+                lifecycle_uri: str) -> dict[str, Any]:
     """The ``ClusterInstanceGroupSpecification`` of the accelerated group the user asked for."""
-    group = {
-        "InstanceGroupName": GROUP_NAME, "InstanceType": params["instance_type"],
-        "InstanceCount": params["instance_count"], "ExecutionRole": execution_role_arn,
-        "LifeCycleConfig": {"SourceS3Uri": lifecycle_uri, "OnCreate": lifecycle.ON_CREATE},
-        "ThreadsPerCore": THREADS_PER_CORE,
-        "InstanceStorageConfigs": [{"EbsVolumeConfig": {"VolumeSizeInGB": EBS_VOLUME_GIB}}],
-        **capacity,
-    }
-    if params.get("deep_health_checks"):
-        group["OnStartDeepHealthChecks"] = list(DEEP_HEALTH_CHECKS)
-    return group
+    return specs.new_group(
+        name=GROUP_NAME, instance_type=params["instance_type"], instance_count=params["instance_count"],
+        capacity_type=params["capacity_type"], training_plan_arn=params.get("training_plan_arn", ""),
+        interface_mode=params.get("interface_mode", InterfaceMode.STANDARD), placement=placement,
+        execution_role_arn=execution_role_arn, lifecycle_config=specs.our_lifecycle_config(lifecycle_uri),
+        deep_health_checks=bool(params.get("deep_health_checks")))
 
 
 def _refusal(error: ClientError) -> PhaseFailed | None:
@@ -218,8 +193,10 @@ def _adopt_or_refuse(ctx: StepContext, sagemaker, described: dict, cluster: Clus
 def _send_create(ctx: StepContext, cluster: Cluster, name: str) -> str:
     """``CreateCluster`` from the params and what this phase recorded (role, scripts, placement); its ARN."""
     sagemaker, reference = ctx.client("sagemaker"), ctx.reference
-    group = instance_group(ctx.params, execution_role_arn=reference["execution_role_arn"],
-                           lifecycle_uri=reference["lifecycle_uri"], capacity=capacity_fields(sagemaker, ctx.params))
+    placement = Placement(subnet_id=reference["compute_subnet_id"], zone=ctx.params["zone"], zone_id="", cidr="",
+                          security_group_ids=tuple(reference["security_group_ids"]))
+    group = first_group(ctx.params, placement=placement, execution_role_arn=reference["execution_role_arn"],
+                        lifecycle_uri=reference["lifecycle_uri"])
     try:
         arn = sagemaker.create_cluster(
             ClusterName=name, InstanceGroups=[group], Orchestrator={"Eks": {"ClusterArn": ctx.outputs["eks_arn"]}},
@@ -252,10 +229,12 @@ def submit_create(ctx: StepContext) -> None:
     cluster = cluster_of(ctx)
     name = ctx.intend("hyperpod_name", lambda: cluster.name)
     sagemaker = ctx.client("sagemaker")
-    capacity_fields(sagemaker, ctx.params)  # refuses an unsupported capacity type before anything is made
+    require_spot_support(sagemaker, ctx.params["capacity_type"])
     bucket = ensure_shared_bucket(ctx.client("s3"), ctx.region)
     lifecycle_uri = lifecycle.upload_lifecycle_scripts(ctx.client("s3"), bucket=bucket, cluster=cluster)
-    placement = place_instance_group(cluster, zone=ctx.params["zone"], ec2=ctx.client("ec2"))
+    placement = place_instance_group(cluster, zone=ctx.params["zone"], ec2=ctx.client("ec2"),
+                                     capacity_type=ctx.params["capacity_type"],
+                                     interface_mode=ctx.params.get("interface_mode", InterfaceMode.STANDARD))
     role_arn = ensure_execution_role(ctx.client("iam"), cluster, bucket=bucket, placement=placement,
                                      eks_arn=ctx.outputs["eks_arn"], region=ctx.region)
     ctx.record(execution_role_arn=role_arn, compute_subnet_id=placement.subnet_id, lifecycle_uri=lifecycle_uri,
@@ -299,25 +278,16 @@ def poll_create(ctx: StepContext) -> Progress:
 
 
 def _record_in_service(ctx: StepContext, cluster: Cluster, described: dict) -> None:
-    groups = described.get("InstanceGroups", [])
-    nodes = sum(group.get("CurrentCount", 0) for group in groups)
-    per_instance = accelerators_per_instance(ctx.client("ec2"), ctx.params["instance_type"])
     cluster.hyperpod_status = described["ClusterStatus"]
     cluster.node_recovery = described.get("NodeRecovery") or NODE_RECOVERY
-    cluster.node_count = nodes
-    cluster.gpu_count = nodes * per_instance
     cluster.details = {**cluster.details, "hyperpod": {
         "execution_role_arn": ctx.reference.get("execution_role_arn", ""),
         "compute_subnet_id": ctx.reference.get("compute_subnet_id", ""),
         "lifecycle_uri": ctx.reference.get("lifecycle_uri", ""),
-        "accelerators_per_instance": per_instance,
-        "instance_groups": [{key: group.get(key) for key in (
-            "InstanceGroupName", "InstanceType", "TargetCount", "CurrentCount", "Status", "TrainingPlanArn",
-            "CapacityRequirements", "OnStartDeepHealthChecks")} for group in groups],
     }}
-    cluster.save(update_fields=["hyperpod_status", "node_recovery", "node_count", "gpu_count", "details",
-                                "updated_at"])
-    ctx.log(f"HyperPod cluster {described['ClusterName']} is InService with {nodes} node(s), "
+    cluster.save(update_fields=["hyperpod_status", "node_recovery", "details", "updated_at"])
+    mirror.mirror(cluster, described, ours=frozenset({GROUP_NAME}))
+    ctx.log(f"HyperPod cluster {described['ClusterName']} is InService with {cluster.node_count} node(s), "
             f"{cluster.gpu_count} accelerator(s).")
 
 

@@ -33,6 +33,7 @@ from botocore.exceptions import ClientError
 from django.db import transaction
 
 from cloud import aws
+from clusters.capacity import allows_itself
 from clusters.models import Cluster, NetworkPlan, Subnet
 from clusters.network_plan import (
     PRIVATE,
@@ -180,14 +181,9 @@ def _security_group(ec2, cluster: Cluster, vpc_id: str) -> str:
         group = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"][0]
     group_id = group["GroupId"]
     itself = {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": group_id}]}
-
-    def allows_itself(rules: list[dict]) -> bool:
-        return any(rule["IpProtocol"] == "-1" and any(pair.get("GroupId") == group_id
-                                                      for pair in rule.get("UserIdGroupPairs", [])) for rule in rules)
-
-    if not allows_itself(group.get("IpPermissions", [])):
+    if not allows_itself(group.get("IpPermissions", []), group_id):
         ec2.authorize_security_group_ingress(GroupId=group_id, IpPermissions=[itself])
-    if not allows_itself(group.get("IpPermissionsEgress", [])):
+    if not allows_itself(group.get("IpPermissionsEgress", []), group_id):
         ec2.authorize_security_group_egress(GroupId=group_id, IpPermissions=[itself])
     if not any(rule["IpProtocol"] == "-1" and any(block.get("CidrIp") == ANYWHERE for block in rule.get("IpRanges", []))
                for rule in group.get("IpPermissionsEgress", [])):

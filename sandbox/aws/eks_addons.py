@@ -5,6 +5,10 @@ The catalog offers the add-ons the product installs, under the names AWS uses. V
 is CREATING, UPDATING or DELETING for ``eks_model.ADDON_SECONDS`` and then ACTIVE (or gone), unless a tag
 ``sandbox:fail`` / ``sandbox:degrade`` or an outcome rule makes it CREATE_FAILED or DEGRADED with a health
 issue. ``podIdentityAssociations`` given to an add-on become pod identity associations it owns.
+
+Some add-ons need others first (``REQUIRES``): created while one of those is not installed (ACTIVE or
+UPDATING), the add-on ends CREATING as CREATE_FAILED with a ``ConfigurationConflict`` health issue naming what is
+missing — so a client that installs in the wrong order sees it fail, as the operator's pods would on EKS.
 """
 
 from __future__ import annotations
@@ -55,6 +59,24 @@ CATALOG = {entry.name: entry for entry in (
     CatalogEntry("amazon-sagemaker-hyperpod-taskgovernance", "machine-learning",
                  ("v1.3.0-eksbuild.1", "v1.2.0-eksbuild.1"), "kueue-system"),
 )}
+
+
+#: Add-on → the add-ons that must be installed before it is created.
+REQUIRES: dict[str, tuple[str, ...]] = {
+    "amazon-sagemaker-hyperpod-training-operator": ("cert-manager", "eks-pod-identity-agent"),
+    "amazon-sagemaker-hyperpod-inference": ("cert-manager", "eks-pod-identity-agent"),
+}
+_INSTALLED = ("ACTIVE", "UPDATING")
+
+
+def _missing_prerequisites(cluster: EksCluster, name: str) -> tuple[str, str] | None:
+    """A failure outcome naming the prerequisites of ``name`` not installed on ``cluster`` (``None`` if all are)."""
+    missing = [required for required in REQUIRES.get(name, ())
+               if required not in cluster.addons or cluster.addons[required].status not in _INSTALLED]
+    if not missing:
+        return None
+    return "fail", (f"Add-on {name} requires {', '.join(REQUIRES[name])} to be installed first; missing: "
+                    f"{', '.join(missing)}.")
 
 
 def _not_found(cluster: EksCluster, name: str) -> ApiError:
@@ -141,7 +163,7 @@ def create_addon(call: Call) -> dict[str, Any]:
     addon = Addon(name=name, arn=core.arn("eks", cluster.region, f"addon/{cluster.name}/{name}/{core.new_uuid()}"),
                   version=version, created_at=now, since=now, modified_at=now, tags=addon_tags,
                   spec={key: call.params[key] for key in settings if key in call.params},
-                  outcome=outcomes.take("eks-addon", name, addon_tags))
+                  outcome=_missing_prerequisites(cluster, name) or outcomes.take("eks-addon", name, addon_tags))
     cluster.addons[name] = addon
     _own_pod_identities(cluster, addon, call.get("podIdentityAssociations", []))
     return {"addon": render(cluster, addon)}

@@ -2,12 +2,16 @@
 
 ``CreateCluster`` stores every member the caller set and ``DescribeCluster`` returns it, with the instance
 groups in ``ClusterInstanceGroupDetails`` form (``InstanceCount`` → ``TargetCount``, ``MinInstanceCount`` →
-``MinCount``, ``KubernetesConfig`` → current/desired labels and taints, …). Every input is checked before
-anything is stored: the model's constraints (instance types are botocore's ``ClusterInstanceType`` enum),
-unique group names, an instance type or instance requirements per group, the EKS orchestrator cluster (must
-exist, be ACTIVE and use the API or API_AND_CONFIG_MAP authentication mode), training plans (must exist,
-match the instance type and be usable), the autoscaling prerequisites (EKS orchestrator, Continuous
-provisioning, ClusterRole) and the "<type> for cluster usage" quotas (``ResourceLimitExceeded`` with
+``MinCount``, ``KubernetesConfig`` → current/desired labels and taints, …). ``UpdateCluster`` replaces each
+listed group's specification (a member left out is unset, as on SageMaker) and leaves unlisted groups alone;
+a disabled ``TieredStorageConfig`` is stored as ``{"Mode": "Disable"}``.
+
+Every input is checked before anything is stored: the model's constraints (instance types are botocore's
+``ClusterInstanceType`` enum, the tiered-storage percentage 0–100), the group rules of ``hyperpod_groups``
+(unique names, instance type or requirements, EFA-only support, Spot with a training plan, training plans and
+their zone, immutable members of existing groups), the EKS orchestrator cluster (must exist, be ACTIVE and use
+the API or API_AND_CONFIG_MAP authentication mode), the autoscaling prerequisites (EKS orchestrator,
+Continuous provisioning, ClusterRole) and the "<type> for cluster usage" quotas (``ResourceLimitExceeded`` with
 SageMaker's message).
 
 Each instance group's execution role gets a HYPERPOD_LINUX access entry on the EKS cluster. A tag
@@ -21,6 +25,7 @@ from typing import Any
 
 from sandbox import clock
 from sandbox.aws import core, eks_model, outcomes, quotas, tags, training_plans
+from sandbox.aws import hyperpod_groups as rules
 from sandbox.aws import hyperpod_model as model
 from sandbox.aws.core import ApiError, Call, operation, validation
 
@@ -35,40 +40,6 @@ def lookup(call: Call, key: str = "ClusterName") -> model.Cluster:
     if cluster is None:
         raise ApiError("ResourceNotFound", f"Cluster with name or ARN '{name}' not found.")
     return cluster
-
-
-def _check_plan(call: Call, group: dict[str, Any]) -> None:
-    plan_arn = group.get("TrainingPlanArn")
-    if not plan_arn:
-        return
-    plan = training_plans.find(plan_arn, call.region)
-    if plan is None:
-        raise validation(f"Training plan {plan_arn} does not exist.")
-    instance_type = group.get("InstanceType")
-    if plan.instance_type != instance_type:
-        raise validation(f"Instance group {group['InstanceGroupName']} uses {instance_type} but training plan "
-                         f"{plan.name} reserves {plan.instance_type}.")
-    if plan.status == "Expired":
-        raise validation(f"Training plan {plan.name} has expired.")
-    if group.get("InstanceCount", 0) > plan.count:
-        raise validation(f"Instance group {group['InstanceGroupName']} requests {group['InstanceCount']} instances "
-                         f"but training plan {plan.name} reserves {plan.count}.")
-
-
-def check_unique(specs: list[dict[str, Any]]) -> None:
-    counts = Counter(spec["InstanceGroupName"] for spec in specs)
-    duplicates = sorted(name for name, count in counts.items() if count > 1)
-    if duplicates:
-        raise validation(f"Instance group names must be unique; duplicated: {', '.join(duplicates)}.")
-
-
-def check_group(call: Call, spec: dict[str, Any]) -> None:
-    """Semantic checks of one (complete) instance group specification beyond the model's constraints."""
-    name = spec["InstanceGroupName"]
-    if bool(spec.get("InstanceType")) == bool(spec.get("InstanceRequirements")):
-        raise validation(f"Instance group {name} must specify exactly one of InstanceType and "
-                         "InstanceRequirements.")
-    _check_plan(call, spec)
 
 
 def _quota_usage(region: str, exclude: model.Cluster | None) -> Counter[str]:
@@ -129,18 +100,28 @@ def check_cluster_settings(settings: dict[str, Any], new_orchestrator: bool = Tr
             raise validation("Autoscaling requires a ClusterRole.")
 
 
+def _settings(params: dict[str, Any], keys: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The cluster-level members of a request (all but ``_NOT_STORED``, or ``keys``); a disabled tiered
+    storage configuration is stored as ``{"Mode": "Disable"}``."""
+    settings = {key: value for key, value in params.items()
+                if (key in keys if keys is not None else key not in _NOT_STORED)}
+    if (settings.get("TieredStorageConfig") or {}).get("Mode") == "Disable":
+        settings["TieredStorageConfig"] = {"Mode": "Disable"}
+    return settings
+
+
 @operation("sagemaker", "CreateCluster")
 def create_cluster(call: Call) -> dict[str, Any]:
     name = call.params["ClusterName"]
     if model.find(name, call.region) is not None:
         raise ApiError("ResourceInUse", f"Cluster with name '{name}' already exists.")
     specs = call.get("InstanceGroups", [])
-    check_unique(specs)
+    settings = _settings(call.params)
+    rules.check_unique(specs)
     for spec in specs:
-        check_group(call, spec)
-    settings = {key: value for key, value in call.params.items() if key not in _NOT_STORED}
+        rules.check_group(call, spec, settings.get("VpcConfig"))
     check_cluster_settings(settings)
-    groups = [model.Group(name=spec["InstanceGroupName"], spec=dict(spec)) for spec in specs]
+    groups = [model.new_group(spec) for spec in specs]
     check_quotas(call, groups)
     cluster_tags = core.tag_list(call.get("Tags"))
     outcome = outcomes.take("hyperpod-cluster", name, cluster_tags)
@@ -279,7 +260,7 @@ def update_cluster(call: Call) -> dict[str, Any]:
     _require_in_service(cluster)
     specs = call.get("InstanceGroups", [])
     to_delete = call.get("InstanceGroupsToDelete", [])
-    check_unique(specs)
+    rules.check_unique(specs)
     unknown = sorted(set(to_delete) - set(cluster.groups))
     if unknown:
         raise validation(f"Instance groups to delete do not exist: {', '.join(unknown)}.")
@@ -290,14 +271,13 @@ def update_cluster(call: Call) -> dict[str, Any]:
                                       for name, group in cluster.groups.items()}
     for spec in specs:
         name = spec["InstanceGroupName"]
-        existing = merged.get(name)
-        if existing is not None and spec.get("InstanceType") not in (None, existing.spec.get("InstanceType")):
-            raise validation(f"The instance type of instance group {name} cannot be changed.")
-        merged[name] = model.Group(name, {**existing.spec, **spec} if existing else dict(spec))
-        check_group(call, merged[name].spec)
+        if name in cluster.groups:
+            rules.check_unchanged(cluster.groups[name].spec, spec)
+        rules.check_group(call, spec, cluster.spec.get("VpcConfig"))
+        merged[name] = model.new_group(spec)
     for name in to_delete:
         merged[name].deleting = True
-    settings = {**cluster.spec, **{key: call.params[key] for key in _CLUSTER_UPDATABLE if key in call.params}}
+    settings = {**cluster.spec, **_settings(call.params, _CLUSTER_UPDATABLE)}
     check_cluster_settings(settings, new_orchestrator="Orchestrator" in call.params)
     check_quotas(call, list(merged.values()), cluster)
     cluster.spec = settings

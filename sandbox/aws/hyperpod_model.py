@@ -58,6 +58,10 @@ class Node:
     since: float = 0.0
     health: str | None = None
     software_updated_at: float | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    """Kubernetes labels of this node beyond its group's (an autoscaler's NodeClaim labels)."""
+    taints: list[dict[str, str]] = field(default_factory=list)
+    """Kubernetes taints of this node beyond its group's, in the API's ``Key``/``Value``/``Effect`` form."""
 
 
 @dataclass
@@ -82,6 +86,12 @@ class Group:
     @property
     def kubernetes(self) -> dict[str, Any]:
         return self.spec.get("KubernetesConfig") or {}
+
+
+def new_group(spec: dict[str, Any]) -> Group:
+    """A group from its specification (its image release is the one it names, else the current one)."""
+    return Group(name=spec["InstanceGroupName"], spec=dict(spec),
+                 image_release=spec.get("ImageReleaseVersion") or IMAGE_RELEASE_VERSION)
 
 
 @dataclass
@@ -171,7 +181,8 @@ def node_view(cluster: Cluster, node: Node) -> NodeView:
         availability_zone=node.subnet.availability_zone, availability_zone_id=node.subnet.availability_zone_id,
         subnet_id=node.subnet.subnet_id, private_ip=node.private_ip, private_dns=node.private_dns,
         launch_time=node.launched_at, capacity_type=node.capacity_type, health=node.health,
-        labels=dict(kubernetes.get("Labels") or {}), taints=[dict(taint) for taint in kubernetes.get("Taints") or []],
+        labels={**(kubernetes.get("Labels") or {}), **node.labels},
+        taints=[dict(taint) for taint in [*(kubernetes.get("Taints") or []), *node.taints]],
     )
 
 
@@ -186,16 +197,21 @@ def _emit(kind: str, cluster: Cluster, node: Node, replacement_id: str | None = 
 _event_sequence = itertools.count(1)
 
 
-def _subnet_id(cluster: Cluster, group: Group) -> str:
+def group_subnets(cluster: Cluster, group: Group) -> list[str]:
+    """The subnets ``group``'s instances go to: its override's, else the cluster's, else one derived from the
+    cluster's ARN (a caller that gave none)."""
     vpc = group.spec.get("OverrideVpcConfig") or cluster.spec.get("VpcConfig") or {}
-    subnets = vpc.get("Subnets") or []
-    if subnets:
-        return subnets[cluster.ordinal % len(subnets)]
-    return "subnet-" + hashlib.sha256(cluster.arn.encode()).hexdigest()[:17]
+    return list(vpc.get("Subnets") or []) or ["subnet-" + hashlib.sha256(cluster.arn.encode()).hexdigest()[:17]]
 
 
-def launch(cluster: Cluster, group: Group, logical_id: str | None = None) -> Node:
-    """Start a new instance in ``group`` (Pending) and announce it."""
+def _subnet_id(cluster: Cluster, group: Group) -> str:
+    subnets = group_subnets(cluster, group)
+    return subnets[cluster.ordinal % len(subnets)]
+
+
+def launch(cluster: Cluster, group: Group, logical_id: str | None = None, labels: dict[str, str] | None = None,
+           taints: list[dict[str, str]] | None = None) -> Node:
+    """Start a new instance in ``group`` (Pending) and announce it; ``labels``/``taints`` are its own."""
     facts = subnet_facts(cluster.region, _subnet_id(cluster, group))
     ip, dns = private_address(facts, cluster.ordinal, cluster.region)
     cluster.ordinal += 1
@@ -204,7 +220,8 @@ def launch(cluster: Cluster, group: Group, logical_id: str | None = None) -> Nod
     node = Node(instance_id="i-" + core.hex_id(17), logical_id=logical_id or f"{group.name}-{core.hex_id(16)}",
                 group=group.name, instance_type=group.instance_type, capacity_type=capacity, subnet=facts,
                 private_ip=ip, private_dns=dns, launched_at=now, since=now,
-                deep_health=bool(group.spec.get("OnStartDeepHealthChecks")))
+                deep_health=bool(group.spec.get("OnStartDeepHealthChecks")), labels=dict(labels or {}),
+                taints=[dict(taint) for taint in taints or []])
     cluster.nodes[node.instance_id] = node
     _emit("launched", cluster, node)
     return node
@@ -231,6 +248,21 @@ def terminate(cluster: Cluster, node: Node) -> None:
 def _remove(cluster: Cluster, node: Node) -> None:
     del cluster.nodes[node.instance_id]
     _emit("terminated", cluster, node)
+
+
+def scale_out(cluster: Cluster, group: Group, count: int, labels: dict[str, str],
+              taints: list[dict[str, str]]) -> list[Node]:
+    """Raise ``group``'s target by ``count`` and launch that many instances carrying ``labels``/``taints``."""
+    group.spec["InstanceCount"] = group.target + count
+    return [launch(cluster, group, labels=labels, taints=taints) for _ in range(count)]
+
+
+def scale_in(cluster: Cluster, node: Node) -> None:
+    """Terminate ``node`` and lower its group's target, so it is not replaced (HyperPod's node deletion)."""
+    group = cluster.groups.get(node.group)
+    if group is not None:
+        group.spec["InstanceCount"] = max(group.target - 1, 0)
+    terminate(cluster, node)
 
 
 def reconcile(cluster: Cluster, group: Group) -> None:

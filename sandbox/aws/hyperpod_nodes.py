@@ -122,16 +122,9 @@ def _batch(call: Call, allowed: tuple[str, ...], act: Callable[[model.Cluster, m
     return {key: value or None for key, value in result.items()}
 
 
-def _delete(cluster: model.Cluster, node: model.Node) -> None:
-    group = cluster.groups.get(node.group)
-    if group is not None:
-        group.spec["InstanceCount"] = max(group.target - 1, 0)
-    model.terminate(cluster, node)
-
-
 @operation("sagemaker", "BatchDeleteClusterNodes")
 def batch_delete_cluster_nodes(call: Call) -> dict[str, Any]:
-    return _batch(call, ("launching", "running", "rebooting"), _delete, "Code", "NodeIdNotFound",
+    return _batch(call, ("launching", "running", "rebooting"), model.scale_in, "Code", "NodeIdNotFound",
                   "InvalidNodeStatus")
 
 

@@ -55,6 +55,13 @@ class NodeView:
 
 
 @dataclass(frozen=True)
+class SubnetView:
+    subnet_id: str
+    availability_zone: str
+    availability_zone_id: str
+
+
+@dataclass(frozen=True)
 class InstanceGroupView:
     name: str
     instance_type: str
@@ -65,6 +72,11 @@ class InstanceGroupView:
     training_plan_arn: str | None
     labels: dict[str, str]
     taints: list[dict[str, str]]
+    capacity_type: str = "OnDemand"
+    """``OnDemand`` or ``Spot``."""
+    deep_health_checks: bool = False
+    """Whether the group runs on-start deep health checks."""
+    subnets: tuple[SubnetView, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,9 @@ class HyperPodView:
     node_recovery: str
     instance_groups: tuple[InstanceGroupView, ...]
     nodes: tuple[NodeView, ...]
+    autoscaling: bool = False
+    """HyperPod-managed Karpenter is on: ``AutoScaling.Mode`` is Enable and the cluster is InService or
+    Updating (its Karpenter installed)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The AWS world as the other sandbox parts see it, in-process and read-only (plus one report channel).
+"""The AWS world as the other sandbox parts see it, in-process: read-only, plus the simulator's channels back
+(node health reports and Karpenter scaling).
 
 For the Kubernetes emulator::
 
@@ -14,6 +15,9 @@ For the simulator::
                                                   # NodeEvent per node change (launched, running, rebooting,
                                                   # rebooted, replacing, replaced, terminating, terminated)
     set_node_health(cluster_arn, instance_id, status)
+    scale_out(cluster_arn, group, count, labels, taints) -> list[str]
+                                                  # HyperPod's Karpenter: raise a group's target, launch nodes
+    scale_in(cluster_arn, instance_id)            # terminate a node and lower its group's target
 
 Every reader first applies the transitions that are due, so what it returns is current. Node events are
 delivered on the thread that observed the change (an API request thread, a reader, or the server's ticker,
@@ -33,6 +37,8 @@ from typing import Any
 
 from sandbox.aws import core, eks_model, fsx, hyperpod, mlflow
 from sandbox.aws import hyperpod_model as model
+from sandbox.aws.hyperpod_groups import capacity_type
+from sandbox.aws.network import subnet_facts
 from sandbox.aws.views import (
     AddonView,
     EksClusterView,
@@ -40,11 +46,12 @@ from sandbox.aws.views import (
     InstanceGroupView,
     NodeEvent,
     NodeView,
+    SubnetView,
 )
 
-__all__ = ["AddonView", "EksClusterView", "HyperPodView", "InstanceGroupView", "NodeEvent", "NodeView",
+__all__ = ["AddonView", "EksClusterView", "HyperPodView", "InstanceGroupView", "NodeEvent", "NodeView", "SubnetView",
            "eks_addons", "eks_cluster", "eks_clusters", "hyperpod_cluster", "hyperpod_clusters", "off_node_event",
-           "on_node_event", "refresh", "set_node_health", "snapshot"]
+           "on_node_event", "refresh", "scale_in", "scale_out", "set_node_health", "snapshot"]
 
 
 def refresh() -> None:
@@ -90,12 +97,17 @@ def eks_addons(region: str, cluster: str) -> list[AddonView]:
 def _group_view(cluster: model.Cluster, group: model.Group) -> InstanceGroupView:
     details = hyperpod.group_details(cluster, group)
     kubernetes = group.kubernetes
+    subnets = [subnet_facts(cluster.region, subnet) for subnet in model.group_subnets(cluster, group)]
     return InstanceGroupView(name=group.name, instance_type=group.instance_type, target_count=group.target,
                              current_count=details["CurrentCount"], status=details["Status"],
                              threads_per_core=group.spec.get("ThreadsPerCore"),
                              training_plan_arn=group.spec.get("TrainingPlanArn"),
                              labels=dict(kubernetes.get("Labels") or {}),
-                             taints=[dict(taint) for taint in kubernetes.get("Taints") or []])
+                             taints=[dict(taint) for taint in kubernetes.get("Taints") or []],
+                             capacity_type=capacity_type(group.spec),
+                             deep_health_checks=bool(group.spec.get("OnStartDeepHealthChecks")),
+                             subnets=tuple(SubnetView(facts.subnet_id, facts.availability_zone,
+                                                      facts.availability_zone_id) for facts in subnets))
 
 
 def _hyperpod_view(cluster: model.Cluster) -> HyperPodView:
@@ -104,7 +116,9 @@ def _hyperpod_view(cluster: model.Cluster) -> HyperPodView:
                         eks_cluster_arn=eks_arn, eks_cluster_name=eks_arn.rsplit("/", 1)[-1] if eks_arn else None,
                         node_recovery=cluster.node_recovery,
                         instance_groups=tuple(_group_view(cluster, group) for group in cluster.groups.values()),
-                        nodes=tuple(model.node_view(cluster, node) for node in cluster.nodes.values()))
+                        nodes=tuple(model.node_view(cluster, node) for node in cluster.nodes.values()),
+                        autoscaling=(cluster.spec.get("AutoScaling") or {}).get("Mode") == "Enable"
+                        and cluster.status in ("InService", "Updating"))
 
 
 def hyperpod_clusters() -> list[HyperPodView]:
@@ -138,6 +152,36 @@ def set_node_health(cluster_arn: str, instance_id: str, status: str) -> None:
         if cluster is None or node is None:
             raise LookupError(f"no node {instance_id} in HyperPod cluster {cluster_arn}")
         model.set_health(cluster, node, status)
+
+
+def _cluster_and_group(cluster_arn: str, group_name: str) -> tuple[model.Cluster, model.Group]:
+    cluster = model.find(cluster_arn, region="")
+    group = cluster.groups.get(group_name) if cluster is not None else None
+    if cluster is None or group is None or group.deleting:
+        raise LookupError(f"no instance group {group_name} in HyperPod cluster {cluster_arn}")
+    return cluster, group
+
+
+def scale_out(cluster_arn: str, group_name: str, count: int, labels: dict[str, str],
+              taints: list[dict[str, str]]) -> list[str]:
+    """Raise the group's target by ``count`` and launch as many instances carrying the Kubernetes ``labels`` and
+    ``taints`` (``Key``/``Value``/``Effect``) besides the group's, as HyperPod's Karpenter does for a NodeClaim;
+    returns their instance ids. ``LookupError`` for an unknown cluster or group."""
+    with core.transaction():
+        refresh()
+        cluster, group = _cluster_and_group(cluster_arn, group_name)
+        return [node.instance_id for node in model.scale_out(cluster, group, count, labels, taints)]
+
+
+def scale_in(cluster_arn: str, instance_id: str) -> None:
+    """Terminate the instance and lower its group's target (``LookupError`` for an unknown one)."""
+    with core.transaction():
+        refresh()
+        cluster = model.find(cluster_arn, region="")
+        node = cluster.nodes.get(instance_id) if cluster is not None else None
+        if cluster is None or node is None:
+            raise LookupError(f"no node {instance_id} in HyperPod cluster {cluster_arn}")
+        model.scale_in(cluster, node)
 
 
 def snapshot() -> dict[str, Any]:

@@ -11,9 +11,13 @@ unions become ``x-kubernetes-int-or-string``, ``additionalProperties: false`` be
 defaults are dropped, and — as the README advises — ``replicaSpecs[].template`` is replaced by the core
 ``PodTemplateSpec`` schema generated from the client's models.
 
+HyperpodNodeClass has no published CRD either: ``HYPERPOD_NODE_CLASS`` is the one authored from the documented
+shape in ``sandbox/kube/authored_crds/`` (kept apart from the copies; its README says so).
+
 ``ADDON_CRDS`` maps EKS add-on names to the CRDs they install; ``OPERATOR_CRDS`` lists the CRDs of operators
 the product installs itself (KubeRay, KEDA with its kustomize patches applied, Kueue, Karpenter), for
-tests and the simulator.
+tests and the simulator; ``HYPERPOD_AUTOSCALING`` names what HyperPod installs on its EKS cluster when the
+HyperPod cluster's Karpenter autoscaling is on (NodePool, NodeClaim, HyperpodNodeClass).
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ from sandbox.kube.patch import json_patch
 
 ENV_VAR = "INSTANTSTART_CRDS_DIR"
 HYPERPOD_PYTORCH_JOB = "sagemaker.amazonaws.com/hyperpodpytorchjobs"
+HYPERPOD_NODE_CLASS = "karpenter.sagemaker.amazonaws.com/hyperpodnodeclasses"
 _VENDORED = Path(__file__).resolve().parent / "crd_files"
+_AUTHORED = Path(__file__).resolve().parent / "authored_crds"
 
 _INFERENCE = tuple(f"inference.sagemaker.aws.amazon.com/{name}.yaml"
                    for name in ("inferenceendpointconfigs", "jumpstartmodels", "sagemakerendpointregistrations"))
@@ -53,6 +59,12 @@ OPERATOR_CRDS: dict[str, tuple[str, ...]] = {
                                                        "clustertriggerauthentications")),
     "kueue": _KUEUE,
     "karpenter": ("karpenter.sh/nodepools.yaml", "karpenter.sh/nodeclaims.yaml"),
+}
+
+#: HyperPod-managed Karpenter → the CRDs HyperPod installs for it.
+HYPERPOD_AUTOSCALING = "hyperpod-autoscaling"
+_MANAGED_CRDS: dict[str, tuple[str, ...]] = {
+    HYPERPOD_AUTOSCALING: (*OPERATOR_CRDS["karpenter"], HYPERPOD_NODE_CLASS),
 }
 
 _KEDA_PATCHES = {"keda.sh/scaledobjects.yaml": "keda.sh/kustomize-patches/scaledobject_patch.yaml",
@@ -80,11 +92,18 @@ def _parsed(path: str) -> Any:
     return json.loads(text) if path.endswith(".json") else parse_yaml(text)
 
 
+@functools.cache
+def _authored(filename: str) -> Any:
+    return parse_yaml((_AUTHORED / filename).read_text())
+
+
 def load(path: str) -> dict[str, Any]:
     """A copy of the CRD at ``path`` (relative to ``crds_dir()``); KEDA CRDs come with their release patches,
-    and ``HYPERPOD_PYTORCH_JOB`` is the derived CRD."""
+    ``HYPERPOD_PYTORCH_JOB`` is the derived CRD and ``HYPERPOD_NODE_CLASS`` the authored one."""
     if path == HYPERPOD_PYTORCH_JOB:
         return hyperpod_pytorch_job_crd()
+    if path == HYPERPOD_NODE_CLASS:
+        return copy.deepcopy(_authored("hyperpodnodeclasses.yaml"))
     crd = copy.deepcopy(_parsed(path))
     if path in _KEDA_PATCHES:
         crd = json_patch(crd, _parsed(_KEDA_PATCHES[path]))
@@ -163,10 +182,11 @@ def hyperpod_pytorch_job_crd() -> dict[str, Any]:
 
 
 def files_for(names: list[str] | tuple[str, ...] | set[str] | frozenset[str]) -> list[str]:
-    """CRD files installed by the given add-ons and operators (unknown names install nothing)."""
+    """CRD files installed by the given add-ons, operators and ``HYPERPOD_AUTOSCALING`` (unknown names install
+    nothing)."""
     files: list[str] = []
     for name in sorted(names):
-        for path in ADDON_CRDS.get(name, ()) + OPERATOR_CRDS.get(name, ()):
+        for path in ADDON_CRDS.get(name, ()) + OPERATOR_CRDS.get(name, ()) + _MANAGED_CRDS.get(name, ()):
             if path not in files:
                 files.append(path)
     return files

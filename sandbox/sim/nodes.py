@@ -122,7 +122,8 @@ def _conditions(ready: str, previous: list[dict[str, Any]] | None) -> list[dict[
                              else "Kubelet stopped posting node status.", lastHeartbeatTime=now)
 
 
-def _new_node(ctx: Context, view: aws.HyperPodView, node: aws.NodeView) -> dict[str, Any]:
+def node_object(ctx: Context, view: aws.HyperPodView, node: aws.NodeView) -> dict[str, Any]:
+    """The Node a Running instance joins as (labels, taints, capacity of its type, Ready)."""
     facts = instances.facts(node.instance_type)
     version = ctx.store.kubernetes_version
     build = hashlib.sha256(version.encode()).hexdigest()[:7]
@@ -157,7 +158,7 @@ def _apply(ctx: Context, view: aws.HyperPodView, node: aws.NodeView, phase: str,
     """Bring the Node of ``node`` to ``phase`` (creating it when it is not there yet)."""
     health, ready, taint, cordoned = _PHASES[phase]
     if existing is None:
-        existing = ctx.store.create("nodes", _new_node(ctx, view, node))
+        existing = ctx.store.create("nodes", node_object(ctx, view, node))
         events.record(ctx, existing, "RegisteredNode", f"Node {objects.name(existing)} event: Registered Node "
                       f"{objects.name(existing)} in Controller", source="node-controller")
     declared = [{"key": t.get("Key"), "value": t.get("Value", ""), "effect": t.get("Effect")} for t in node.taints]

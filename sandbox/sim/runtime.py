@@ -3,8 +3,9 @@
 A pass (``Simulator.step``) reads the EKS clusters the AWS world reports (``clusters()``), brings the
 emulator's stores in line (``world.sync_cluster`` — which installs add-on CRDs — and ``forget_cluster`` for
 clusters this simulator synced before that are gone), then runs every controller over every serving
-cluster: first the HyperPod nodes, then ``CONTROLLERS`` in order (owners before the kubelet, the kubelet
-before Endpoints). Controllers are level-triggered, so a pass that runs late, or twice, is harmless.
+cluster: first the HyperPod nodes, then HyperPod's Karpenter (``karpenter``), then ``CONTROLLERS`` in order
+(owners before the kubelet, the kubelet before Endpoints). Controllers are level-triggered, so a pass that runs
+late, or twice, is harmless.
 
 Passes run on one background thread. It wakes when a store it watches changes, when the AWS world reports a
 node event, and otherwise every ``tick_seconds()`` (``max(0.05, clock.duration(2))``) for time-based
@@ -27,6 +28,7 @@ from sandbox.sim import (
     deployments,
     inference,
     jobs,
+    karpenter,
     nodes,
     pods,
     pytorchjobs,
@@ -124,8 +126,11 @@ class Simulator:
         for store in stores:
             key = (store.region, store.name)
             ctx = Context(store, self._memory.setdefault(key, {}))
+            orchestrated = [view for view in views if nodes.eks_cluster(view) == key]
             with ctx.guard("hyperpod nodes"):
-                nodes.reconcile(ctx, [view for view in views if nodes.eks_cluster(view) == key], self._phases)
+                nodes.reconcile(ctx, orchestrated, self._phases)
+            with ctx.guard("karpenter"):
+                karpenter.reconcile(ctx, orchestrated)
             for controller in CONTROLLERS:
                 with ctx.guard(controller.__name__):
                     controller.reconcile(ctx)

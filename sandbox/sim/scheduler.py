@@ -53,7 +53,7 @@ def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool
     return False
 
 
-def _expression_matches(expression: dict[str, Any], values: dict[str, str]) -> bool:
+def expression_matches(expression: dict[str, Any], values: dict[str, str]) -> bool:
     key, operator, wanted = expression.get("key"), expression.get("operator"), expression.get("values") or []
     present = key in values
     if operator == "In":
@@ -76,8 +76,8 @@ def _affinity_matches(spec: dict[str, Any], node: dict[str, Any]) -> bool:
     if not terms:
         return True
     node_labels, fields = objects.labels(node), {"metadata.name": objects.name(node)}
-    return any(all(_expression_matches(e, node_labels) for e in term.get("matchExpressions") or [])
-               and all(_expression_matches(e, fields) for e in term.get("matchFields") or [])
+    return any(all(expression_matches(e, node_labels) for e in term.get("matchExpressions") or [])
+               and all(expression_matches(e, fields) for e in term.get("matchFields") or [])
                for term in terms)
 
 
@@ -109,7 +109,15 @@ class Placement:
             self.used[node_name].update(pod_requests(pod["spec"]))
             self.pods[node_name].append(pod)
 
-    def _problems(self, pod: dict[str, Any], node: dict[str, Any]) -> list[str]:
+    def needs_new_node(self, pod: dict[str, Any]) -> bool:
+        """Does ``pod`` wait for a node: its volume claims are bound but no node of the cluster fits it now?"""
+        return self._unbound_claim(pod) is None and all(self._problems(pod, node) for node in self.nodes)
+
+    def fits_new_node(self, pod: dict[str, Any], node: dict[str, Any], used: Counter[str]) -> bool:
+        """Would ``pod`` fit ``node``, a Ready node that does not exist yet, on which ``used`` is requested?"""
+        return not self._problems(pod, node, used)
+
+    def _problems(self, pod: dict[str, Any], node: dict[str, Any], used: Counter[str] | None = None) -> list[str]:
         spec = pod["spec"]
         if not node_ready(node) or (node.get("spec") or {}).get("unschedulable"):
             return ["node(s) were unschedulable" if node_ready(node) else "node(s) were not ready"]
@@ -124,7 +132,7 @@ class Placement:
         if self._anti_affinity_conflict(pod, node):
             return ["node(s) didn't match pod anti-affinity rules"]
         allocatable = (node.get("status") or {}).get("allocatable") or {}
-        used = self.used[objects.name(node)]
+        used = self.used[objects.name(node)] if used is None else used
         return [f"Insufficient {key}" for key, wanted in pod_requests(spec).items()
                 if wanted and used[key] + wanted > parse_quantity(allocatable.get(key, 0))]
 

@@ -91,9 +91,10 @@ def test_boto3_builds_a_hyperpod_cluster_whose_nodes_run_a_training_job_with_str
     wait(lambda: sagemaker.describe_cluster(ClusterName="training-hp")["ClusterStatus"],
          lambda status: status == "InService")
 
-    eks.create_addon(clusterName="training", addonName=harness.TRAINING_OPERATOR)
-    wait(lambda: eks.describe_addon(clusterName="training", addonName=harness.TRAINING_OPERATOR)["addon"]["status"],
-         lambda status: status == "ACTIVE")
+    for addon in (*harness.OPERATOR_PREREQUISITES, harness.TRAINING_OPERATOR):
+        eks.create_addon(clusterName="training", addonName=addon)
+        wait(lambda a=addon: eks.describe_addon(clusterName="training", addonName=a)["addon"]["status"],
+             lambda status: status == "ACTIVE")
 
     api = kube.api_client("training", region=harness.REGION)
     core = k8s.CoreV1Api(api)

@@ -218,3 +218,30 @@ def test_moto_nodegroups_work_against_sandbox_clusters(client):
     with pytest.raises(ClientError) as excinfo:
         eks.delete_cluster(name="demo")
     assert _code(excinfo) == "ResourceInUseException"
+
+
+def test_hyperpod_operators_fail_without_their_prerequisites(client):
+    eks = client("eks")
+    make_eks_cluster(client)
+    status = lambda name: eks.describe_addon(clusterName="demo", addonName=name)["addon"]  # noqa: E731
+    eks.create_addon(clusterName="demo", addonName="cert-manager")
+    eks.create_addon(clusterName="demo", addonName="amazon-sagemaker-hyperpod-training-operator")
+    failed = wait_for(lambda: status("amazon-sagemaker-hyperpod-training-operator"),
+                      lambda addon: addon["status"] != "CREATING")
+    assert failed["status"] == "CREATE_FAILED"
+    (issue,) = failed["health"]["issues"]
+    assert "cert-manager" in issue["message"] and "eks-pod-identity-agent" in issue["message"]
+    wait_for(lambda: status("cert-manager")["status"], lambda s: s == "ACTIVE")
+    eks.create_addon(clusterName="demo", addonName="amazon-sagemaker-hyperpod-inference")
+    failed = wait_for(lambda: status("amazon-sagemaker-hyperpod-inference"), lambda a: a["status"] != "CREATING")
+    assert failed["status"] == "CREATE_FAILED"
+    assert failed["health"]["issues"][0]["message"].endswith("missing: eks-pod-identity-agent.")
+    eks.create_addon(clusterName="demo", addonName="eks-pod-identity-agent")
+    wait_for(lambda: status("eks-pod-identity-agent")["status"], lambda s: s == "ACTIVE")
+    eks.delete_addon(clusterName="demo", addonName="amazon-sagemaker-hyperpod-training-operator")
+    wait_for(lambda: eks.list_addons(clusterName="demo")["addons"],
+             lambda names: "amazon-sagemaker-hyperpod-training-operator" not in names)
+    eks.create_addon(clusterName="demo", addonName="amazon-sagemaker-hyperpod-training-operator")
+    installed = wait_for(lambda: status("amazon-sagemaker-hyperpod-training-operator"),
+                         lambda addon: addon["status"] != "CREATING")
+    assert (installed["status"], installed["health"]["issues"]) == ("ACTIVE", [])

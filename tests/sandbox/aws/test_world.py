@@ -33,16 +33,14 @@ def _kinds(events: list[NodeEvent], instance_id: str) -> list[str]:
 
 def test_eks_views_for_the_emulator(client):
     make_eks_cluster(client, "views", accessConfig={"authenticationMode": "API"})
-    client("eks").create_addon(clusterName="views", addonName="amazon-sagemaker-hyperpod-training-operator",
-                               configurationValues='{"replicas": 1}')
+    client("eks").create_addon(clusterName="views", addonName="metrics-server", configurationValues='{"replicas": 1}')
     (cluster,) = world.eks_clusters()
     assert (cluster.name, cluster.region, cluster.status, cluster.authentication_mode) == (
         "views", "us-west-2", "ACTIVE", "API")
     assert world.eks_cluster("us-west-2", "views") == cluster
     assert world.eks_cluster("us-east-1", "views") is None
     (addon,) = wait_for(lambda: world.eks_addons("us-west-2", "views"), lambda a: a[0].status == "ACTIVE")
-    assert (addon.name, addon.configuration_values) == ("amazon-sagemaker-hyperpod-training-operator",
-                                                        '{"replicas": 1}')
+    assert (addon.name, addon.configuration_values) == ("metrics-server", '{"replicas": 1}')
     assert world.eks_addons("us-west-2", "missing") == []
 
 

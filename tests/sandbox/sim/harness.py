@@ -21,6 +21,8 @@ from sandbox import clock
 REGION = "us-west-2"
 ROLE = "arn:aws:iam::123456789012:role/sandbox"
 TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
+#: What the HyperPod operators need installed first (the sandbox fails them otherwise).
+OPERATOR_PREREQUISITES = ("eks-pod-identity-agent", "cert-manager")
 
 
 @contextlib.contextmanager
@@ -61,10 +63,12 @@ def group(name: str = "gpu", instance_type: str = "ml.g5.8xlarge", count: int = 
 
 
 def make_cluster(name: str = "demo", groups: list[dict[str, Any]] | None = None,
-                 addons: tuple[str, ...] = (TRAINING_OPERATOR,)) -> k8s.ApiClient:
+                 addons: tuple[str, ...] = (*OPERATOR_PREREQUISITES, TRAINING_OPERATOR),
+                 **settings: Any) -> k8s.ApiClient:
     """An ACTIVE EKS cluster orchestrating an InService HyperPod cluster ``<name>-hp`` (default: two
-    ml.g5.8xlarge), with ``addons`` ACTIVE and every node Ready; returns its ``ApiClient``. Made at time
-    scale 0, so it costs no simulated time."""
+    ml.g5.8xlarge; ``settings`` are further ``create_cluster`` members), with ``addons`` ACTIVE (installed in
+    that order) and every node Ready; returns its ``ApiClient``. Made at time scale 0, so it costs no
+    simulated time."""
     groups = [group()] if groups is None else groups
     eks, sagemaker = client("eks"), client("sagemaker")
     with instantly():
@@ -72,7 +76,7 @@ def make_cluster(name: str = "demo", groups: list[dict[str, Any]] | None = None,
                                  accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})["cluster"]["arn"]
         wait_for(lambda: eks.describe_cluster(name=name)["cluster"]["status"], lambda s: s == "ACTIVE")
         sagemaker.create_cluster(ClusterName=f"{name}-hp", Orchestrator={"Eks": {"ClusterArn": arn}},
-                                 InstanceGroups=groups)
+                                 InstanceGroups=groups, **settings)
         wait_for(lambda: sagemaker.describe_cluster(ClusterName=f"{name}-hp")["ClusterStatus"],
                  lambda s: s == "InService")
         for addon in addons:

@@ -1,0 +1,75 @@
+"""What every feature module shares: an observation of its actual state, and the HyperPod cluster calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from cloud import aws
+from clusters.models import Cluster, FeatureState
+from operations.pipeline import PhaseFailed, Progress
+
+
+@dataclass(frozen=True)
+class FeatureObservation:
+    """A feature's actual state. ``managed``: what is there was made by InstantStart (a feature enabled outside it
+    is reported, never removed); ``settings`` the user-facing values (e.g. ``memory_percentage``); ``details``
+    what it is made of (role ARN, service account, workspace…); ``message`` why the state is what it is."""
+
+    feature: str
+    state: str
+    managed: bool = True
+    settings: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return self.state == FeatureState.ENABLED
+
+
+def sagemaker(cluster: Cluster):
+    return aws.client("sagemaker", region=cluster.region)
+
+
+def describe_hyperpod(cluster: Cluster) -> dict[str, Any] | None:
+    """DescribeCluster of the cluster's HyperPod cluster, or ``None`` when it has none (or it is gone)."""
+    if not cluster.hyperpod_name:
+        return None
+    with aws.translated("sagemaker", "DescribeCluster"):
+        try:
+            return sagemaker(cluster).describe_cluster(ClusterName=cluster.hyperpod_name)
+        except ClientError as error:
+            if aws.error_is(error, "ResourceNotFound", "ResourceNotFoundException", "ValidationException"):
+                return None
+            raise
+
+
+def require_hyperpod(cluster: Cluster) -> dict[str, Any]:
+    described = describe_hyperpod(cluster)
+    if described is None:
+        raise PhaseFailed(f"Cluster {cluster.name} has no HyperPod cluster.", code="hyperpod_missing")
+    return described
+
+
+def converge_hyperpod(cluster: Cluster, *, matches, update: dict[str, Any], what: str) -> Progress:
+    """Level-triggered UpdateCluster: finished once the HyperPod cluster is InService and ``matches(described)``;
+    sends ``update`` when it is InService and does not match yet; waits while it is busy."""
+    described = require_hyperpod(cluster)
+    status = described.get("ClusterStatus", "")
+    if status == "Failed":
+        raise PhaseFailed(f"The HyperPod cluster failed: {described.get('FailureMessage', '')}",
+                          code="hyperpod_cluster_failed")
+    if status != "InService":
+        return Progress.waiting(f"{what}: HyperPod {status}")
+    if matches(described):
+        return Progress.finished(f"{what}: done")
+    with aws.translated("sagemaker", "UpdateCluster"):
+        try:
+            sagemaker(cluster).update_cluster(ClusterName=cluster.hyperpod_name, **update)
+        except ClientError as error:
+            if not aws.error_is(error, "ConflictException"):
+                raise
+    return Progress.waiting(f"{what}: UpdateCluster sent")

@@ -1,0 +1,170 @@
+"""Managed tiered checkpointing (F-MF-2): HyperPod's ``TieredStorageConfig`` plus the identity chain training pods
+use to persist checkpoints to S3.
+
+The chain, made in this order and removed in the reverse one:
+
+1. an IAM role ``instantstart-<cluster id>-checkpoints`` whose inline policy ``checkpoints`` lists, reads, writes
+   and deletes only under ``teams/<slug>/checkpoints/`` of the shared bucket, and whose trust is the cluster's IAM
+   OIDC provider (made by the *eks* phase) for exactly ``system:serviceaccount:team-<slug>:instantstart-checkpoints``;
+2. that ServiceAccount in the team namespace, labelled as ours and annotated ``eks.amazonaws.com/role-arn``;
+3. ``UpdateCluster`` with ``TieredStorageConfig {Mode: Enable, InstanceMemoryAllocationPercentage}``.
+
+Disabling sends ``{Mode: Disable}``, deletes the ServiceAccount (only when labelled ours) and the role with its
+policy. Training jobs run as :func:`service_account` when the feature is on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from cloud import aws, kube
+from clusters.features import identity
+from clusters.features.base import FeatureObservation, converge_hyperpod, describe_hyperpod
+from clusters.features.catalog import DEFAULT_MEMORY_PERCENTAGE, TIERED_CHECKPOINTING
+from clusters.models import Cluster, ClusterFeature, FeatureState
+from clusters.ownership import CLUSTER_LABEL, iam_name, kube_labels, team_namespace
+from clusters.shared_bucket import shared_bucket_name, team_prefix
+from clusters.storage import ensure_namespace
+from operations.context import StepContext
+from operations.pipeline import PhaseFailed, Progress
+
+SERVICE_ACCOUNT = "instantstart-checkpoints"
+PURPOSE = "checkpoints"
+ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
+
+
+def service_account(cluster: Cluster) -> str | None:
+    """The ServiceAccount (in the team namespace) training pods of ``cluster`` run as to use managed tiered
+    checkpointing, or ``None`` when the feature is off — as last observed (the ClusterFeature row)."""
+    row = ClusterFeature.objects.filter(cluster=cluster, feature=TIERED_CHECKPOINTING).first()
+    if row is None or row.state != FeatureState.ENABLED:
+        return None
+    return row.details.get("service_account") or SERVICE_ACCOUNT
+
+
+def checkpoint_prefix(cluster: Cluster) -> str:
+    return f"{team_prefix(cluster.team.slug)}checkpoints/"
+
+
+def policy(cluster: Cluster) -> dict[str, Any]:
+    bucket = f"arn:{aws.partition(cluster.region)}:s3:::{shared_bucket_name(cluster.region)}"
+    prefix = checkpoint_prefix(cluster)
+    return {"Version": "2012-10-17", "Statement": [
+        {"Sid": "ListCheckpoints", "Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [bucket],
+         "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}}},
+        {"Sid": "ReadWriteCheckpoints", "Effect": "Allow",
+         "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
+         "Resource": [f"{bucket}/{prefix}*"]},
+    ]}
+
+
+def _core(cluster: Cluster) -> k8s.CoreV1Api:
+    return k8s.CoreV1Api(kube.api_client(cluster.eks_name, region=cluster.region))
+
+
+def read_service_account(cluster: Cluster) -> k8s.V1ServiceAccount | None:
+    try:
+        return _core(cluster).read_namespaced_service_account(SERVICE_ACCOUNT, team_namespace(cluster.team))
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def _ours(found: k8s.V1ServiceAccount, cluster: Cluster) -> bool:
+    return (found.metadata.labels or {}).get(CLUSTER_LABEL) == str(cluster.pk)
+
+
+def _tiered(described: dict[str, Any] | None) -> dict[str, Any]:
+    return (described or {}).get("TieredStorageConfig") or {}
+
+
+def observe(cluster: Cluster) -> FeatureObservation:
+    described = describe_hyperpod(cluster)
+    config = _tiered(described)
+    on = config.get("Mode") == "Enable"
+    details: dict[str, Any] = {}
+    if on:
+        details = {"service_account": SERVICE_ACCOUNT, "namespace": team_namespace(cluster.team),
+                   "role": iam_name(cluster, PURPOSE), "location": f"s3://{shared_bucket_name(cluster.region)}/"
+                                                                   f"{checkpoint_prefix(cluster)}"}
+    state = FeatureState.ENABLED if on else FeatureState.DISABLED
+    settings = {"memory_percentage": config.get("InstanceMemoryAllocationPercentage")} if on else {}
+    return FeatureObservation(TIERED_CHECKPOINTING, state, settings=settings, details=details,
+                              message="" if described is not None or not cluster.hyperpod_name
+                              else "The HyperPod cluster was not found.")
+
+
+def _apply_service_account(cluster: Cluster, role_arn: str) -> None:
+    core = _core(cluster)
+    namespace = ensure_namespace(core, cluster)
+    found = read_service_account(cluster)
+    body = k8s.V1ServiceAccount(api_version="v1", kind="ServiceAccount", metadata=k8s.V1ObjectMeta(
+        name=SERVICE_ACCOUNT, namespace=namespace, labels=kube_labels(cluster),
+        annotations={ROLE_ANNOTATION: role_arn}))
+    if found is None:
+        try:
+            core.create_namespaced_service_account(namespace, body)
+            return
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            found = read_service_account(cluster)
+    if not _ours(found, cluster):
+        raise PhaseFailed(f"A ServiceAccount {namespace}/{SERVICE_ACCOUNT} exists and is not InstantStart's.",
+                          code="service_account_taken")
+    if (found.metadata.annotations or {}).get(ROLE_ANNOTATION) != role_arn:
+        core.patch_namespaced_service_account(SERVICE_ACCOUNT, namespace,
+                                              {"metadata": {"annotations": {ROLE_ANNOTATION: role_arn}}})
+
+
+def ensure_identity(cluster: Cluster) -> str:
+    """The role (OIDC trust for exactly the ServiceAccount) and the annotated ServiceAccount; the role's ARN."""
+    if not cluster.oidc_issuer:
+        raise PhaseFailed(f"Cluster {cluster.name} has no IAM OIDC provider on record.", code="oidc_provider_missing")
+    namespace = team_namespace(cluster.team)
+    role_arn = identity.ensure_role(
+        cluster, purpose=PURPOSE, policy=policy(cluster),
+        trust=identity.oidc_trust(cluster, namespace=namespace, service_account=SERVICE_ACCOUNT),
+        description=f"InstantStart: tiered checkpointing of {namespace}/{SERVICE_ACCOUNT} on {cluster.name}")
+    _apply_service_account(cluster, role_arn)
+    return role_arn
+
+
+def submit_enable(ctx: StepContext, cluster: Cluster) -> None:
+    role_arn = ensure_identity(cluster)
+    ctx.record(role_arn=role_arn, service_account=f"{team_namespace(cluster.team)}/{SERVICE_ACCOUNT}")
+    ctx.log(f"Service account {team_namespace(cluster.team)}/{SERVICE_ACCOUNT} bound to {role_arn}.")
+
+
+def poll_enable(ctx: StepContext, cluster: Cluster) -> Progress:
+    percentage = ctx.params["changes"][TIERED_CHECKPOINTING].get("memory_percentage") or DEFAULT_MEMORY_PERCENTAGE
+    wanted = {"Mode": "Enable", "InstanceMemoryAllocationPercentage": percentage}
+    return converge_hyperpod(
+        cluster, what="Tiered storage",
+        matches=lambda described: {key: _tiered(described).get(key) for key in wanted} == wanted,
+        update={"TieredStorageConfig": wanted})
+
+
+def submit_disable(ctx: StepContext, cluster: Cluster) -> None:
+    ctx.log("Turning managed tiered checkpointing off.")
+
+
+def poll_disable(ctx: StepContext, cluster: Cluster) -> Progress:
+    progress = converge_hyperpod(cluster, what="Tiered storage",
+                                 matches=lambda described: _tiered(described).get("Mode") != "Enable",
+                                 update={"TieredStorageConfig": {"Mode": "Disable"}})
+    if not progress.done:
+        return progress
+    found = read_service_account(cluster) if cluster.eks_name else None
+    if found is not None and _ours(found, cluster):
+        _core(cluster).delete_namespaced_service_account(SERVICE_ACCOUNT, team_namespace(cluster.team),
+                                                         _preload_content=False).read()
+        ctx.log(f"Deleted the service account {team_namespace(cluster.team)}/{SERVICE_ACCOUNT}.")
+    deleted = identity.delete_role(cluster, PURPOSE)
+    if deleted:
+        ctx.log(f"Deleted the IAM role {deleted}.")
+    return Progress.finished("off")

@@ -1,0 +1,103 @@
+"""Reading and changing a cluster's managed features (the only writers of ``ClusterFeature`` outside operations).
+
+``features_get`` observes the actual state (AWS, Kubernetes) and records it. ``features_update`` authorizes, checks
+the cluster (``cluster_not_active``, ``cluster_busy``) before it reads anything, observes, computes the diff and —
+only when something differs — records the audit event and starts one ``cluster.features:…`` operation for exactly
+those features. Nothing mutating is sent to AWS by these functions; refusals send nothing at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from accounts import access, audit
+from accounts.models import Role, User
+from clusters.features import diff, observe, pipeline
+from clusters.features.base import FeatureObservation
+from clusters.features.catalog import FEATURES, ORDER
+from clusters.models import Cluster, ClusterFeature, ClusterState, FeatureState
+from config.errors import Conflict
+from operations.models import ACTIVE_STATES, Operation
+from operations.services import operation_start
+
+access.register_team_action("feature.view", Role.VIEWER)
+access.register_team_action("feature.update", Role.ADMIN)
+
+
+@dataclass(frozen=True)
+class FeatureUpdate:
+    """``operation`` is ``None`` when nothing differed (``changed`` false)."""
+
+    changes: dict[str, dict[str, Any]]
+    operation: Operation | None
+
+    @property
+    def changed(self) -> bool:
+        return self.operation is not None
+
+
+def running_operation(cluster: Cluster) -> Operation | None:
+    return Operation.objects.filter(target_type="cluster", target_id=str(cluster.pk),
+                                    state__in=ACTIVE_STATES).order_by("-created_at").first()
+
+
+def _require_changeable(cluster: Cluster) -> None:
+    if cluster.state != ClusterState.ACTIVE:
+        raise Conflict(f"Cluster {cluster.name} is {cluster.state}; features change on active clusters.",
+                       code="cluster_not_active")
+    running = running_operation(cluster)
+    if running is not None:
+        raise Conflict(f"Cluster {cluster.name} is busy: operation {running.pk} ({running.kind}) is {running.state}. "
+                       "Wait for it to finish or cancel it.", code="cluster_busy")
+
+
+def features_get(*, actor: User, cluster: Cluster) -> list[ClusterFeature]:
+    """Every feature's actual state, observed now and recorded; rows in catalog order."""
+    access.require(actor, "feature.view", cluster)
+    if cluster.state == ClusterState.DELETED or not cluster.eks_name:
+        return recorded(cluster)
+    observe.record(cluster, observe.observe(cluster).values())
+    return recorded(cluster)
+
+
+def recorded(cluster: Cluster) -> list[ClusterFeature]:
+    """The recorded rows, one per catalog feature (unobserved ones ``unknown``, unsaved)."""
+    rows = {row.feature: row for row in ClusterFeature.objects.filter(cluster=cluster)}
+    return [rows.get(slug) or ClusterFeature(cluster=cluster, feature=slug, state=FeatureState.UNKNOWN)
+            for slug in ORDER]
+
+
+def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[str, Any]], source: str,
+                    idempotency_key: str | None = None) -> FeatureUpdate:
+    """Apply the fields the user changed (``requested``, already shape-checked): no operation when the actual state
+    already matches, else one operation touching only the differing features, in dependency order."""
+    access.require(actor, "feature.update", cluster)
+    if idempotency_key:
+        replayed = Operation.objects.filter(team=cluster.team, idempotency_key=idempotency_key).first()
+        if replayed is not None:
+            return FeatureUpdate(dict(replayed.params.get("changes", {})), replayed)
+    _require_changeable(cluster)
+    actual: dict[str, FeatureObservation] = observe.observe(cluster, [slug for slug in ORDER if slug in requested])
+    found = diff.changes(cluster, requested, actual)
+    observe.record(cluster, actual.values())
+    if not found:
+        return FeatureUpdate({}, None)
+    titles = ", ".join(f"{FEATURES[slug].title} {'on' if change['enabled'] else 'off'}"
+                       for slug, change in found.items())
+    with transaction.atomic():
+        _require_changeable(Cluster.objects.select_for_update().get(pk=cluster.pk))
+        operation, _ = operation_start(
+            actor=actor, team=cluster.team, kind=pipeline.kind_for(found),
+            title=f"Features of {cluster.name}: {titles}",
+            params={"cluster_id": cluster.pk, "region": cluster.region, "changes": found}, source=source,
+            target=cluster, idempotency_key=idempotency_key)
+        for slug, change in found.items():
+            ClusterFeature.objects.update_or_create(cluster=cluster, feature=slug, defaults={
+                "state": FeatureState.ENABLING if change["enabled"] else FeatureState.DISABLING, "last_error": ""})
+        audit.record(actor=actor, source=source, action="feature.update", target=cluster, team=cluster.team,
+                     before={slug: {"state": actual[slug].state, **actual[slug].settings} for slug in found},
+                     after={**found, "operation": operation.pk})
+    return FeatureUpdate(found, operation)

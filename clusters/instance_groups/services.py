@@ -1,0 +1,214 @@
+"""Instance-group writes (F-IG-1, F-IG-3): add, change (the explicit-diff contract, F-MF-3), delete.
+
+Each service authorizes through ``accounts.access`` (admins change groups; members read them), checks *before*
+anything is written or sent to AWS, writes the row, the operation and an audit event in one transaction, and leaves
+the cloud work to the operation. A change reads the group's actual state from AWS and compares it with only the
+fields the caller sent: nothing differs → ``(group, None)`` and no operation; a differing capacity type, training
+plan, interface mode, instance type or zone → ``immutable_field`` on that field (they are fixed when the group is
+created); otherwise an operation that changes exactly the differing members.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from accounts import access, audit
+from accounts.models import Role, User
+from clusters import preflight, usage
+from clusters.instance_groups import mirror, pipelines, specs
+from clusters.instance_groups.checks import GroupRequest, check_add
+from clusters.instance_groups.hyperpod_update import group_details
+from clusters.models import Cluster, ClusterState, InstanceGroup
+from clusters.services import _replayed, _require_idle
+from clusters.spec import ClusterSpec
+from config.errors import Conflict, ValidationFailed
+from operations.models import Operation
+from operations.services import operation_start
+
+access.register_team_action("instance_group.view", Role.VIEWER)
+access.register_team_action("instance_group.create", Role.ADMIN)
+access.register_team_action("instance_group.update", Role.ADMIN)
+access.register_team_action("instance_group.delete", Role.ADMIN)
+
+#: Fields fixed at creation, with how a person names them.
+IMMUTABLE = {"instance_type": "instance type", "capacity_type": "capacity type",
+             "training_plan_arn": "training plan", "interface_mode": "network interface mode", "zone": "zone"}
+#: Fields a change may set.
+MUTABLE = ("instance_count", "deep_health_checks")
+DELETING = "Deleting"
+
+
+def _require_active(cluster: Cluster) -> None:
+    if cluster.state != ClusterState.ACTIVE:
+        raise Conflict(f"Cluster {cluster.name} is {cluster.state}; instance groups change on active clusters.",
+                       code="cluster_not_active")
+
+
+def _hyperpod(cluster: Cluster) -> dict[str, Any]:
+    found = mirror.describe(cluster)
+    if found is None:
+        raise Conflict(f"Cluster {cluster.name} has no HyperPod cluster.", code="hyperpod_missing")
+    return found
+
+
+def _autoscaling_on(found: dict[str, Any]) -> bool:
+    return ((found.get("AutoScaling") or {}).get("Mode")) == "Enable"
+
+
+def group_add(*, actor: User, cluster: Cluster, request: GroupRequest, source: str,
+              idempotency_key: str | None = None) -> tuple[InstanceGroup, Operation]:
+    """Check ``request`` (:func:`clusters.instance_groups.checks.check_add`) and start ``instance_group.add``."""
+    access.require(actor, "instance_group.create", cluster)
+    replayed = _replayed(cluster.team, idempotency_key)
+    if replayed is not None:
+        return InstanceGroup.objects.get(pk=replayed.params["group_id"]), replayed
+    _require_active(cluster)
+    _require_idle(cluster)
+    found = _hyperpod(cluster)
+    existing = [group["InstanceGroupName"] for group in found.get("InstanceGroups") or []]
+    checked = check_add(cluster, request, existing=existing, autoscaling=_autoscaling_on(found))
+    try:
+        with transaction.atomic():
+            group, operation = _start_add(actor, cluster, checked, source, idempotency_key)
+    except IntegrityError:
+        raise ValidationFailed.for_field("name", "instance_group_name_taken",
+                                         f"Cluster {cluster.name} already has a group named {checked.name}.") from None
+    return group, operation
+
+
+def _start_add(actor: User, cluster: Cluster, checked: GroupRequest, source: str,
+               idempotency_key: str | None) -> tuple[InstanceGroup, Operation]:
+    group = InstanceGroup.objects.create(
+        cluster=cluster, name=checked.name, instance_type=checked.instance_type,
+        capacity_type=checked.capacity_type, training_plan_arn=checked.training_plan_arn,
+        interface_mode=checked.interface_mode, zone=checked.zone, target_count=checked.instance_count,
+        threads_per_core=checked.threads_per_core, ebs_volume_gib=checked.ebs_volume_gib, status="Pending",
+        deep_health_checks=list(specs.DEEP_HEALTH_CHECKS) if checked.deep_health_checks else [])
+    operation, _ = operation_start(
+        actor=actor, team=cluster.team, kind=pipelines.ADD_KIND,
+        title=f"Add group {checked.name} to {cluster.name}",
+        params={"cluster_id": cluster.pk, "region": cluster.region, "group_id": group.pk, **checked.as_params()},
+        source=source, target=cluster, idempotency_key=idempotency_key)
+    audit.record(actor=actor, source=source, action="instance_group.create", target=group, team=cluster.team,
+                 after=checked.as_params())
+    return group, operation
+
+
+def _actual(group: InstanceGroup, details: dict[str, Any]) -> dict[str, Any]:
+    return {"instance_type": details.get("InstanceType") or "", "capacity_type": specs.capacity_type_of(details),
+            "training_plan_arn": details.get("TrainingPlanArn") or "",
+            "interface_mode": specs.interface_mode_of(details), "zone": group.zone,
+            "instance_count": details.get("TargetCount", 0),
+            "deep_health_checks": bool(details.get("OnStartDeepHealthChecks"))}
+
+
+def _members(changed: dict[str, Any]) -> dict[str, Any]:
+    """The specification members a change sets (``None``: the member is removed)."""
+    members: dict[str, Any] = {}
+    if "instance_count" in changed:
+        members["InstanceCount"] = changed["instance_count"]
+    if "deep_health_checks" in changed:
+        members["OnStartDeepHealthChecks"] = list(specs.DEEP_HEALTH_CHECKS) if changed["deep_health_checks"] else None
+    return members
+
+
+def group_update(*, actor: User, group: InstanceGroup, changes: dict[str, Any], source: str,
+                 idempotency_key: str | None = None) -> tuple[InstanceGroup, Operation | None]:
+    """Apply the fields the caller changed (``changes``: any of :data:`IMMUTABLE` and :data:`MUTABLE`) to the group
+    as AWS has it now. ``(group, None)`` when nothing differs."""
+    cluster = group.cluster
+    access.require(actor, "instance_group.update", cluster)
+    replayed = _replayed(cluster.team, idempotency_key)
+    if replayed is not None:
+        return group, replayed
+    _require_active(cluster)
+    found = _hyperpod(cluster)
+    details = group_details(found, group.name)
+    if details is None or group.deleted:
+        raise Conflict(f"Instance group {group.name} no longer exists.", code="instance_group_missing")
+    if details.get("Status") == DELETING or group.status == DELETING:
+        raise Conflict(f"Instance group {group.name} is being deleted.", code="instance_group_deleting")
+    actual = _actual(group, details)
+    fields: dict[str, list[dict[str, str]]] = {}
+    for field, label in IMMUTABLE.items():
+        if field in changes and changes[field] != actual[field]:
+            fields[field] = [{"code": "immutable_field", "message": f"The {label} of a group is fixed when it is "
+                              f"created ({group.name}: {actual[field] or 'none'}); add a new group instead."}]
+    changed = {field: changes[field] for field in MUTABLE if field in changes and changes[field] != actual[field]}
+    if "instance_count" in changed and changed["instance_count"] < (0 if _autoscaling_on(found) else 1):
+        fields["instance_count"] = [{"code": "invalid_count", "message": "Keep at least 1 instance (0 only while "
+                                     "managed autoscaling is on)."}]
+    if fields:
+        first = next(iter(fields.values()))[0]
+        raise ValidationFailed(first["message"], code=first["code"], fields=fields)
+    if not changed:
+        return group, None
+    if "instance_count" in changed:
+        _check_growth(cluster, group, details, changed["instance_count"])
+    _require_idle(cluster)
+    with transaction.atomic():
+        operation, _ = operation_start(
+            actor=actor, team=cluster.team, kind=pipelines.UPDATE_KIND, title=_title(group, changed),
+            params={"cluster_id": cluster.pk, "region": cluster.region, "group_id": group.pk, "name": group.name,
+                    "members": _members(changed), "changed": changed},
+            source=source, target=cluster, idempotency_key=idempotency_key)
+        audit.record(actor=actor, source=source, action="instance_group.update", target=group, team=cluster.team,
+                     before={field: actual[field] for field in changed}, after=changed)
+    return group, operation
+
+
+def _title(group: InstanceGroup, changed: dict[str, Any]) -> str:
+    if set(changed) == {"instance_count"}:
+        return f"Scale group {group.name} to {changed['instance_count']}"
+    return f"Change group {group.name}"
+
+
+def _check_growth(cluster: Cluster, group: InstanceGroup, details: dict[str, Any], count: int) -> None:
+    """Quota (or the training plan's capacity) for the instances a scale-up adds."""
+    added = count - int(details.get("TargetCount", 0))
+    if added <= 0:
+        return
+    failures = preflight.Failures()
+    spec = ClusterSpec(name=cluster.name, region=cluster.region, zone=group.zone, instance_type=group.instance_type,
+                       instance_count=added, capacity_type=group.capacity_type,
+                       training_plan_arn=group.training_plan_arn)
+    if group.training_plan_arn:
+        spec = replace(spec, instance_count=count)
+        preflight.check_training_plan(spec, {group.zone: None}, failures)
+        failures.fields.pop("zone", None)
+    else:
+        preflight.check_quota(spec, True, failures)
+    failures.raise_any()
+
+
+def group_delete(*, actor: User, group: InstanceGroup, source: str,
+                 idempotency_key: str | None = None) -> Operation:
+    """Start ``instance_group.delete``; refused with ``instance_group_in_use`` (listing them) while jobs or
+    endpoints are pinned to the group, and ``instance_group_deleting`` when it is already going."""
+    cluster = group.cluster
+    access.require(actor, "instance_group.delete", cluster)
+    replayed = _replayed(cluster.team, idempotency_key)
+    if replayed is not None:
+        return replayed
+    _require_active(cluster)
+    if group.deleted:
+        raise Conflict(f"Instance group {group.name} no longer exists.", code="instance_group_missing")
+    if group.status == DELETING:
+        raise Conflict(f"Instance group {group.name} is being deleted.", code="instance_group_deleting")
+    pinned = usage.pinned_to(cluster, group.name)
+    if pinned:
+        raise Conflict(f"Instance group {group.name} still has {', '.join(pinned)} pinned to it; stop them first.",
+                       code="instance_group_in_use")
+    _require_idle(cluster)
+    with transaction.atomic():
+        operation, _ = operation_start(
+            actor=actor, team=cluster.team, kind=pipelines.DELETE_KIND, title=f"Delete group {group.name}",
+            params={"cluster_id": cluster.pk, "region": cluster.region, "group_id": group.pk, "name": group.name},
+            source=source, target=cluster, idempotency_key=idempotency_key)
+        audit.record(actor=actor, source=source, action="instance_group.delete", target=group, team=cluster.team,
+                     before={"name": group.name, "instance_type": group.instance_type,
+                             "target_count": group.target_count})
+    return operation

@@ -1,0 +1,66 @@
+"""The "Advanced features" panel of a cluster page (F-MF): loaded by htmx from the detail page, refreshed while an
+operation changes the cluster, and changed by ``static/js/cluster-features.js``, which posts as JSON only the
+fields the user changed — validated with the REST serializer and applied by the same service."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+from rest_framework.exceptions import ValidationError
+
+from accounts.views.common import portal_view
+from clusters import selectors
+from clusters.api.feature_serializers import FeaturesUpdateSerializer, capabilities, feature_row
+from clusters.features import observe, services
+from clusters.features.catalog import MEMORY_PERCENTAGE_RANGE
+from clusters.views.common import perform
+from config.api.exceptions import error_body
+from operations import selectors as operation_selectors
+
+
+def _requested(request: HttpRequest) -> tuple[dict | None, dict | None]:
+    """The posted changes, shape-checked, or the REST error body."""
+    try:
+        data = json.loads(request.body or b"{}")
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return None, {"code": "malformed_request", "message": "Send the changes as a JSON object.", "fields": {}}
+    serializer = FeaturesUpdateSerializer(data=data)
+    try:
+        serializer.is_valid(raise_exception=True)
+    except ValidationError as exc:
+        return None, error_body(exc)[0]
+    return dict(serializer.validated_data), None
+
+
+@require_http_methods(["GET", "POST"])
+@portal_view
+def feature_panel(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    error, outcome, status = None, "", 200
+    if request.method == "POST":
+        requested, error = _requested(request)
+        if requested is not None:
+            result, error = perform(lambda: services.features_update(
+                actor=request.user, cluster=cluster, requested=requested, source=request.source))
+            if result is not None:
+                outcome = "changed" if result.changed else "unchanged"
+        if error:
+            status = 400 if error["code"] == "validation_failed" else 409
+    running = services.running_operation(cluster)
+    if running is None and request.method == "GET":
+        rows = services.features_get(actor=request.user, cluster=cluster)
+    else:
+        rows = services.recorded(cluster)
+    operation = operation_selectors.operation_get(actor=request.user, operation_id=running.pk) if running else None
+    states = observe.prerequisite_states(cluster) if running is None and cluster.eks_name and \
+        cluster.state == "active" else {}
+    caps = {action.replace(".", "_"): allowed for action, allowed in capabilities(request.user, cluster).items()}
+    context = {"cluster": cluster, "features": [feature_row(row, states) for row in rows], "operation": operation,
+               "caps": caps, "error": error, "outcome": outcome,
+               "field_errors": (error or {}).get("fields", {}), "percentage_range": MEMORY_PERCENTAGE_RANGE}
+    return render(request, "clusters/features/panel.html", context, status=status)
