@@ -5,6 +5,6 @@ class ClustersConfig(AppConfig):
     name = "clusters"
 
     def ready(self) -> None:
-        from clusters import importing, pipelines  # noqa: F401  (registers the cluster pipelines)
+        from clusters import cluster_settings, importing, pipelines  # noqa: F401  (registers the cluster pipelines)
         from clusters.instance_groups import pipelines as group_pipelines  # noqa: F401
         from clusters.instance_groups import services as group_services  # noqa: F401  (the groups' actions)

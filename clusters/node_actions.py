@@ -161,7 +161,7 @@ def node_batch(*, actor: User, cluster: Cluster, action: str, node_ids: list[str
 def _observe(ctx: StepContext, cluster: Cluster) -> tuple[dict[str, nodes.NodeRow], dict[str, str]]:
     """Every node of the cluster, merged (pods are not needed to judge health), and each Node's boot id."""
     summaries = nodes.hyperpod_nodes(ctx.client("sagemaker"), ctx.params["hyperpod_name"])
-    kube_nodes = nodes.kube_nodes(nodes.core_api(cluster)) if summaries else {}
+    kube_nodes = nodes.kube_nodes(nodes.core_api(cluster))
     boots = {instance_id: ((node.get("status") or {}).get("nodeInfo") or {}).get("bootID", "")
              for instance_id, node in kube_nodes.items()}
     return {row.instance_id: row for row in nodes.merge(summaries, kube_nodes, {})}, boots
@@ -254,6 +254,8 @@ def _poll(action: str):
             if action == DELETE:
                 if row is not None:
                     waiting.append(f"{node_id}: {_describe(row)}")
+                elif node_id in boots:
+                    waiting.append(f"{node_id}: gone from HyperPod, its Kubernetes Node not yet")
                 continue
             if row is not None and action == REBOOT:
                 if not row.healthy:

@@ -69,3 +69,28 @@ class InstanceGroupOperationSerializer(serializers.Serializer):
     changed = serializers.BooleanField(help_text="False: the group already was as asked; no operation started.")
     group = InstanceGroupSerializer()
     operation = OperationSerializer(allow_null=True)
+
+
+class ClusterSettingsSerializer(serializers.Serializer):
+    node_recovery = serializers.ChoiceField(choices=["Automatic", "None"])
+    node_provisioning_mode = serializers.CharField()
+    autoscaling = serializers.BooleanField()
+    status = serializers.CharField(help_text="The HyperPod cluster's status.")
+
+
+class ClusterSettingsChangeSerializer(StrictSerializer):
+    """Only the settings the user changed."""
+
+    node_recovery = serializers.ChoiceField(choices=["Automatic", "None"], required=False,
+                                            help_text="Automatic: HyperPod replaces or reboots faulty nodes.")
+
+
+class ClusterSettingsOperationSerializer(serializers.Serializer):
+    changed = serializers.BooleanField(help_text="False: HyperPod already had these settings; nothing started.")
+    settings = ClusterSettingsSerializer()
+    operation = OperationSerializer(allow_null=True)
+
+
+class SoftwareUpdateSerializer(StrictSerializer):
+    groups = serializers.ListField(child=serializers.CharField(max_length=63), required=False, default=list,
+                                   max_length=100, help_text="Instance group names; every group when empty.")

@@ -73,3 +73,21 @@ def tagged_resources(cluster_id: int, *, region: str = "us-west-2") -> list[str]
         if tags.get("instantstart:cluster-id") == str(cluster_id) and system["Lifecycle"] != "DELETING":
             found.append(f"fsx:{system['FileSystemId']}")
     return found
+
+
+def make_hyperpod_cluster(eks: OutsideCluster, name: str, *, region: str = "us-west-2",
+                          instance_type: str = "ml.g5.8xlarge", count: int = 1) -> str:
+    """A HyperPod cluster (one group ``workers``) orchestrated by ``eks``, made with plain boto3; its ARN. It is
+    still Creating when this returns."""
+    ec2, iam = aws.client("ec2", region=region), aws.client("iam", region=region)
+    group = ec2.create_security_group(GroupName=f"{name}-hp", Description="outside", VpcId=eks.vpc_id)["GroupId"]
+    role = iam.create_role(RoleName=f"{name}-outside-hp", AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+                                                "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    return aws.client("sagemaker", region=region).create_cluster(
+        ClusterName=name, Orchestrator={"Eks": {"ClusterArn": eks.arn}}, NodeRecovery="Automatic",
+        VpcConfig={"SecurityGroupIds": [group], "Subnets": list(eks.subnet_ids[:1])},
+        InstanceGroups=[{"InstanceGroupName": "workers", "InstanceType": instance_type, "InstanceCount": count,
+                         "ExecutionRole": role, "LifeCycleConfig": {"SourceS3Uri": "s3://outside-bucket/lifecycle",
+                                                                    "OnCreate": "on_create.sh"}}],
+    )["ClusterArn"]

@@ -259,10 +259,11 @@ def test_autoscaling_scales_a_group_from_zero_and_disable_removes_its_objects(ap
     nodes_before = len(core.list_node(label_selector="sagemaker.amazonaws.com/instance-group-name=accelerated").items)
     core.create_namespaced_pod("default", k8s.V1Pod(
         api_version="v1", kind="Pod", metadata=k8s.V1ObjectMeta(name="wants-a-node"),
-        spec=k8s.V1PodSpec(node_selector={"sagemaker.amazonaws.com/instance-group-name": "accelerated"},
+        spec=k8s.V1PodSpec(node_selector={"sagemaker.amazonaws.com/instance-group-name": "accelerated",
+                                          "karpenter.sh/nodepool": "instantstart-accelerated"},
                            containers=[k8s.V1Container(name="main", image="busybox",
                                                        resources=k8s.V1ResourceRequirements(
-                                                           requests={"cpu": "1000"}))])))
+                                                           requests={"cpu": "1"}))])))
     sandbox.control("PUT", "clock", {"scale": 0.0001})
     import time
 
@@ -273,6 +274,7 @@ def test_autoscaling_scales_a_group_from_zero_and_disable_removes_its_objects(ap
             break
         time.sleep(0.2)
     assert len(nodes) > nodes_before, "the pending pod brought no node into the group"
+    assert any(node.metadata.labels.get("karpenter.sh/nodepool") == "instantstart-accelerated" for node in nodes)
 
     run(drive, api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/features/autoscaling/disable", {}))
     assert not autoscaling.enabled(cluster)
