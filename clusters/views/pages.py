@@ -28,7 +28,8 @@ from operations.models import ACTIVE_STATES, OperationPhase
 ALL_TEAMS = "all"
 #: Most operations the detail page lists (the operations page has them all).
 RECENT_OPERATIONS = 10
-CLUSTER_ACTIONS = ["cluster.activate", "cluster.refresh", "cluster.delete", "storage.create", "storage.delete"]
+CLUSTER_ACTIONS = ["cluster.activate", "cluster.refresh", "cluster.delete", "storage.create", "storage.delete",
+                   "instance_group.create", "instance_group.update", "instance_group.delete"]
 
 
 @portal_view
@@ -74,6 +75,7 @@ def _render_detail(request: HttpRequest, cluster: Cluster, *, volume_form: Seria
         "section": "clusters", "cluster": cluster, "network": network, "subnets": subnets,
         "dependencies": list(selectors.dependency_list(cluster=cluster)),
         "volumes": list(selectors.volume_list(actor=request.user, cluster=cluster)),
+        "groups": list(cluster.instance_groups.filter(deleted=False)),
         "operations": operations, "current_operation": current,
         "is_active_choice": active is not None and active.pk == cluster.pk,
         "caps": {action.replace(".", "_"): allowed

@@ -7,6 +7,9 @@ import pytest
 from config.errors import ValidationFailed
 from mcp_server.catalog import CATALOG, ToolSpec, WaitSpec
 from mcp_server.cluster_tools import CLUSTER_TOOLS
+from mcp_server.feature_tools import FEATURE_TOOLS
+from mcp_server.group_tools import GROUP_TOOLS
+from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.openapi import openapi_schema, operation
 from mcp_server.server import WaitingTool, bind_catalog
 
@@ -89,7 +92,7 @@ def test_unknown_operation_id():
         operation("no_such_operation")
 
 
-CLUSTER_TOOL_NAMES = [tool.name for tool in CLUSTER_TOOLS]
+CLUSTER_TOOL_NAMES = [tool.name for tool in (*CLUSTER_TOOLS, *GROUP_TOOLS, *NODE_TOOLS, *FEATURE_TOOLS)]
 
 
 def test_catalog_is_coherent():

@@ -1,0 +1,89 @@
+"""Instance groups in the portal: the groups panel of the cluster page (edit dialog, delete) and the add-group page.
+
+The edit dialog follows the explicit-diff contract: ``static/js/cluster-groups.js`` posts only the fields whose value
+differs from the one the page was rendered with, and the service compares them with AWS — "No changes" when they
+already match.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts import access
+from accounts.forms import SerializerForm
+from accounts.views.common import flash_error, portal_view
+from clusters import selectors
+from clusters.api.group_serializers import InstanceGroupChangeSerializer, InstanceGroupCreateSerializer
+from clusters.api.group_views import group_of
+from clusters.inspection import capacity, catalog
+from clusters.instance_groups import services
+from clusters.instance_groups.checks import GroupRequest
+from clusters.models import CapacityType, InterfaceMode
+from clusters.views.common import perform
+
+#: Fields of the add form that mean "the default" when left blank.
+OPTIONAL = ("ebs_volume_gib", "threads_per_core", "training_plan_arn", "zone")
+
+
+def _add_context(request: HttpRequest, cluster, form: SerializerForm) -> dict:
+    zone = cluster.spec.get("zone", "")
+    return {"section": "clusters", "cluster": cluster, "form": form,
+            "zones": [found.name for found in catalog.availability_zones(cluster.region)
+                      if found.state == "available"],
+            "offers": sorted(catalog.catalog(cluster.region).values(), key=lambda offer: offer.name),
+            "plans": capacity.training_plans(cluster.region), "default_zone": zone,
+            "capacity_types": CapacityType.choices, "interface_modes": InterfaceMode.choices}
+
+
+@portal_view
+def group_add(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """GET: the add-group form, its choices read from the region (zones, offered types with EFA, training plans).
+    POST: ``services.group_add``; errors come back next to their fields."""
+    cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    access.require(request.user, "instance_group.create", cluster)
+    if request.method != "POST":
+        form = SerializerForm(InstanceGroupCreateSerializer, initial={
+            "zone": cluster.spec.get("zone", ""), "instance_count": 1, "capacity_type": CapacityType.ON_DEMAND,
+            "interface_mode": InterfaceMode.STANDARD})
+        return render(request, "clusters/groups/add.html", _add_context(request, cluster, form))
+    form = SerializerForm(InstanceGroupCreateSerializer, request.POST,
+                          ignore=[key for key in OPTIONAL if not request.POST.get(key)])
+    added = form.submit(lambda **data: services.group_add(actor=request.user, cluster=cluster,
+                                                          request=GroupRequest(**data), source=request.source))
+    if added is None:
+        return render(request, "clusters/groups/add.html", _add_context(request, cluster, form), status=form.status)
+    group, _ = added
+    messages.success(request, f"Adding group {group.name}: {group.target_count} × {group.instance_type}.")
+    return redirect("cluster-detail", cluster_id=cluster.pk)
+
+
+@require_POST
+@portal_view
+def group_change(request: HttpRequest, cluster_id: int, name: str) -> HttpResponse:
+    """Apply the fields the dialog sent (only the changed ones); "No changes" when AWS already has them."""
+    group = group_of(request, cluster_id, name)
+    form = SerializerForm(InstanceGroupChangeSerializer, request.POST)
+    changed = form.submit(lambda **data: services.group_update(actor=request.user, group=group, changes=data,
+                                                               source=request.source))
+    if form.error is not None:
+        flash_error(request, form.error)
+    elif changed[1] is None:
+        messages.info(request, f"No changes: group {group.name} already is as asked.")
+    else:
+        messages.success(request, f"{changed[1].title} started.")
+    return redirect("cluster-detail", cluster_id=cluster_id)
+
+
+@require_POST
+@portal_view
+def group_delete(request: HttpRequest, cluster_id: int, name: str) -> HttpResponse:
+    group = group_of(request, cluster_id, name)
+    _, error = perform(lambda: services.group_delete(actor=request.user, group=group, source=request.source))
+    if error:
+        flash_error(request, error)
+    else:
+        messages.success(request, f"Deleting group {group.name}.")
+    return redirect("cluster-detail", cluster_id=cluster_id)

@@ -1,0 +1,52 @@
+"""Instance groups in a real browser, against the sandbox: the change dialog sends only the field the user changed
+(the request is inspected), the group converges live on the cluster page, and saving without a change reports
+"No changes" without starting anything."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from operations.models import Operation
+from tests.clusters.conftest import live_cluster  # noqa: F401  (shared fixture)
+from tests.e2e.browser import BROWSER_MARKS
+from tests.e2e.test_clusters import sign_in
+from tests.e2e.test_operations import driver, portal_url  # noqa: F401  (shared fixtures)
+from tests.operations.conftest import drive, fast_polling  # noqa: F401  (what live_cluster uses)
+
+pytestmark = [*BROWSER_MARKS, pytest.mark.django_db(transaction=True)]
+
+
+def save_change(page: Page, group: str) -> dict[str, list[str]]:
+    """Click the dialog's Save and return the form fields the browser posted."""
+    with page.expect_request(lambda request: request.method == "POST" and "/change/" in request.url) as posted:
+        page.get_by_test_id(f"group-save-{group}").click()
+    fields = parse_qs(posted.value.post_data or "")
+    fields.pop("csrfmiddlewaretoken")
+    return fields
+
+
+def test_the_change_dialog_sends_only_what_changed_and_the_group_converges_live(
+        cast, sandbox, driver, portal_url, page, live_cluster):  # noqa: F811
+    cluster = live_cluster()
+    sign_in(page, portal_url, "ada")
+    page.goto(f"{portal_url}/clusters/{cluster.pk}/")
+    expect(page.get_by_test_id("group-count-accelerated")).to_contain_text("2 / 2")
+
+    page.get_by_test_id("group-edit-accelerated").click()
+    page.get_by_test_id("group-count-input-accelerated").fill("3")
+    assert save_change(page, "accelerated") == {"instance_count": ["3"]}
+    operation = Operation.objects.get(kind="instance_group.update")
+    assert operation.params["changed"] == {"instance_count": 3}
+    expect(page.get_by_text(f"{operation.title} started.")).to_be_visible()
+    expect(page.locator("[data-cluster-feed]")).to_have_text("Live")
+    driver.start(operation.pk)
+    expect(page.get_by_test_id("group-count-accelerated")).to_contain_text("3 / 3", timeout=60_000)
+    driver.wait()
+
+    page.get_by_test_id("group-edit-accelerated").click()
+    assert save_change(page, "accelerated") == {}
+    expect(page.get_by_text("No changes: group accelerated already is as asked.")).to_be_visible()
+    assert Operation.objects.filter(kind="instance_group.update").count() == 1
