@@ -9,23 +9,13 @@ ADMINS = frozenset({"admin", "superuser"})
 
 
 def hyperpod_cluster(cast, actor) -> dict:
-    """An active cluster row of the cast's team tracking a HyperPod cluster made directly in the sandbox — for an
-    actor who can see the team's clusters (the others are refused before AWS is read, so the row suffices)."""
+    """An active cluster of the cast's team with a HyperPod cluster in the sandbox — for an actor who can see the
+    team's clusters (the others are refused before AWS is read, so a row suffices)."""
     from accounts import access
-    from clusters.instance_groups import mirror
-    from clusters.models import Cluster, InstanceGroup
-    from tests.clusters.sandbox import make_eks_cluster, make_hyperpod_cluster
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
 
-    cluster = Cluster.objects.create(team=cast.team, name="matrix", region="us-west-2", state="active",
-                                     eks_name="matrix", hyperpod_name="matrix")
-    if actor is None or not access.can(actor, "cluster.view", cast.team):
-        InstanceGroup.objects.create(cluster=cluster, name="workers", instance_type="ml.g5.8xlarge")
-        return {"cluster_id": cluster.pk}
-    eks = make_eks_cluster("matrix")
-    cluster.eks_arn, cluster.hyperpod_arn = eks.arn, make_hyperpod_cluster(eks, "matrix")
-    cluster.save()
-    mirror.mirror(cluster, mirror.describe(cluster))
-    return {"cluster_id": cluster.pk}
+    cloud = actor is not None and access.can(actor, "cluster.view", cast.team)
+    return {"cluster_id": tracked_hyperpod_cluster(cast.team, cloud=cloud).pk}
 
 
 def group_of_hyperpod_cluster(cast, actor) -> dict:

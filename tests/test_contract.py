@@ -181,3 +181,64 @@ def test_deleting_another_teams_cluster_is_not_found_on_every_face(cast, token_f
     assert portal.status_code == 404
     other.refresh_from_db()
     assert other.state == "active"
+
+
+GROUP = {"name": "more", "instance_type": "ml.g5.8xlarge", "instance_count": 1, "zone": "us-west-2a"}
+
+
+@pytest.mark.parametrize(("change", "field", "code"), [
+    ({"instance_type": "ml.x9.huge"}, "instance_type", "instance_type_not_allowed"),
+    ({"instance_count": 40}, "instance_count", "quota_exceeded"),
+    ({"interface_mode": "efa-only", "instance_type": "ml.g5.xlarge"}, "interface_mode", "efa_not_supported"),
+    ({"name": "workers"}, "name", "instance_group_name_taken"),
+    ({"capacity_type": "spot", "training_plan_arn": "arn:aws:sagemaker:us-west-2:123456789012:training-plan/x"},
+     "training_plan_arn", "training_plan_unexpected"),
+])
+def test_instance_group_add_bad_input_same_code_on_every_face(change, field, code, cast, token_for, sandbox):
+    from clusters.models import InstanceGroup
+    from operations.models import Operation
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    cluster_id = tracked_hyperpod_cluster(cast.team).pk
+    data = {**GROUP, **change}
+    secret = token_for(cast.admin)
+    events = AuditEvent.objects.count()
+
+    rest = Client().post(f"/api/v1/clusters/{cluster_id}/instance-groups", data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "add_instance_group", {"cluster_id": cluster_id, **data})
+    browser = Client()
+    browser.force_login(cast.admin)
+    portal = browser.post(reverse("cluster-group-add", args=[cluster_id]), data)
+
+    assert rest.status_code == 400, rest.content
+    assert code in [error["code"] for error in rest.json()["fields"][field]]
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400
+    assert code in portal_codes(portal)
+    assert list(InstanceGroup.objects.values_list("name", flat=True)) == ["workers"]
+    assert not Operation.objects.exists()
+    assert AuditEvent.objects.count() == events
+
+
+@pytest.mark.parametrize(("change", "field"), [({"capacity_type": "spot"}, "capacity_type"),
+                                               ({"interface_mode": "efa-only"}, "interface_mode"),
+                                               ({"zone": "us-west-2c"}, "zone")])
+def test_changing_a_fixed_group_field_is_immutable_field_on_every_face(change, field, cast, token_for, sandbox):
+    from operations.models import Operation
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    ids = {"cluster_id": tracked_hyperpod_cluster(cast.team).pk, "name": "workers"}
+    secret = token_for(cast.admin)
+    rest = Client().patch(f"/api/v1/clusters/{ids['cluster_id']}/instance-groups/workers", change,
+                          content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "scale_instance_group", {**ids, **change})
+    browser = Client()
+    browser.force_login(cast.admin)
+    portal = browser.post(reverse("cluster-group-change", args=[ids["cluster_id"], "workers"]), change, follow=True)
+
+    assert rest.status_code == 400, rest.content
+    assert (rest.json()["code"], rest.json()["fields"][field][0]["code"]) == ("immutable_field", "immutable_field")
+    assert is_error and mcp_body == rest.json()
+    assert "immutable_field" in portal_codes(portal)
+    assert not Operation.objects.exists()

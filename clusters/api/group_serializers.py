@@ -94,3 +94,7 @@ class ClusterSettingsOperationSerializer(serializers.Serializer):
 class SoftwareUpdateSerializer(StrictSerializer):
     groups = serializers.ListField(child=serializers.CharField(max_length=63), required=False, default=list,
                                    max_length=100, help_text="Instance group names; every group when empty.")
+
+
+class SoftwareUpdateOperationSerializer(serializers.Serializer):
+    operation = OperationSerializer()

@@ -45,7 +45,7 @@ class ClusterSettingsView(APIView):
 
 class SoftwareUpdateView(APIView):
     @extend_schema(operation_id="cluster_software_update", request=s.SoftwareUpdateSerializer,
-                   responses={202: OperationSerializer}, tags=TAGS)
+                   responses={202: s.SoftwareUpdateOperationSerializer}, tags=TAGS)
     @idempotent()
     def post(self, request, cluster_id: int):
         """Update the HyperPod software (AMI) of some or every instance group (admins), as one operation."""
@@ -55,5 +55,5 @@ class SoftwareUpdateView(APIView):
                                                      source=request.source,
                                                      idempotency_key=request.headers.get(HEADER))
         operation = operation_selectors.operation_get(actor=request.user, operation_id=operation.pk)
-        return Response(OperationSerializer(operation, context={"request": request}).data,
+        return Response({"operation": OperationSerializer(operation, context={"request": request}).data},
                         status=status.HTTP_202_ACCEPTED)

@@ -91,3 +91,21 @@ def make_hyperpod_cluster(eks: OutsideCluster, name: str, *, region: str = "us-w
                          "ExecutionRole": role, "LifeCycleConfig": {"SourceS3Uri": "s3://outside-bucket/lifecycle",
                                                                     "OnCreate": "on_create.sh"}}],
     )["ClusterArn"]
+
+
+def tracked_hyperpod_cluster(team, *, cloud: bool = True):
+    """An active cluster row of ``team`` named ``matrix`` tracking a HyperPod cluster (group ``workers``) made with
+    boto3 — or, without ``cloud``, only the rows (for callers refused before AWS is read)."""
+    from clusters.instance_groups import mirror
+    from clusters.models import Cluster, InstanceGroup
+
+    cluster = Cluster.objects.create(team=team, name="matrix", region="us-west-2", state="active",
+                                     eks_name="matrix", hyperpod_name="matrix")
+    if not cloud:
+        InstanceGroup.objects.create(cluster=cluster, name="workers", instance_type="ml.g5.8xlarge")
+        return cluster
+    eks = make_eks_cluster("matrix")
+    cluster.eks_arn, cluster.hyperpod_arn = eks.arn, make_hyperpod_cluster(eks, "matrix")
+    cluster.save()
+    mirror.mirror(cluster, mirror.describe(cluster))
+    return cluster

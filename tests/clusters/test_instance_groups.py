@@ -181,3 +181,53 @@ def test_a_group_with_pinned_work_or_being_deleted_is_not_changed(api, cast, san
     response = api(cast.admin).patch(path, {"instance_count": 1})
     assert response.status_code == 409 and response.json()["code"] == "instance_group_deleting"
     assert api(cast.operator).patch(path, {"instance_count": 1}).status_code == 403
+
+
+def test_an_agent_adds_scales_and_deletes_a_group_on_its_active_cluster(cast, token_for, sandbox, drive,
+                                                                        live_cluster):
+    from mcp_server.testing import call_tool
+
+    live_cluster()
+    secret = token_for(cast.admin)
+
+    def finished(answer: dict) -> None:
+        drive(Operation.objects.get(pk=answer["operation"]["id"]), timeout=90)
+        is_error, waited = call_tool(secret, "wait_for_operation", {"operation_id": answer["operation"]["id"],
+                                                                    "timeout_seconds": 0})
+        assert not is_error and waited["state"] == "succeeded", waited.get("summary")
+
+    is_error, added = call_tool(secret, "add_instance_group", {
+        "name": "spot", "instance_type": "ml.g5.8xlarge", "instance_count": 1, "capacity_type": "spot",
+        "idempotency_key": "agent-add-1"})
+    assert not is_error, added
+    finished(added)
+    is_error, scaled = call_tool(secret, "scale_instance_group", {"name": "spot", "instance_count": 2})
+    assert not is_error and scaled["changed"] is True
+    finished(scaled)
+    is_error, again = call_tool(secret, "scale_instance_group", {"name": "spot", "instance_count": 2})
+    assert not is_error and again["changed"] is False and again["operation"] is None
+    is_error, listed = call_tool(secret, "list_instance_groups", {})
+    assert not is_error
+    spot = next(group for group in listed["results"] if group["name"] == "spot")
+    assert (spot["capacity_type"], spot["current_count"], spot["target_count"]) == ("spot", 2, 2)
+    is_error, deleted = call_tool(secret, "delete_instance_group", {"name": "spot"})
+    assert not is_error, deleted
+    finished(deleted)
+    is_error, listed = call_tool(secret, "list_instance_groups", {})
+    assert [group["name"] for group in listed["results"]] == ["accelerated"]
+
+
+def test_node_recovery_and_software_updates(api, cast, sandbox, drive, live_cluster):
+    cluster = live_cluster()
+    path = f"/api/v1/clusters/{cluster.pk}/settings"
+    assert api(cast.viewer).get(path).json()["node_recovery"] == "Automatic"
+    unchanged = run(api, cast.admin, "PATCH", path, {"node_recovery": "Automatic"}, drive=drive, expect=200)
+    assert unchanged["changed"] is False
+    run(api, cast.admin, "PATCH", path, {"node_recovery": "None"}, drive=drive)
+    assert aws.client("sagemaker", region=REGION).describe_cluster(
+        ClusterName=cluster.hyperpod_arn)["NodeRecovery"] == "None"
+    refused = api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/software-update", {"groups": ["nope"]})
+    assert refused.json()["fields"]["groups"][0]["code"] == "unknown_instance_group"
+    run(api, cast.admin, "POST", f"/api/v1/clusters/{cluster.pk}/software-update", {"groups": ["accelerated"]},
+        drive=drive)
+    assert groups(cluster)["accelerated"]["SoftwareUpdateStatus"] == "Succeeded"
