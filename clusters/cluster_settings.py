@@ -23,7 +23,7 @@ from clusters.instance_groups import mirror
 from clusters.instance_groups.hyperpod_update import IN_SERVICE, described
 from clusters.models import Cluster, ClusterState
 from clusters.phases.common import cluster_of
-from clusters.services import _replayed, _require_idle
+from clusters.services import claim_idle, replayed_operation, require_idle
 from config.errors import Conflict, ValidationFailed
 from operations.context import StepContext
 from operations.models import Operation
@@ -66,7 +66,7 @@ def settings_update(*, actor: User, cluster: Cluster, changes: dict[str, Any], s
                     idempotency_key: str | None = None) -> tuple[dict[str, Any], Operation | None]:
     """Apply the settings the caller changed; ``(actual settings, None)`` when nothing differs."""
     access.require(actor, "cluster.settings", cluster)
-    replayed = _replayed(cluster.team, idempotency_key)
+    replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
         return settings_of(_hyperpod(cluster)), replayed
     found = _hyperpod(cluster)
@@ -78,8 +78,9 @@ def settings_update(*, actor: User, cluster: Cluster, changes: dict[str, Any], s
         raise ValidationFailed.for_field("node_recovery", "node_recovery_required",
                                          "Managed autoscaling needs automatic node recovery; turn autoscaling off "
                                          "first.")
-    _require_idle(cluster)
+    require_idle(cluster)
     with transaction.atomic():
+        claim_idle(cluster)
         operation, _ = operation_start(
             actor=actor, team=cluster.team, kind=SETTINGS_KIND, title=f"Change settings of {cluster.name}",
             params={"cluster_id": cluster.pk, "region": cluster.region,
@@ -95,7 +96,7 @@ def software_update(*, actor: User, cluster: Cluster, groups: list[str], source:
     """Start ``cluster.software`` for ``groups`` (every group when empty); ``unknown_instance_group`` names
     groups the cluster does not have."""
     access.require(actor, "cluster.settings", cluster)
-    replayed = _replayed(cluster.team, idempotency_key)
+    replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
         return replayed
     found = _hyperpod(cluster)
@@ -104,8 +105,9 @@ def software_update(*, actor: User, cluster: Cluster, groups: list[str], source:
     if unknown:
         raise ValidationFailed.for_field("groups", "unknown_instance_group",
                                          f"Cluster {cluster.name} has no instance group {', '.join(unknown)}.")
-    _require_idle(cluster)
+    require_idle(cluster)
     with transaction.atomic():
+        claim_idle(cluster)
         operation, _ = operation_start(
             actor=actor, team=cluster.team, kind=SOFTWARE_KIND, title=f"Update software of {cluster.name}",
             params={"cluster_id": cluster.pk, "region": cluster.region, "groups": sorted(groups)},

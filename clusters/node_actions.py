@@ -40,7 +40,7 @@ from clusters import nodes
 from clusters.instance_groups import mirror
 from clusters.models import Cluster, ClusterState
 from clusters.phases.common import cluster_of
-from clusters.services import _require_idle
+from clusters.services import claim_idle, replayed_operation, require_idle
 from config.errors import Conflict, ValidationFailed
 from operations.context import StepContext
 from operations.models import Operation
@@ -126,10 +126,9 @@ def node_batch(*, actor: User, cluster: Cluster, action: str, node_ids: list[str
     if action not in ACTIONS:
         raise ValueError(action)
     access.require(actor, f"node.{action}", cluster)
-    if idempotency_key:
-        replayed = Operation.objects.filter(team=cluster.team, idempotency_key=idempotency_key).first()
-        if replayed is not None:
-            return replayed
+    replayed = replayed_operation(cluster.team, idempotency_key)
+    if replayed is not None:
+        return replayed
     node_ids = _check_list(action, node_ids)
     if action == REPLACE and not confirm_data_loss:
         raise ValidationFailed.for_field("confirm_data_loss", "confirmation_required",
@@ -137,10 +136,11 @@ def node_batch(*, actor: User, cluster: Cluster, action: str, node_ids: list[str
     if cluster.state != ClusterState.ACTIVE:
         raise Conflict(f"Cluster {cluster.name} is {cluster.state}; nodes are acted on in active clusters.",
                        code="cluster_not_active")
-    _require_idle(cluster)
+    require_idle(cluster)
     known = _check_nodes(action, cluster, node_ids)
     title = _CALLS[action][3]
     with transaction.atomic():
+        claim_idle(cluster)
         operation, _ = operation_start(
             actor=actor, team=cluster.team, kind=kind(action),
             title=f"{title} {len(node_ids)} node{'s' if len(node_ids) != 1 else ''} of {cluster.name}",

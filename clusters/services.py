@@ -43,7 +43,7 @@ access.register_team_action("storage.delete", Role.OPERATOR)
 CLUSTER_AUDIT_FIELDS = ("name", "region", "state", "origin")
 
 
-def _replayed(team: Team, idempotency_key: str | None) -> Operation | None:
+def replayed_operation(team: Team, idempotency_key: str | None) -> Operation | None:
     if not idempotency_key:
         return None
     return Operation.objects.filter(team=team, idempotency_key=idempotency_key).first()
@@ -62,12 +62,19 @@ def _running_operation(cluster: Cluster) -> Operation | None:
                                     state__in=ACTIVE_STATES).order_by("-created_at").first()
 
 
-def _require_idle(cluster: Cluster) -> None:
+def require_idle(cluster: Cluster) -> None:
+    """``cluster_busy`` while an operation works on the cluster (or it is being created, imported or deleted)."""
     running = _running_operation(cluster)
     if cluster.state in {ClusterState.CREATING, ClusterState.IMPORTING, ClusterState.DELETING} or running:
         what = f"operation {running.pk} ({running.kind}) is {running.state}" if running else f"it is {cluster.state}"
         raise Conflict(f"Cluster {cluster.name} is busy: {what}. Wait for it to finish or cancel it.",
                        code="cluster_busy")
+
+
+def claim_idle(cluster: Cluster) -> None:
+    """Inside the transaction that starts an operation on ``cluster``: lock its row, then :func:`require_idle` — so
+    of two requests racing to change the cluster, the second waits for the first and then sees its operation."""
+    require_idle(Cluster.objects.select_for_update().get(pk=cluster.pk))
 
 
 def cluster_create(*, actor: User, team: Team, spec: ClusterSpec, source: str,
@@ -78,7 +85,7 @@ def cluster_create(*, actor: User, team: Team, spec: ClusterSpec, source: str,
     fields). With an ``idempotency_key`` already used in the team, the first cluster and operation come back.
     """
     access.require(actor, "cluster.create", team)
-    replayed = _replayed(team, idempotency_key)
+    replayed = replayed_operation(team, idempotency_key)
     if replayed is not None:
         return Cluster.objects.get(pk=replayed.params["cluster_id"]), replayed
     checked = preflight.check_create(team=team, spec=spec)
@@ -109,7 +116,7 @@ def cluster_import(*, actor: User, team: Team, region: str, eks_name: str, sourc
     deletes nothing. ``cluster_already_tracked`` when a live cluster of any team already tracks it.
     """
     access.require(actor, "cluster.import", team)
-    replayed = _replayed(team, idempotency_key)
+    replayed = replayed_operation(team, idempotency_key)
     if replayed is not None:
         return Cluster.objects.get(pk=replayed.params["cluster_id"]), replayed
     tracked = Cluster.objects.filter(region=region, eks_name=eks_name).exclude(state=ClusterState.DELETED).first()
@@ -160,7 +167,7 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
     """
     access.require(actor, "cluster.delete", cluster)
     if idempotency_key:
-        replayed = _replayed(cluster.team, idempotency_key)
+        replayed = replayed_operation(cluster.team, idempotency_key)
         if replayed is not None:
             return replayed
     if cluster.state == ClusterState.DELETED:
@@ -168,7 +175,7 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
     if confirm != cluster.name:
         raise ValidationFailed.for_field("confirm", "confirmation_mismatch",
                                          f"Type the cluster's name ({cluster.name}) to confirm.")
-    _require_idle(cluster)
+    require_idle(cluster)
     workloads = usage.workloads_on(cluster)
     if workloads:
         raise Conflict(f"Cluster {cluster.name} still runs {', '.join(workloads)}; stop them first.",
@@ -217,7 +224,7 @@ def volume_create(*, actor: User, cluster: Cluster, name: str, kind: str, source
     driver, or a new FSx for Lustre file system of ``capacity_gib``; either becomes a PV/PVC named ``name`` in the
     team's namespace."""
     access.require(actor, "storage.create", cluster)
-    replayed = _replayed(cluster.team, idempotency_key)
+    replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
         return StorageVolume.objects.get(pk=replayed.params["volume_id"]), replayed
     if cluster.state != ClusterState.ACTIVE:
@@ -254,7 +261,7 @@ def volume_delete(*, actor: User, volume: StorageVolume, source: str,
                   idempotency_key: str | None = None) -> Operation:
     """Remove a volume's PV/PVC (and its FSx file system when InstantStart created it; never a bucket)."""
     access.require(actor, "storage.delete", volume)
-    replayed = _replayed(volume.team, idempotency_key)
+    replayed = replayed_operation(volume.team, idempotency_key)
     if replayed is not None:
         return replayed
     if volume.state in {StorageState.DELETING, StorageState.DELETED}:

@@ -19,8 +19,9 @@ from clusters.features import diff, observe, pipeline
 from clusters.features.base import FeatureObservation
 from clusters.features.catalog import FEATURES, ORDER
 from clusters.models import Cluster, ClusterFeature, ClusterState, FeatureState
+from clusters.services import claim_idle, replayed_operation, require_idle
 from config.errors import Conflict
-from operations.models import ACTIVE_STATES, Operation
+from operations.models import Operation
 from operations.services import operation_start
 
 access.register_team_action("feature.view", Role.VIEWER)
@@ -39,19 +40,11 @@ class FeatureUpdate:
         return self.operation is not None
 
 
-def running_operation(cluster: Cluster) -> Operation | None:
-    return Operation.objects.filter(target_type="cluster", target_id=str(cluster.pk),
-                                    state__in=ACTIVE_STATES).order_by("-created_at").first()
-
-
 def _require_changeable(cluster: Cluster) -> None:
     if cluster.state != ClusterState.ACTIVE:
         raise Conflict(f"Cluster {cluster.name} is {cluster.state}; features change on active clusters.",
                        code="cluster_not_active")
-    running = running_operation(cluster)
-    if running is not None:
-        raise Conflict(f"Cluster {cluster.name} is busy: operation {running.pk} ({running.kind}) is {running.state}. "
-                       "Wait for it to finish or cancel it.", code="cluster_busy")
+    require_idle(cluster)
 
 
 def features_get(*, actor: User, cluster: Cluster) -> list[ClusterFeature]:
@@ -75,10 +68,9 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
     """Apply the fields the user changed (``requested``, already shape-checked): no operation when the actual state
     already matches, else one operation touching only the differing features, in dependency order."""
     access.require(actor, "feature.update", cluster)
-    if idempotency_key:
-        replayed = Operation.objects.filter(team=cluster.team, idempotency_key=idempotency_key).first()
-        if replayed is not None:
-            return FeatureUpdate(dict(replayed.params.get("changes", {})), replayed)
+    replayed = replayed_operation(cluster.team, idempotency_key)
+    if replayed is not None:
+        return FeatureUpdate(dict(replayed.params.get("changes", {})), replayed)
     _require_changeable(cluster)
     actual: dict[str, FeatureObservation] = observe.observe(cluster, [slug for slug in ORDER if slug in requested])
     found = diff.changes(cluster, requested, actual)
@@ -88,7 +80,7 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
     titles = ", ".join(f"{FEATURES[slug].title} {'on' if change['enabled'] else 'off'}"
                        for slug, change in found.items())
     with transaction.atomic():
-        _require_changeable(Cluster.objects.select_for_update().get(pk=cluster.pk))
+        claim_idle(cluster)
         operation, _ = operation_start(
             actor=actor, team=cluster.team, kind=pipeline.kind_for(found),
             title=f"Features of {cluster.name}: {titles}",

@@ -22,7 +22,7 @@ from clusters.instance_groups import mirror, pipelines, specs
 from clusters.instance_groups.checks import GroupRequest, check_add
 from clusters.instance_groups.hyperpod_update import group_details
 from clusters.models import Cluster, ClusterState, InstanceGroup
-from clusters.services import _replayed, _require_idle
+from clusters.services import claim_idle, replayed_operation, require_idle
 from clusters.spec import ClusterSpec
 from config.errors import Conflict, ValidationFailed
 from operations.models import Operation
@@ -62,16 +62,17 @@ def group_add(*, actor: User, cluster: Cluster, request: GroupRequest, source: s
               idempotency_key: str | None = None) -> tuple[InstanceGroup, Operation]:
     """Check ``request`` (:func:`clusters.instance_groups.checks.check_add`) and start ``instance_group.add``."""
     access.require(actor, "instance_group.create", cluster)
-    replayed = _replayed(cluster.team, idempotency_key)
+    replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
         return InstanceGroup.objects.get(pk=replayed.params["group_id"]), replayed
     _require_active(cluster)
-    _require_idle(cluster)
+    require_idle(cluster)
     found = _hyperpod(cluster)
     existing = [group["InstanceGroupName"] for group in found.get("InstanceGroups") or []]
     checked = check_add(cluster, request, existing=existing, autoscaling=_autoscaling_on(found))
     try:
         with transaction.atomic():
+            claim_idle(cluster)
             group, operation = _start_add(actor, cluster, checked, source, idempotency_key)
     except IntegrityError:
         raise ValidationFailed.for_field("name", "instance_group_name_taken",
@@ -121,7 +122,7 @@ def group_update(*, actor: User, group: InstanceGroup, changes: dict[str, Any], 
     as AWS has it now. ``(group, None)`` when nothing differs."""
     cluster = group.cluster
     access.require(actor, "instance_group.update", cluster)
-    replayed = _replayed(cluster.team, idempotency_key)
+    replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
         return group, replayed
     _require_active(cluster)
@@ -148,8 +149,9 @@ def group_update(*, actor: User, group: InstanceGroup, changes: dict[str, Any], 
         return group, None
     if "instance_count" in changed:
         _check_growth(cluster, group, details, changed["instance_count"])
-    _require_idle(cluster)
+    require_idle(cluster)
     with transaction.atomic():
+        claim_idle(cluster)
         operation, _ = operation_start(
             actor=actor, team=cluster.team, kind=pipelines.UPDATE_KIND, title=_title(group, changed),
             params={"cluster_id": cluster.pk, "region": cluster.region, "group_id": group.pk, "name": group.name,
@@ -190,7 +192,7 @@ def group_delete(*, actor: User, group: InstanceGroup, source: str,
     endpoints are pinned to the group, and ``instance_group_deleting`` when it is already going."""
     cluster = group.cluster
     access.require(actor, "instance_group.delete", cluster)
-    replayed = _replayed(cluster.team, idempotency_key)
+    replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
         return replayed
     _require_active(cluster)
@@ -202,8 +204,9 @@ def group_delete(*, actor: User, group: InstanceGroup, source: str,
     if pinned:
         raise Conflict(f"Instance group {group.name} still has {', '.join(pinned)} pinned to it; stop them first.",
                        code="instance_group_in_use")
-    _require_idle(cluster)
+    require_idle(cluster)
     with transaction.atomic():
+        claim_idle(cluster)
         operation, _ = operation_start(
             actor=actor, team=cluster.team, kind=pipelines.DELETE_KIND, title=f"Delete group {group.name}",
             params={"cluster_id": cluster.pk, "region": cluster.region, "group_id": group.pk, "name": group.name},
