@@ -109,14 +109,8 @@ def check_create(*, team: Team, spec: ClusterSpec, cluster: Cluster | None = Non
         failures.raise_any()
     if "name" not in failures.fields:
         _check_name(team, spec, cluster, failures)
-    zones = {zone.name: zone for zone in catalog.availability_zones(spec.region) if zone.state == "available"}
-    if spec.zone not in zones:
-        failures.add("zone", "unknown_zone", f"{spec.zone} is not an available zone of {spec.region} "
-                     f"(available: {', '.join(sorted(zones))}).")
-    allowed = spec.instance_type in catalog.hyperpod_instance_types()
-    if not allowed:
-        failures.add("instance_type", "instance_type_not_allowed",
-                     f"{spec.instance_type} is not a SageMaker HyperPod instance type.")
+    zones = check_zone(spec.region, spec.zone, failures)
+    allowed = check_allowed(spec.instance_type, failures)
     plan = check_training_plan(spec, zones, failures)
     zone = plan.zone if plan is not None and plan.zone else spec.zone
     offered = check_offered(spec, zone, allowed and zone in zones, failures)
@@ -130,6 +124,24 @@ def check_create(*, team: Team, spec: ClusterSpec, cluster: Cluster | None = Non
         quota_code=quota.quota_code if quota else None, quota_value=quota.value if quota else None,
         quota_in_use=in_use, training_plan=plan, notes=notes,
     )
+
+
+def check_zone(region: str, zone: str, failures: Failures) -> dict[str, catalog.Zone]:
+    """The region's available zones by name; ``unknown_zone`` when ``zone`` is not one of them."""
+    zones = {found.name: found for found in catalog.availability_zones(region) if found.state == "available"}
+    if zone not in zones:
+        failures.add("zone", "unknown_zone", f"{zone} is not an available zone of {region} "
+                     f"(available: {', '.join(sorted(zones))}).")
+    return zones
+
+
+def check_allowed(instance_type: str, failures: Failures) -> bool:
+    """Whether ``instance_type`` is a HyperPod type (``instance_type_not_allowed`` otherwise)."""
+    allowed = instance_type in catalog.hyperpod_instance_types()
+    if not allowed:
+        failures.add("instance_type", "instance_type_not_allowed",
+                     f"{instance_type} is not a SageMaker HyperPod instance type.")
+    return allowed
 
 
 def check_shape(spec: ClusterSpec, failures: Failures) -> None:

@@ -44,7 +44,8 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
         idempotent=True,
         status_tool="wait_for_operation",
         description=(
-            "Change an instance group (admins), passing only what changes: `instance_count` scales it; "
+            "Change an instance group (admins), passing only what changes: `instance_count` scales it (0 is allowed: "
+            "the group keeps its settings and scales back up later); "
             "`deep_health_checks` turns on-start deep health checks on or off. Capacity type, training plan, "
             "interface mode, instance type and zone cannot change (`immutable_field`): add a new group instead. "
             "Refused with `instance_group_deleting` while the group is being deleted." + _ACTIVE + _LONG

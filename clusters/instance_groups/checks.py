@@ -63,14 +63,8 @@ def check_add(cluster: Cluster, request: GroupRequest, *, existing: list[str], a
     if request.instance_count < (0 if autoscaling else 1):
         failures.add("instance_count", "invalid_count", "Request at least 1 instance (0 only while managed "
                      f"autoscaling is on); got {request.instance_count}.")
-    zones = {found.name: found for found in catalog.availability_zones(cluster.region) if found.state == "available"}
-    if zone not in zones:
-        failures.add("zone", "unknown_zone", f"{zone} is not an available zone of {cluster.region} "
-                     f"(available: {', '.join(sorted(zones))}).")
-    allowed = request.instance_type in catalog.hyperpod_instance_types()
-    if not allowed:
-        failures.add("instance_type", "instance_type_not_allowed",
-                     f"{request.instance_type} is not a SageMaker HyperPod instance type.")
+    zones = preflight.check_zone(cluster.region, zone, failures)
+    allowed = preflight.check_allowed(request.instance_type, failures)
     plan = preflight.check_training_plan(spec, zones, failures) if "capacity_type" not in failures.fields else None
     if not request.zone and failures.fields.get("zone"):
         failures.fields["zone"] = [error for error in failures.fields["zone"] if error["code"] != "training_plan_zone"]

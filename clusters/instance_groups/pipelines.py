@@ -84,10 +84,6 @@ def submit_placement(ctx: StepContext) -> None:
             f"{placement.zone}).")
 
 
-def poll_placement(ctx: StepContext) -> Progress:
-    return Progress.finished("placed")
-
-
 def _add(ctx: StepContext) -> hyperpod_update.Build:
     def build(found: dict[str, Any]) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
         return [*hyperpod_update.live_specifications(found), ctx.outputs["group"]], ()
@@ -139,6 +135,7 @@ def submit_remove_group_objects(ctx: StepContext) -> None:
 
 
 def poll_done(ctx: StepContext) -> Progress:
+    """The poll of a phase whose submit step finishes the work."""
     return Progress.finished()
 
 
@@ -220,7 +217,7 @@ def _group_row_finished(operation: Operation) -> None:
             deleted=True, status="Failed")
 
 
-PLACEMENT = Phase(slug="placement", title="Compute subnet", submit=submit_placement, poll=poll_placement,
+PLACEMENT = Phase(slug="placement", title="Compute subnet", submit=submit_placement, poll=poll_done,
                   timeout=timedelta(minutes=10), poll_interval=1)
 ADD = register(Pipeline(kind=ADD_KIND, on_finished=_group_row_finished, phases=(
     PLACEMENT,

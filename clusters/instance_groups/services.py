@@ -139,9 +139,6 @@ def group_update(*, actor: User, group: InstanceGroup, changes: dict[str, Any], 
             fields[field] = [{"code": "immutable_field", "message": f"The {label} of a group is fixed when it is "
                               f"created ({group.name}: {actual[field] or 'none'}); add a new group instead."}]
     changed = {field: changes[field] for field in MUTABLE if field in changes and changes[field] != actual[field]}
-    if "instance_count" in changed and changed["instance_count"] < (0 if _autoscaling_on(found) else 1):
-        fields["instance_count"] = [{"code": "invalid_count", "message": "Keep at least 1 instance (0 only while "
-                                     "managed autoscaling is on)."}]
     if fields:
         first = next(iter(fields.values()))[0]
         raise ValidationFailed(first["message"], code=first["code"], fields=fields)

@@ -70,6 +70,10 @@ def test_a_spot_group_and_an_efa_only_training_plan_group_are_added_scaled_and_d
     assert scaled["changed"] is True
     assert groups(cluster)["spot"]["CurrentCount"] == 3
     assert InstanceGroup.objects.get(cluster=cluster, name="spot", deleted=False).current_count == 3
+    run(api, cast.admin, "PATCH", f"{base}/spot", {"instance_count": 0}, drive=drive)
+    assert (groups(cluster)["spot"]["CurrentCount"], groups(cluster)["spot"]["TargetCount"]) == (0, 0)
+    run(api, cast.admin, "PATCH", f"{base}/spot", {"instance_count": 1}, drive=drive)
+    assert groups(cluster)["spot"]["CurrentCount"] == 1
 
     run(api, cast.admin, "DELETE", f"{base}/spot", drive=drive)
     assert "spot" not in groups(cluster)
