@@ -57,14 +57,14 @@ def _snapshot(cluster: Cluster) -> dict:
     return {field: getattr(cluster, field) for field in CLUSTER_AUDIT_FIELDS}
 
 
-def _running_operation(cluster: Cluster) -> Operation | None:
+def running_operation(cluster: Cluster) -> Operation | None:
     return Operation.objects.filter(target_type="cluster", target_id=str(cluster.pk),
                                     state__in=ACTIVE_STATES).order_by("-created_at").first()
 
 
 def require_idle(cluster: Cluster) -> None:
     """``cluster_busy`` while an operation works on the cluster (or it is being created, imported or deleted)."""
-    running = _running_operation(cluster)
+    running = running_operation(cluster)
     if cluster.state in {ClusterState.CREATING, ClusterState.IMPORTING, ClusterState.DELETING} or running:
         what = f"operation {running.pk} ({running.kind}) is {running.state}" if running else f"it is {cluster.state}"
         raise Conflict(f"Cluster {cluster.name} is busy: {what}. Wait for it to finish or cancel it.",

@@ -11,6 +11,7 @@ from clusters import selectors
 from clusters.api import feature_serializers as s
 from clusters.features import observe, services
 from clusters.features.catalog import AUTOSCALING
+from clusters.services import running_operation
 from config.api.serializers import validated
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
@@ -21,7 +22,7 @@ TAGS = ["features"]
 
 def features_body(request, cluster, rows) -> dict:
     states = observe.prerequisite_states(cluster) if cluster.eks_name and cluster.state == "active" else {}
-    running = services.running_operation(cluster)
+    running = running_operation(cluster)
     operation = operation_selectors.operation_get(actor=request.user, operation_id=running.pk) if running else None
     return {"cluster": cluster.pk, "features": [s.feature_row(row, states) for row in rows],
             "operation": OperationSerializer(operation, context={"request": request}).data if operation else None,

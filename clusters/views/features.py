@@ -16,6 +16,7 @@ from clusters import selectors
 from clusters.api.feature_serializers import FeaturesUpdateSerializer, capabilities, feature_row
 from clusters.features import observe, services
 from clusters.features.catalog import MEMORY_PERCENTAGE_RANGE
+from clusters.services import running_operation
 from clusters.views.common import perform
 from config.api.exceptions import error_body
 from operations import selectors as operation_selectors
@@ -51,7 +52,7 @@ def feature_panel(request: HttpRequest, cluster_id: int) -> HttpResponse:
                 outcome = "changed" if result.changed else "unchanged"
         if error:
             status = 400 if error["code"] == "validation_failed" else 409
-    running = services.running_operation(cluster)
+    running = running_operation(cluster)
     if running is None and request.method == "GET":
         rows = services.features_get(actor=request.user, cluster=cluster)
     else:
