@@ -53,8 +53,8 @@ def build_network(cluster, *, vpc_cidr: str = "10.0.0.0/16", public=("10.0.0.0/2
                                        VpcEndpointType="Gateway", RouteTableIds=[private_rt])["VpcEndpoint"]
     group = ec2.create_security_group(GroupName=f"{cluster.name}-cluster", Description="cluster",
                                       VpcId=vpc_id)["GroupId"]
-    ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[
-        {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": group}]}])
+    for authorize in (ec2.authorize_security_group_ingress, ec2.authorize_security_group_egress):
+        authorize(GroupId=group, IpPermissions=[{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": group}]}])
     network = NetworkPlan.objects.create(
         cluster=cluster, vpc_id=vpc_id, vpc_cidr=vpc_cidr, internet_gateway_id=igw, nat_gateway_id=nat,
         elastic_ip_allocation_id=allocation, route_tables={"public": public_rt, "private": private_rt},
@@ -182,3 +182,21 @@ def test_a_network_without_its_nat_route_is_refused(sandbox, make_cluster):
 
     assert error.value.code == "network_incomplete"
     assert "NAT" in error.value.message
+
+
+def test_an_efa_only_group_needs_all_traffic_between_members_and_may_need_its_own_subnets(sandbox, make_cluster):
+    cluster = make_cluster()
+    outputs = build_network(cluster)
+    ec2 = aws.client("ec2", region=REGION)
+    own = place_instance_group(cluster, zone="us-west-2a", ec2=ec2, capacity_type="spot", interface_mode="efa-only")
+    assert (own.capacity_type, own.interface_mode, own.override_vpc_config) == ("spot", "efa-only", None)
+    elsewhere = place_instance_group(cluster, zone="us-west-2b", ec2=ec2, cluster_subnet_ids=(own.subnet_id,))
+    assert elsewhere.override_vpc_config == {"SecurityGroupIds": [outputs["security_group_id"]],
+                                             "Subnets": [elsewhere.subnet_id]}
+
+    group_id = outputs["security_group_id"]
+    ec2.revoke_security_group_ingress(GroupId=group_id, IpPermissions=[
+        {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": group_id}]}])
+    assert place_instance_group(cluster, zone="us-west-2a", ec2=ec2).subnet_id == own.subnet_id
+    with pytest.raises(NetworkIncomplete, match="all traffic between its members"):
+        place_instance_group(cluster, zone="us-west-2a", ec2=ec2, interface_mode="efa-only")
