@@ -70,17 +70,27 @@ def running_node(cluster) -> str:
 
 
 def nodes_cluster(cast, actor) -> dict:
-    """Path parameters naming a sandbox-backed cluster of the cast's team (made on first use in the test)."""
+    """Path parameters naming a sandbox-backed cluster of the cast's team (made on first use in the test) — only a
+    row for an actor who cannot see the team's nodes (refused before AWS is read)."""
+    from accounts import access
     from clusters.models import Cluster
+    from tests.clusters.sandbox import instant_clock
 
-    cluster = Cluster.objects.filter(team=cast.team, name=NODES_CLUSTER).first() or sandbox_nodes_cluster(cast.team)
+    cluster = Cluster.objects.filter(team=cast.team, name=NODES_CLUSTER).first()
+    if cluster is None and not (actor is not None and access.can(actor, "node.view", cast.team)):
+        cluster = Cluster.objects.create(team=cast.team, name=NODES_CLUSTER, region="us-west-2", state="active",
+                                         eks_name=NODES_CLUSTER, hyperpod_name=NODES_CLUSTER)
+    if cluster is None:
+        with instant_clock():
+            cluster = sandbox_nodes_cluster(cast.team)
     return {"cluster_id": cluster.pk}
 
 
 def batch_body(cast, actor) -> dict:
     from clusters.models import Cluster
 
-    return {"node_ids": [running_node(Cluster.objects.get(team=cast.team, name=NODES_CLUSTER))]}
+    cluster = Cluster.objects.get(team=cast.team, name=NODES_CLUSTER)
+    return {"node_ids": [running_node(cluster) if cluster.hyperpod_arn else "i-0123456789abcdef0"]}
 
 
 CASES: list = [

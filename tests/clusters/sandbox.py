@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+
+import httpx
 
 from cloud import aws
 
@@ -104,8 +109,22 @@ def tracked_hyperpod_cluster(team, *, cloud: bool = True):
     if not cloud:
         InstanceGroup.objects.create(cluster=cluster, name="workers", instance_type="ml.g5.8xlarge")
         return cluster
-    eks = make_eks_cluster("matrix")
-    cluster.eks_arn, cluster.hyperpod_arn = eks.arn, make_hyperpod_cluster(eks, "matrix")
+    with instant_clock():
+        eks = make_eks_cluster("matrix")
+        cluster.eks_arn, cluster.hyperpod_arn = eks.arn, make_hyperpod_cluster(eks, "matrix")
     cluster.save()
     mirror.mirror(cluster, mirror.describe(cluster))
     return cluster
+
+
+@contextmanager
+def instant_clock() -> Iterator[None]:
+    """Sandbox time scale 0 inside the block — every AWS and Kubernetes transition is due at its next observation —
+    and the scale it had afterwards. For building fixtures whose timing the test does not look at."""
+    url = f"{os.environ['AWS_ENDPOINT_URL']}/_sandbox/clock"
+    before = httpx.get(url).json()["scale"]
+    httpx.put(url, json={"scale": 0}).raise_for_status()
+    try:
+        yield
+    finally:
+        httpx.put(url, json={"scale": before}).raise_for_status()
