@@ -33,7 +33,8 @@ def _add_context(request: HttpRequest, cluster, form: SerializerForm) -> dict:
     return {"section": "clusters", "cluster": cluster, "form": form,
             "zones": [found.name for found in catalog.availability_zones(cluster.region)
                       if found.state == "available"],
-            "offers": sorted(catalog.catalog(cluster.region).values(), key=lambda offer: offer.name),
+            "offers": sorted(catalog.catalog(cluster.region).values(),
+                             key=lambda offer: (offer.accelerator_count == 0, offer.name)),
             "plans": capacity.training_plans(cluster.region), "default_zone": zone,
             "capacity_types": CapacityType.choices, "interface_modes": InterfaceMode.choices}
 
@@ -46,7 +47,8 @@ def group_add(request: HttpRequest, cluster_id: int) -> HttpResponse:
     access.require(request.user, "instance_group.create", cluster)
     if request.method != "POST":
         form = SerializerForm(InstanceGroupCreateSerializer, initial={
-            "zone": cluster.spec.get("zone", ""), "instance_count": 1, "capacity_type": CapacityType.ON_DEMAND,
+            "zone": cluster.spec.get("zone", ""), "instance_type": cluster.spec.get("instance_type", ""),
+            "instance_count": 1, "capacity_type": CapacityType.ON_DEMAND,
             "interface_mode": InterfaceMode.STANDARD})
         return render(request, "clusters/groups/add.html", _add_context(request, cluster, form))
     form = SerializerForm(InstanceGroupCreateSerializer, request.POST,
