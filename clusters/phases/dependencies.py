@@ -12,8 +12,9 @@ otherwise failed. A retry replaces only those: its submit step deletes each of o
 again once it is gone.
 
 Delete. Both steps remove what we installed — add-ons with our tags, KubeRay objects with our labels — until
-nothing of ours is left, then delete our pod identity roles and mark the rows absent. Level-triggered: a
-re-run after a crash continues, and once everything is gone it does nothing.
+nothing of ours is left, then delete our pod identity roles and what the managed features made outside the
+cluster (``clusters.features.leftovers``: their roles, the Prometheus workspace), and mark the rows absent.
+Level-triggered: a re-run after a crash continues, and once everything is gone it does nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from datetime import timedelta
 
 from clusters import dependencies, kuberay, pod_identity
 from clusters.dependencies import Observation
+from clusters.features import leftovers
 from clusters.models import Cluster, ClusterDependency, DependencyKind, DependencyState
 from clusters.phases.common import cluster_of
 from operations.context import StepContext
@@ -127,6 +129,9 @@ def poll_removal(ctx: StepContext) -> Progress:
     deleted = dependencies.remove_roles(cluster)
     if deleted:
         ctx.log(f"Deleted the IAM roles {', '.join(deleted)}.")
+    left = leftovers.remove(cluster)
+    if left:
+        ctx.log(f"Deleted what the managed features made: {', '.join(left)}.")
     ClusterDependency.objects.filter(cluster=cluster, managed=True).update(
         desired_state=DependencyState.ABSENT, observed_state=DependencyState.ABSENT, last_error="")
     return Progress.finished("removed")

@@ -77,6 +77,10 @@ def tagged_resources(cluster_id: int, *, region: str = "us-west-2") -> list[str]
         tags = {t["Key"]: t["Value"] for t in system.get("Tags", [])}
         if tags.get("instantstart:cluster-id") == str(cluster_id) and system["Lifecycle"] != "DELETING":
             found.append(f"fsx:{system['FileSystemId']}")
+    for workspace in aws.client("amp", region=region).list_workspaces()["workspaces"]:
+        if (workspace.get("tags") or {}).get("instantstart:cluster-id") == str(cluster_id) \
+                and workspace["status"]["statusCode"] != "DELETING":
+            found.append(f"amp:{workspace['workspaceId']}")
     return found
 
 
