@@ -27,9 +27,10 @@ from kubernetes.client.exceptions import ApiException
 
 from cloud import kube
 from clusters.features import identity
-from clusters.features.base import FeatureObservation, converge_hyperpod, describe_hyperpod, require_hyperpod
+from clusters.features.base import FeatureObservation, converge_hyperpod, require_hyperpod
 from clusters.features.catalog import AUTOSCALING
 from clusters.features.training import hyperpod_arn
+from clusters.instance_groups import mirror
 from clusters.models import Cluster, FeatureState
 from clusters.ownership import CLUSTER_LABEL, iam_name, kube_labels
 from config.errors import Conflict
@@ -59,7 +60,7 @@ def _autoscaling(described: dict[str, Any] | None) -> dict[str, Any]:
 
 def enabled(cluster: Cluster) -> bool:
     """Whether HyperPod autoscaling is on for ``cluster`` — read from DescribeCluster, not from the record."""
-    return _autoscaling(describe_hyperpod(cluster)).get("Mode") == "Enable"
+    return _autoscaling(mirror.describe(cluster)).get("Mode") == "Enable"
 
 
 def object_name(group: str) -> str:
@@ -159,7 +160,7 @@ def groups(described: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def observe(cluster: Cluster) -> FeatureObservation:
-    described = describe_hyperpod(cluster)
+    described = mirror.describe(cluster)
     config = _autoscaling(described)
     on = config.get("Mode") == "Enable"
     details: dict[str, Any] = {"scope": "HyperPod instance groups only"}

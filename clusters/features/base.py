@@ -8,6 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from cloud import aws
+from clusters.instance_groups import mirror
 from clusters.models import Cluster, FeatureState
 from operations.pipeline import PhaseFailed, Progress
 
@@ -34,21 +35,8 @@ def sagemaker(cluster: Cluster):
     return aws.client("sagemaker", region=cluster.region)
 
 
-def describe_hyperpod(cluster: Cluster) -> dict[str, Any] | None:
-    """DescribeCluster of the cluster's HyperPod cluster, or ``None`` when it has none (or it is gone)."""
-    if not cluster.hyperpod_name:
-        return None
-    with aws.translated("sagemaker", "DescribeCluster"):
-        try:
-            return sagemaker(cluster).describe_cluster(ClusterName=cluster.hyperpod_name)
-        except ClientError as error:
-            if aws.error_is(error, "ResourceNotFound", "ResourceNotFoundException", "ValidationException"):
-                return None
-            raise
-
-
 def require_hyperpod(cluster: Cluster) -> dict[str, Any]:
-    described = describe_hyperpod(cluster)
+    described = mirror.describe(cluster)
     if described is None:
         raise PhaseFailed(f"Cluster {cluster.name} has no HyperPod cluster.", code="hyperpod_missing")
     return described

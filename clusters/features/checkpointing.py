@@ -22,8 +22,9 @@ from kubernetes.client.exceptions import ApiException
 
 from cloud import aws, kube
 from clusters.features import identity
-from clusters.features.base import FeatureObservation, converge_hyperpod, describe_hyperpod
+from clusters.features.base import FeatureObservation, converge_hyperpod
 from clusters.features.catalog import DEFAULT_MEMORY_PERCENTAGE, TIERED_CHECKPOINTING
+from clusters.instance_groups import mirror
 from clusters.models import Cluster, ClusterFeature, FeatureState
 from clusters.ownership import CLUSTER_LABEL, iam_name, kube_labels, team_namespace
 from clusters.shared_bucket import shared_bucket_name, team_prefix
@@ -83,7 +84,7 @@ def _tiered(described: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def observe(cluster: Cluster) -> FeatureObservation:
-    described = describe_hyperpod(cluster)
+    described = mirror.describe(cluster)
     config = _tiered(described)
     on = config.get("Mode") == "Enable"
     details: dict[str, Any] = {}
