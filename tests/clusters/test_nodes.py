@@ -4,6 +4,7 @@ its pages and filters, and every refusal of a batch action, each with nothing se
 from __future__ import annotations
 
 import threading
+import time
 from urllib.parse import parse_qs, urlparse
 
 import httpx
@@ -165,6 +166,7 @@ def test_every_refusal_sends_nothing(api, cast, sandbox):
     assert len(sent_batches(sandbox)) == before
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_node_aws_refuses_fails_the_batch_naming_it_and_a_retry_resends_nothing_done(api, cast, sandbox, drive):
     cluster = sandbox_nodes_cluster(cast.team, groups={"workers": 2})
     sagemaker = aws.client("sagemaker", region="us-west-2")
@@ -174,15 +176,23 @@ def test_a_node_aws_refuses_fails_the_batch_naming_it_and_a_retry_resends_nothin
     assert response.status_code == 202, response.content
     operation = Operation.objects.get(pk=response.json()["operation"]["id"])
 
-    # Someone else reboots the second node while our batch call is on its way.
-    sandbox.control("PUT", "clock", {"scale": 0.01})
+    # Our batch call is held 2 s on its way; meanwhile HyperPod's health agent marks the second node for a reboot,
+    # which HyperPod (NodeRecovery Automatic) starts at once: when our call lands, that node is not Running.
+    sandbox.control("PUT", "clock", {"scale": 0.05})
     sandbox.control("POST", "faults", {"target": "sagemaker:BatchRebootClusterNodes", "kind": "latency",
-                                       "latency_ms": 1500, "count": 1})
-    meanwhile = threading.Timer(0.5, lambda: aws.client("sagemaker", region="us-west-2").batch_reboot_cluster_nodes(
-        ClusterName=cluster.hyperpod_name, NodeIds=[second]))
-    meanwhile.start()
-    operation = drive(operation, timeout=30)
-    meanwhile.join()
+                                       "latency_ms": 2000, "count": 1})
+    driving = threading.Thread(target=drive, args=(operation,), kwargs={"timeout": 60})
+    driving.start()
+    phase = operation.phases.get()
+    deadline = time.monotonic() + 20
+    while "snapshot" not in phase.intent:
+        assert time.monotonic() < deadline, "the batch was never prepared"
+        time.sleep(0.02)
+        phase.refresh_from_db()
+    core(cluster).patch_node(f"hyperpod-{second}", {"metadata": {"labels": {
+        "sagemaker.amazonaws.com/node-health-status": "UnschedulablePendingReboot"}}})
+    driving.join()
+    operation.refresh_from_db()
     assert (operation.state, operation.error_code) == ("failed", "node_action_failed")
     assert second in operation.error_message and "InvalidInstanceStatus" in operation.error_message
     assert first not in operation.error_message
