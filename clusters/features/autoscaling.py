@@ -8,7 +8,8 @@ Enabling, in order:
    ``sagemaker:BatchDeleteClusterNodes`` on this HyperPod cluster only;
 2. ``UpdateCluster`` with ``AutoScaling {Mode: Enable, AutoScalerType: Karpenter}``, ``ClusterRole``,
    ``NodeProvisioningMode: Continuous`` and ``NodeRecovery: Automatic``, until InService;
-3. per instance group, a ``HyperpodNodeClass`` (``karpenter.sagemaker.amazonaws.com/v1``, cluster-scoped,
+3. per instance group Karpenter can scale (:func:`supported`: on-demand, no deep health checks), a
+   ``HyperpodNodeClass`` (``karpenter.sagemaker.amazonaws.com/v1``, cluster-scoped,
    ``spec.instanceGroups: [group]``) and a Karpenter ``NodePool`` (``karpenter.sh/v1``) pointing at it, requiring
    the group's instance type and name, consolidating empty nodes after :data:`CONSOLIDATE_AFTER`. Both carry our
    labels; HyperPod installs their CRDs once autoscaling is on, so this step waits for them.
@@ -30,8 +31,8 @@ from clusters.features import identity
 from clusters.features.base import FeatureObservation, converge_hyperpod, require_hyperpod
 from clusters.features.catalog import AUTOSCALING
 from clusters.features.training import hyperpod_arn
-from clusters.instance_groups import mirror
-from clusters.models import Cluster, FeatureState
+from clusters.instance_groups import mirror, specs
+from clusters.models import CapacityType, Cluster, FeatureState
 from clusters.ownership import CLUSTER_LABEL, iam_name, kube_labels
 from config.errors import Conflict
 from operations.context import StepContext
@@ -153,10 +154,17 @@ def our_objects(cluster: Cluster) -> dict[str, list[str]]:
     return found
 
 
+def supported(details: dict[str, Any]) -> bool:
+    """Whether HyperPod's Karpenter can scale the group (one entry of DescribeCluster's ``InstanceGroups``): only
+    on-demand capacity (no spot, no training plan) without on-start deep health checks, AWS documents."""
+    return (specs.capacity_type_of(details) == CapacityType.ON_DEMAND and not details.get("OnStartDeepHealthChecks")
+            and bool(details.get("InstanceType")))
+
+
 def groups(described: dict[str, Any]) -> list[tuple[str, str]]:
-    """``(name, instance type)`` of each instance group of a DescribeCluster answer."""
-    return [(group["InstanceGroupName"], group.get("InstanceType", ""))
-            for group in described.get("InstanceGroups", []) if group.get("InstanceType")]
+    """``(name, instance type)`` of each instance group of a DescribeCluster answer that Karpenter can scale."""
+    return [(group["InstanceGroupName"], group["InstanceType"])
+            for group in described.get("InstanceGroups", []) if supported(group)]
 
 
 def observe(cluster: Cluster) -> FeatureObservation:
@@ -202,7 +210,11 @@ def poll_enable(ctx: StepContext, cluster: Cluster) -> Progress:
         raise
     except Conflict as error:
         raise PhaseFailed(error.message, code=error.code) from None
-    ctx.log("NodePools for " + ", ".join(name for name, _ in groups(described)) + ".")
+    ctx.log("NodePools for " + (", ".join(name for name, _ in groups(described)) or "no group") + ".")
+    skipped = sorted({group["InstanceGroupName"] for group in described.get("InstanceGroups", [])}
+                     - {name for name, _ in groups(described)})
+    if skipped:
+        ctx.log(f"Not autoscaled (spot, training plan or deep health checks): {', '.join(skipped)}.")
     return Progress.finished("Autoscaling on")
 
 

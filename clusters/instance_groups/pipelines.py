@@ -122,6 +122,10 @@ def submit_apply_group_objects(ctx: StepContext) -> None:
     if not autoscaling.enabled(cluster):
         ctx.log("Managed autoscaling is off; the group needs no Karpenter objects.")
         return
+    if not autoscaling.supported(group_details(described(cluster), name) or {}):
+        ctx.log(f"Group {name} keeps its count: HyperPod autoscales only on-demand groups without deep health "
+                "checks.")
+        return
     autoscaling.apply_group_objects(cluster, group=name, instance_type=ctx.params["instance_type"])
     ctx.log(f"Group {name} scales with Karpenter (NodePool and HyperPod node class applied).")
 

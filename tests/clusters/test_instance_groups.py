@@ -235,3 +235,21 @@ def test_node_recovery_and_software_updates(api, cast, sandbox, drive, live_clus
     run(api, cast.admin, "POST", f"/api/v1/clusters/{cluster.pk}/software-update", {"groups": ["accelerated"]},
         drive=drive)
     assert groups(cluster)["accelerated"]["SoftwareUpdateStatus"] == "Succeeded"
+
+
+def test_with_autoscaling_on_groups_get_node_pools_only_where_hyperpod_can_scale_them(api, cast, sandbox, drive,
+                                                                                      live_cluster):
+    from clusters.features import autoscaling
+
+    cluster = live_cluster()
+    run(api, cast.admin, "POST", f"/api/v1/clusters/{cluster.pk}/features/autoscaling/enable", {}, drive=drive)
+    base = f"/api/v1/clusters/{cluster.pk}/instance-groups"
+    run(api, cast.admin, "POST", base, {"name": "burst", "instance_type": "ml.g5.8xlarge", "instance_count": 0},
+        drive=drive)
+    run(api, cast.admin, "POST", base, {"name": "spot", "instance_type": "ml.g5.8xlarge", "instance_count": 1,
+                                        "capacity_type": "spot"}, drive=drive)
+    pools = autoscaling.our_objects(cluster)["nodepools"]
+    assert "instantstart-burst" in pools and "instantstart-spot" not in pools
+    assert groups(cluster)["burst"]["TargetCount"] == 0
+    run(api, cast.admin, "DELETE", f"{base}/burst", drive=drive)
+    assert "instantstart-burst" not in autoscaling.our_objects(cluster)["nodepools"]
