@@ -9,6 +9,7 @@ from cloud import aws
 from clusters import usage
 from clusters.models import InstanceGroup
 from operations.models import Operation, OperationState
+from tests.clusters.sandbox import tracked_hyperpod_cluster
 
 REGION = "us-west-2"
 
@@ -137,24 +138,24 @@ def drive_until_in_service(sagemaker, cluster) -> None:
     ({"instance_count": 50}, "instance_count", "quota_exceeded"),
     ({"instance_count": 0}, "instance_count", "invalid_count"),
     ({"interface_mode": "efa-only", "instance_type": "ml.g5.xlarge"}, "interface_mode", "efa_not_supported"),
-    ({"name": "accelerated"}, "name", "instance_group_name_taken"),
+    ({"name": "workers"}, "name", "instance_group_name_taken"),
     ({"threads_per_core": 2, "instance_type": "ml.c6g.large"}, "threads_per_core", "invalid_threads_per_core"),
 ])
-def test_bad_groups_are_refused_before_anything_is_sent(api, cast, sandbox, drive, live_cluster, body, field, code):
-    cluster = live_cluster()
+def test_bad_groups_are_refused_before_anything_is_sent(api, cast, sandbox, body, field, code):
+    cluster = tracked_hyperpod_cluster(cast.team)
     sandbox.control("PUT", "quotas", {"service_code": "sagemaker", "quota_name": "ml.g5.8xlarge for cluster usage",
                                       "value": 10, "region": REGION})
     mark = seq(sandbox)
     response = api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/instance-groups", {
-        "name": "more", "instance_type": "ml.g5.8xlarge", "instance_count": 1, **body})
+        "name": "more", "instance_type": "ml.g5.8xlarge", "instance_count": 1, "zone": "us-west-2a", **body})
     assert response.status_code == 400, response.content
     assert code in [error["code"] for error in response.json()["fields"][field]]
     assert updates_since(sandbox, mark) == []
     assert not InstanceGroup.objects.filter(cluster=cluster, name="more").exists()
 
 
-def test_training_plan_rules_for_a_group(api, cast, sandbox, live_cluster):
-    cluster = live_cluster()
+def test_training_plan_rules_for_a_group(api, cast, sandbox):
+    cluster = tracked_hyperpod_cluster(cast.team)
     arn = plan(sandbox, "p5-c", zone="us-west-2c")
     base = f"/api/v1/clusters/{cluster.pk}/instance-groups"
     spot_with_plan = api(cast.admin).post(base, {"name": "more", "instance_type": "ml.p5.48xlarge",
