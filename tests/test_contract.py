@@ -242,3 +242,32 @@ def test_changing_a_fixed_group_field_is_immutable_field_on_every_face(change, f
     assert is_error and mcp_body == rest.json()
     assert "immutable_field" in portal_codes(portal)
     assert not Operation.objects.exists()
+
+
+@pytest.mark.parametrize(("data", "field", "code"), [
+    ({"tiered_checkpointing": {"enabled": True, "memory_percentage": 0}}, "tiered_checkpointing.memory_percentage",
+     "out_of_range"),
+    ({"tiered_checkpointing": {"enabled": False, "memory_percentage": 30}}, "tiered_checkpointing.memory_percentage",
+     "not_applicable"),
+    ({"autoscaling": {"enabled": "yes"}}, "autoscaling.enabled", "invalid_type"),
+])
+def test_feature_change_bad_input_same_code_on_every_face(data, field, code, cast, token_for):
+    from clusters.models import Cluster
+    from operations.models import Operation
+
+    cluster = Cluster.objects.create(team=cast.team, name="alpha", region="us-west-2", state="active",
+                                     eks_name="alpha")
+    secret = token_for(cast.admin)
+    rest = Client().patch(f"/api/v1/clusters/{cluster.pk}/features", data, content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "update_advanced_features", {"cluster_id": cluster.pk, **data})
+    browser = Client()
+    browser.force_login(cast.admin)
+    portal = browser.post(reverse("cluster-features", args=[cluster.pk]), data, content_type="application/json")
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400
+    assert code in portal_codes(portal)
+    assert not Operation.objects.exists()

@@ -15,7 +15,7 @@ from accounts.views.common import portal_view
 from clusters import selectors
 from clusters.api.feature_serializers import FeaturesUpdateSerializer, capabilities, feature_row
 from clusters.features import observe, services
-from clusters.features.catalog import MEMORY_PERCENTAGE_RANGE
+from clusters.features.catalog import MEMORY_PERCENTAGE_RANGE, ORDER
 from clusters.services import running_operation
 from clusters.views.common import perform
 from config.api.exceptions import error_body
@@ -36,6 +36,15 @@ def _requested(request: HttpRequest) -> tuple[dict | None, dict | None]:
     except ValidationError as exc:
         return None, error_body(exc)[0]
     return dict(serializer.validated_data), None
+
+
+#: The field errors the panel shows next to an input or a feature's row; the others go with the form's error.
+PLACED_FIELDS = {*ORDER, "tiered_checkpointing.memory_percentage"}
+
+
+def _unplaced(fields: dict[str, list[dict[str, str]]]) -> list[dict[str, str]]:
+    return [{**item, "message": f"{name}: {item['message']}"} for name, items in fields.items()
+            if name not in PLACED_FIELDS for item in items]
 
 
 @require_http_methods(["GET", "POST"])
@@ -61,7 +70,8 @@ def feature_panel(request: HttpRequest, cluster_id: int) -> HttpResponse:
     states = observe.prerequisite_states(cluster) if running is None and cluster.eks_name and \
         cluster.state == "active" else {}
     caps = {action.replace(".", "_"): allowed for action, allowed in capabilities(request.user, cluster).items()}
+    fields = (error or {}).get("fields", {})
     context = {"cluster": cluster, "features": [feature_row(row, states) for row in rows], "operation": operation,
                "caps": caps, "error": error, "outcome": outcome,
-               "field_errors": (error or {}).get("fields", {}), "percentage_range": MEMORY_PERCENTAGE_RANGE}
+               "field_errors": fields, "other_errors": _unplaced(fields), "percentage_range": MEMORY_PERCENTAGE_RANGE}
     return render(request, "clusters/features/panel.html", context, status=status)
