@@ -21,10 +21,10 @@ from accounts.models import Role, User
 from cloud import aws
 from clusters.instance_groups import mirror
 from clusters.instance_groups.hyperpod_update import IN_SERVICE, described
-from clusters.models import Cluster, ClusterState
+from clusters.models import Cluster
 from clusters.phases.common import cluster_of
 from clusters.services import claim_idle, replayed_operation, require_idle
-from config.errors import Conflict, ValidationFailed
+from config.errors import ValidationFailed
 from operations.context import StepContext
 from operations.models import Operation
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
@@ -39,16 +39,6 @@ NODE_RECOVERY = ("Automatic", "None")
 MEMBERS = {"node_recovery": "NodeRecovery"}
 
 
-def _hyperpod(cluster: Cluster) -> dict[str, Any]:
-    if cluster.state != ClusterState.ACTIVE:
-        raise Conflict(f"Cluster {cluster.name} is {cluster.state}; settings change on active clusters.",
-                       code="cluster_not_active")
-    found = mirror.describe(cluster)
-    if found is None:
-        raise Conflict(f"Cluster {cluster.name} has no HyperPod cluster.", code="hyperpod_missing")
-    return found
-
-
 def settings_of(found: dict[str, Any]) -> dict[str, Any]:
     """The settings as HyperPod reports them."""
     return {"node_recovery": found.get("NodeRecovery") or "Automatic",
@@ -59,7 +49,7 @@ def settings_of(found: dict[str, Any]) -> dict[str, Any]:
 
 def settings_get(*, actor: User, cluster: Cluster) -> dict[str, Any]:
     access.require(actor, "cluster.view", cluster)
-    return settings_of(_hyperpod(cluster))
+    return settings_of(mirror.require_active(cluster))
 
 
 def settings_update(*, actor: User, cluster: Cluster, changes: dict[str, Any], source: str,
@@ -68,8 +58,8 @@ def settings_update(*, actor: User, cluster: Cluster, changes: dict[str, Any], s
     access.require(actor, "cluster.settings", cluster)
     replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
-        return settings_of(_hyperpod(cluster)), replayed
-    found = _hyperpod(cluster)
+        return settings_of(mirror.require_active(cluster)), replayed
+    found = mirror.require_active(cluster)
     actual = settings_of(found)
     changed = {field: value for field, value in changes.items() if field in MEMBERS and value != actual[field]}
     if not changed:
@@ -99,7 +89,7 @@ def software_update(*, actor: User, cluster: Cluster, groups: list[str], source:
     replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
         return replayed
-    found = _hyperpod(cluster)
+    found = mirror.require_active(cluster)
     names = [group["InstanceGroupName"] for group in found.get("InstanceGroups") or []]
     unknown = sorted(set(groups) - set(names))
     if unknown:

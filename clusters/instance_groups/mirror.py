@@ -17,7 +17,8 @@ from django.db import transaction
 from cloud import aws
 from clusters.inspection import catalog
 from clusters.instance_groups import specs
-from clusters.models import Cluster, InstanceGroup, Subnet
+from clusters.models import Cluster, ClusterState, InstanceGroup, Subnet
+from config.errors import Conflict
 
 
 def describe(cluster: Cluster) -> dict[str, Any] | None:
@@ -32,6 +33,18 @@ def describe(cluster: Cluster) -> dict[str, Any] | None:
             if aws.error_is(error, "ResourceNotFound", "ResourceNotFoundException"):
                 return None
             raise
+
+
+def require_active(cluster: Cluster) -> dict[str, Any]:
+    """DescribeCluster of an active cluster's HyperPod cluster, for a service about to change it:
+    ``cluster_not_active`` (409) unless the cluster is active, ``hyperpod_missing`` (409) when it has none."""
+    if cluster.state != ClusterState.ACTIVE:
+        raise Conflict(f"Cluster {cluster.name} is {cluster.state}; it changes only while active.",
+                       code="cluster_not_active")
+    found = describe(cluster)
+    if found is None:
+        raise Conflict(f"Cluster {cluster.name} has no HyperPod cluster.", code="hyperpod_missing")
+    return found
 
 
 def _subnet_ids(described: dict[str, Any], details: dict[str, Any]) -> list[str]:

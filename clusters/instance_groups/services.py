@@ -21,7 +21,7 @@ from clusters import preflight, usage
 from clusters.instance_groups import mirror, pipelines, specs
 from clusters.instance_groups.checks import GroupRequest, check_add
 from clusters.instance_groups.hyperpod_update import group_details
-from clusters.models import Cluster, ClusterState, InstanceGroup
+from clusters.models import Cluster, InstanceGroup
 from clusters.services import claim_idle, replayed_operation, require_idle
 from clusters.spec import ClusterSpec
 from config.errors import Conflict, ValidationFailed
@@ -41,19 +41,6 @@ MUTABLE = ("instance_count", "deep_health_checks")
 DELETING = "Deleting"
 
 
-def _require_active(cluster: Cluster) -> None:
-    if cluster.state != ClusterState.ACTIVE:
-        raise Conflict(f"Cluster {cluster.name} is {cluster.state}; instance groups change on active clusters.",
-                       code="cluster_not_active")
-
-
-def _hyperpod(cluster: Cluster) -> dict[str, Any]:
-    found = mirror.describe(cluster)
-    if found is None:
-        raise Conflict(f"Cluster {cluster.name} has no HyperPod cluster.", code="hyperpod_missing")
-    return found
-
-
 def _autoscaling_on(found: dict[str, Any]) -> bool:
     return ((found.get("AutoScaling") or {}).get("Mode")) == "Enable"
 
@@ -65,9 +52,8 @@ def group_add(*, actor: User, cluster: Cluster, request: GroupRequest, source: s
     replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
         return InstanceGroup.objects.get(pk=replayed.params["group_id"]), replayed
-    _require_active(cluster)
+    found = mirror.require_active(cluster)
     require_idle(cluster)
-    found = _hyperpod(cluster)
     existing = [group["InstanceGroupName"] for group in found.get("InstanceGroups") or []]
     checked = check_add(cluster, request, existing=existing, autoscaling=_autoscaling_on(found))
     try:
@@ -125,8 +111,7 @@ def group_update(*, actor: User, group: InstanceGroup, changes: dict[str, Any], 
     replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
         return group, replayed
-    _require_active(cluster)
-    found = _hyperpod(cluster)
+    found = mirror.require_active(cluster)
     details = group_details(found, group.name)
     if details is None or group.deleted:
         raise Conflict(f"Instance group {group.name} no longer exists.", code="instance_group_missing")
@@ -176,8 +161,7 @@ def _check_growth(cluster: Cluster, group: InstanceGroup, details: dict[str, Any
                        training_plan_arn=group.training_plan_arn)
     if group.training_plan_arn:
         spec = replace(spec, instance_count=count)
-        preflight.check_training_plan(spec, {group.zone: None}, failures)
-        failures.fields.pop("zone", None)
+        preflight.check_training_plan(spec, {}, failures)
     else:
         preflight.check_quota(spec, True, failures)
     failures.raise_any()
@@ -192,7 +176,7 @@ def group_delete(*, actor: User, group: InstanceGroup, source: str,
     replayed = replayed_operation(cluster.team, idempotency_key)
     if replayed is not None:
         return replayed
-    _require_active(cluster)
+    mirror.require_active(cluster)
     if group.deleted:
         raise Conflict(f"Instance group {group.name} no longer exists.", code="instance_group_missing")
     if group.status == DELETING:
