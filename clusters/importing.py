@@ -35,6 +35,7 @@ from clusters import dependencies, drift
 from clusters.inspection import catalog, facts
 from clusters.inspection.network import NetworkFacts, read_network
 from clusters.inspection.volumes import FoundVolume, persistent_volumes
+from clusters.instance_groups import mirror
 from clusters.models import Cluster, ClusterState, NetworkPlan, StorageState, StorageVolume, Subnet
 from clusters.phases import lifecycle
 from clusters.phases.common import cluster_of
@@ -230,6 +231,9 @@ def submit_discover(ctx: StepContext) -> None:
         if network is not None:
             record_network(cluster, network, _security_groups(eks, hyperpod))
         volumes = record_volumes(cluster, found_volumes)
+    described = mirror.describe(cluster)
+    if described is not None:
+        mirror.mirror(cluster, described)
     found = [seen for seen in dependencies.observe(cluster, strict=True) if seen.found]
     dependencies.record(cluster, found)
     ctx.record(eks_arn=eks.arn, hyperpod_arn=hyperpod.arn if hyperpod else "", vpc_id=eks.vpc_id,

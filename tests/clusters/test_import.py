@@ -157,6 +157,9 @@ def test_import_grants_access_and_records_what_it_finds(sandbox, cast, drive, ou
         "outside-hp", hyperpod["ClusterArn"], "InService", "Automatic")
     assert (cluster.node_count, cluster.gpu_count) == (2, 2), "two ml.g5.8xlarge nodes, one A10G each"
     assert cluster.details["instance_groups"][0]["instance_type"] == "ml.g5.8xlarge"
+    group = cluster.instance_groups.get()
+    assert (group.name, group.instance_type, group.managed, group.target_count) == ("workers", "ml.g5.8xlarge",
+                                                                                    False, 2)
     assert cluster.refreshed_at is not None
     # The control plane's own principal got a STANDARD access entry with cluster-wide admin.
     client = aws.client("eks", region=REGION)
