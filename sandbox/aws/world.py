@@ -147,11 +147,15 @@ def off_node_event(callback: Callable[[NodeEvent], None]) -> None:
 def set_node_health(cluster_arn: str, instance_id: str, status: str) -> None:
     with core.transaction():
         refresh()
-        cluster = model.find(cluster_arn, region="")
-        node = cluster.nodes.get(instance_id) if cluster is not None else None
-        if cluster is None or node is None:
-            raise LookupError(f"no node {instance_id} in HyperPod cluster {cluster_arn}")
-        model.set_health(cluster, node, status)
+        model.set_health(*_cluster_and_node(cluster_arn, instance_id), status)
+
+
+def _cluster_and_node(cluster_arn: str, instance_id: str) -> tuple[model.Cluster, model.Node]:
+    cluster = model.find(cluster_arn, region="")
+    node = cluster.nodes.get(instance_id) if cluster is not None else None
+    if cluster is None or node is None:
+        raise LookupError(f"no node {instance_id} in HyperPod cluster {cluster_arn}")
+    return cluster, node
 
 
 def _cluster_and_group(cluster_arn: str, group_name: str) -> tuple[model.Cluster, model.Group]:
@@ -177,11 +181,7 @@ def scale_in(cluster_arn: str, instance_id: str) -> None:
     """Terminate the instance and lower its group's target (``LookupError`` for an unknown one)."""
     with core.transaction():
         refresh()
-        cluster = model.find(cluster_arn, region="")
-        node = cluster.nodes.get(instance_id) if cluster is not None else None
-        if cluster is None or node is None:
-            raise LookupError(f"no node {instance_id} in HyperPod cluster {cluster_arn}")
-        model.scale_in(cluster, node)
+        model.scale_in(*_cluster_and_node(cluster_arn, instance_id))
 
 
 def snapshot() -> dict[str, Any]:
