@@ -14,6 +14,7 @@ api_v1 = [
     path("", include("accounts.api.urls")),
     path("", include("operations.api.urls")),
     path("", include("clusters.api.urls")),
+    path("", include("training.api.urls")),
     re_path(r"^[\s\S]*$", api_not_found),
 ]
 
@@ -24,6 +25,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("operations.urls")),
     path("", include("clusters.urls")),
+    path("", include("training.urls")),
     path("", include("accounts.urls")),
 ]
 

@@ -205,9 +205,11 @@ CASES += [
                          ("import_candidates", "import-candidates")]],
 ]
 
-from tests import matrix_features, matrix_groups, matrix_nodes  # noqa: E402  (they build on the names above)
+# The slices build on the names above.
+from tests import matrix_features, matrix_groups, matrix_logs, matrix_mlflow, matrix_nodes, matrix_training  # noqa: E402, I001
 
-CASES += [*matrix_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES]
+CASES += [*matrix_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES, *matrix_training.CASES,
+          *matrix_logs.CASES, *matrix_mlflow.CASES]
 
 
 def case(operation_id: str) -> Case:

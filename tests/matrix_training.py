@@ -1,0 +1,3 @@
+"""Permission-matrix cases: placeholder filled by its slice."""
+
+CASES: list = []

@@ -1,0 +1,3 @@
+"""REST routes (mounted under /api/v1): placeholder filled by its slice."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""Portal routes: placeholder filled by its slice."""
+
+urlpatterns: list = []

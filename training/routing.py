@@ -1,0 +1,3 @@
+"""WebSocket routes of the training app: placeholder filled by the log-streaming slice."""
+
+websocket_urlpatterns: list = []
