@@ -206,7 +206,7 @@ CASES += [
 ]
 
 # The slices build on the names above.
-from tests import matrix_features, matrix_groups, matrix_logs, matrix_mlflow, matrix_nodes, matrix_training  # noqa: E402, I001
+from tests import matrix_features, matrix_groups, matrix_logs, matrix_mlflow, matrix_nodes, matrix_training  # noqa: E402
 
 CASES += [*matrix_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES, *matrix_training.CASES,
           *matrix_logs.CASES, *matrix_mlflow.CASES]
