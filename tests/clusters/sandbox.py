@@ -102,20 +102,22 @@ def make_hyperpod_cluster(eks: OutsideCluster, name: str, *, region: str = "us-w
     )["ClusterArn"]
 
 
-def tracked_hyperpod_cluster(team, *, cloud: bool = True):
-    """An active cluster row of ``team`` named ``matrix`` tracking a HyperPod cluster (group ``workers``) made with
-    boto3 — or, without ``cloud``, only the rows (for callers refused before AWS is read)."""
+def tracked_hyperpod_cluster(team, *, cloud: bool = True, instance_type: str = "ml.g5.8xlarge", count: int = 1):
+    """An active cluster row of ``team`` named ``matrix`` tracking a HyperPod cluster (group ``workers`` of
+    ``count`` ``instance_type``) made with boto3 — or, without ``cloud``, only the rows (for callers refused before
+    AWS is read)."""
     from clusters.instance_groups import mirror
     from clusters.models import Cluster, InstanceGroup
 
     cluster = Cluster.objects.create(team=team, name="matrix", region="us-west-2", state="active",
                                      eks_name="matrix", hyperpod_name="matrix")
     if not cloud:
-        InstanceGroup.objects.create(cluster=cluster, name="workers", instance_type="ml.g5.8xlarge")
+        InstanceGroup.objects.create(cluster=cluster, name="workers", instance_type=instance_type)
         return cluster
     with instant_clock():
         eks = make_eks_cluster("matrix")
-        cluster.eks_arn, cluster.hyperpod_arn = eks.arn, make_hyperpod_cluster(eks, "matrix")
+        cluster.eks_arn, cluster.hyperpod_arn = eks.arn, make_hyperpod_cluster(eks, "matrix", instance_type=instance_type,
+                                                                        count=count)
     cluster.save()
     mirror.mirror(cluster, mirror.describe(cluster))
     return cluster
