@@ -22,6 +22,7 @@ from django.db import models
 
 from accounts.models import Team
 from clusters.models import Cluster
+from operations.models import Operation
 
 
 class TrainingPath(models.TextChoices):
@@ -52,6 +53,8 @@ class TrainingJob(models.Model):
                                    related_name="+")
     resubmitted_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                          related_name="resubmissions")
+    #: The operation that submits the job and follows it to a terminal state (cancel cancels it).
+    operation = models.ForeignKey(Operation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     name = models.CharField(max_length=40)
     namespace = models.CharField(max_length=63)
     recipe = models.CharField(max_length=32)
