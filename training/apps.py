@@ -5,4 +5,5 @@ class TrainingConfig(AppConfig):
     name = "training"
 
     def ready(self) -> None:
-        from training import actions  # noqa: F401  (registers the team actions)
+        from training import actions, usage  # noqa: F401  (the team actions; what jobs pin on clusters)
+        from training.lifecycle import pipeline  # noqa: F401  (registers training_job.submit)

@@ -77,6 +77,9 @@ class TrainingJob(models.Model):
     ranks = models.JSONField(default=list, blank=True)
     restarts_used = models.PositiveIntegerField(default=0)
     restarts_total = models.PositiveIntegerField(default=0)
+    #: Every recovery the operator made, oldest first: ``{"at", "restart", "restarts", "reason", "message", "type",
+    #: "pods", "ranks"}`` (``type``: ``PLR`` process-level or ``JLR`` job-level restart).
+    recoveries = models.JSONField(default=list, blank=True)
     #: Detected hangs, newest last: ``{"at", "reason", "message", "pods"}``.
     hangs = models.JSONField(default=list, blank=True)
     #: Ranks reported slow: ``{"rank", "pod", "throughput", "median", "at"}``.

@@ -10,6 +10,10 @@
 ``GET|POST /_sandbox/training-plans`` training plans (``{"region"}`` alone seeds two stock plans)
 ``GET|POST|DELETE /_sandbox/outcomes`` requested failures of resources created later
 ``GET /_sandbox/world``               EKS clusters with add-ons and HyperPod clusters with nodes
+``POST /_sandbox/pod-logs/drop``      end open ``follow=true`` log streams: ``{"region", "cluster", "namespace",
+                                      "pod"?}`` → ``{"streams_ended"}``
+``POST /_sandbox/pod-logs/rotate``    the kubelet rotates those pods' logs (same body) → ``{"streams_ended",
+                                      "lines_rotated"}``
 ====================================  ==============================================================
 
 Malformed input is a 400 with ``{"error": message}``; an unknown path a 404, a wrong method a 405.
@@ -25,6 +29,7 @@ from werkzeug.wrappers import Request, Response
 
 from sandbox import clock, control
 from sandbox.aws import core, faults, outcomes, quotas, requestlog, training_plans, world
+from sandbox.kube import world as kube_world
 
 Route = Callable[[Request], tuple[int, Any]]
 
@@ -139,6 +144,38 @@ def _world(_: Request) -> tuple[int, Any]:
     return 200, world.snapshot()
 
 
+class _NotFound(Exception):
+    """Answered with a 404."""
+
+
+def _log_target(request: Request) -> tuple[Any, str, str | None]:
+    """The cluster store, namespace and optional pod a pod-log fault names (``_NotFound`` when unknown)."""
+    body = _object(request)
+    for key in ("region", "cluster", "namespace"):
+        if not isinstance(body.get(key), str) or not body[key]:
+            raise ValueError(f"{key} is required")
+    pod = body.get("pod")
+    if pod is not None and not isinstance(pod, str):
+        raise ValueError("pod must be a string")
+    store = kube_world.existing_store(body["region"], body["cluster"])
+    if store is None:
+        raise _NotFound(f"no Kubernetes API server for cluster {body['cluster']} in {body['region']}")
+    if pod and store.find("pods", pod, body["namespace"]) is None:
+        raise _NotFound(f"no pod {body['namespace']}/{pod} in cluster {body['cluster']}")
+    return store, body["namespace"], pod or None
+
+
+def _drop_pod_logs(request: Request) -> tuple[int, Any]:
+    store, namespace, pod = _log_target(request)
+    return 200, {"streams_ended": store.logs.cut(namespace, pod)}
+
+
+def _rotate_pod_logs(request: Request) -> tuple[int, Any]:
+    store, namespace, pod = _log_target(request)
+    rotated, ended = store.logs.rotate(namespace, pod)
+    return 200, {"streams_ended": ended, "lines_rotated": rotated}
+
+
 _ROUTES: dict[tuple[str, str], Route] = {
     ("/_sandbox", "GET"): _index,
     ("/_sandbox/reset", "POST"): _reset,
@@ -157,6 +194,8 @@ _ROUTES: dict[tuple[str, str], Route] = {
     ("/_sandbox/outcomes", "POST"): _post_outcomes,
     ("/_sandbox/outcomes", "DELETE"): _delete_outcomes,
     ("/_sandbox/world", "GET"): _world,
+    ("/_sandbox/pod-logs/drop", "POST"): _drop_pod_logs,
+    ("/_sandbox/pod-logs/rotate", "POST"): _rotate_pod_logs,
 }
 
 
@@ -178,6 +217,8 @@ def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> 
     else:
         try:
             status, payload = route(request)
+        except _NotFound as error:
+            status, payload = 404, {"error": str(error)}
         except (ValueError, KeyError, TypeError) as error:
             status, payload = 400, {"error": str(error)}
     response = Response(json.dumps(payload, default=str), status=status, content_type="application/json")

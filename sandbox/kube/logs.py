@@ -1,9 +1,17 @@
 """Pod container logs: what the kubelet would hold for each container, current and previous instance.
 
-The simulator writes lines with ``append``; ``restart`` moves the current instance's lines to "previous"
-(what ``previous=true`` reads) as a container restart does. ``render`` applies the read options of
-``GET pods/<name>/log`` — ``sinceTime``/``sinceSeconds``, ``tailLines``, ``timestamps``, ``limitBytes`` —
-to a list of lines. Each container keeps its newest ``MAX_LINES`` lines.
+The simulator writes lines with ``append`` (or ``extend``, one listener call per batch); ``restart`` moves the
+current instance's lines to "previous" (what ``previous=true`` reads) as a container restart does. ``render``
+applies the read options of ``GET pods/<name>/log`` — ``sinceTime``/``sinceSeconds``, ``tailLines``,
+``timestamps``, ``limitBytes`` — to a list of lines. Each container keeps its newest ``MAX_LINES`` lines.
+
+Timestamps are whole microseconds and strictly increase per container (a line stamped at or before its
+predecessor is moved one microsecond after it), so a follower that resumes with ``sinceTime=<its last line's
+timestamp>`` and drops lines with exactly that timestamp loses and repeats nothing.
+
+Faults for log followers: every ``follow=true`` stream registers a ``Follow`` (``open_follow``); ``cut``
+ends the open follows of a namespace's pods (a dropped kubelet connection) and ``rotate`` empties their
+containers' current logs first (the kubelet's log rotation: reads see only lines written afterwards).
 """
 
 from __future__ import annotations
@@ -30,11 +38,23 @@ class ContainerLog:
     previous_trimmed: int = 0
     #: Which instance of the container ``current`` belongs to (0 until the first restart).
     instance: int = 0
+    #: The newest timestamp handed out (microseconds), across restarts and rotations.
+    last: int = 0
 
     @property
     def written(self) -> int:
         """Lines written by the current instance so far, including those trimmed away."""
         return self.trimmed + len(self.current)
+
+
+@dataclass(eq=False)
+class Follow:
+    """An open ``follow=true`` stream of one container; ``cut`` is set when a fault ends it."""
+
+    namespace: str
+    pod: str
+    container: str
+    cut: bool = False
 
 
 class LogBook:
@@ -44,18 +64,30 @@ class LogBook:
         self._lock = lock
         self._logs: dict[tuple[str, str], dict[str, ContainerLog]] = {}
         self._listeners: list[LogListener] = []
+        self._follows: list[Follow] = []
 
     def append(self, namespace: str, pod: str, container: str, line: str, timestamp: float | None = None) -> None:
         """Add one line (without its newline) written at ``timestamp`` (default: now)."""
+        self.extend(namespace, pod, container, [(line, timestamp)])
+
+    def extend(self, namespace: str, pod: str, container: str, lines: list[tuple[str, float | None]]) -> None:
+        """Add ``(line, timestamp or None for now)`` pairs in order; listeners hear about the batch once."""
+        if not lines:
+            return
         with self._lock:
             log = self._logs.setdefault((namespace, pod), {}).setdefault(container, ContainerLog())
-            written_at = clock.now() if timestamp is None else timestamp
-            log.current.append((round(written_at * 1_000_000), line.rstrip("\n")))
+            now = clock.now()
+            for text, timestamp in lines:
+                log.last = max(round((now if timestamp is None else timestamp) * 1_000_000), log.last + 1)
+                log.current.append((log.last, text.rstrip("\n")))
             if len(log.current) > MAX_LINES:
                 log.trimmed += len(log.current) - MAX_LINES
                 del log.current[:-MAX_LINES]
-            for listener in list(self._listeners):
-                listener(namespace, pod, container)
+            self._notify(namespace, pod, container)
+
+    def _notify(self, namespace: str, pod: str, container: str) -> None:
+        for listener in list(self._listeners):
+            listener(namespace, pod, container)
 
     def restart(self, namespace: str, pod: str, container: str) -> None:
         """The container restarted: its lines become the previous instance's, the current log is empty."""
@@ -90,6 +122,46 @@ class LogBook:
             rest = log.previous[max(position - log.previous_trimmed, 0):] \
                 if instance == log.instance - 1 and log.previous is not None else []
             return rest, position + len(rest), instance, True
+
+    def open_follow(self, namespace: str, pod: str, container: str) -> Follow:
+        """Register a follow stream (``close_follow`` it when the stream ends)."""
+        with self._lock:
+            follow = Follow(namespace, pod, container)
+            self._follows.append(follow)
+            return follow
+
+    def close_follow(self, follow: Follow) -> None:
+        with self._lock:
+            if follow in self._follows:
+                self._follows.remove(follow)
+
+    def cut(self, namespace: str, pod: str | None = None) -> int:
+        """End every open follow of ``pod`` (every pod of ``namespace`` when ``None``); returns how many.
+
+        The streams finish cleanly at their next wake-up (which this triggers) without sending more lines; the
+        log itself goes on."""
+        with self._lock:
+            ended = [f for f in self._follows if f.namespace == namespace and pod in (None, f.pod) and not f.cut]
+            for follow in ended:
+                follow.cut = True
+                self._follows.remove(follow)
+            for key in {(f.namespace, f.pod, f.container) for f in ended}:
+                self._notify(*key)
+            return len(ended)
+
+    def rotate(self, namespace: str, pod: str | None = None) -> tuple[int, int]:
+        """The kubelet rotated the log files of ``pod`` (every pod of ``namespace`` when ``None``): each
+        container's current log keeps nothing written so far, and open follows end (``cut``). Returns
+        ``(lines rotated away, streams ended)``; ``previous=true`` logs are untouched."""
+        with self._lock:
+            rotated = 0
+            for (log_namespace, log_pod), containers in self._logs.items():
+                if log_namespace == namespace and pod in (None, log_pod):
+                    for log in containers.values():
+                        rotated += len(log.current)
+                        log.trimmed += len(log.current)
+                        log.current = []
+            return rotated, self.cut(namespace, pod)
 
     def forget(self, namespace: str, pod: str) -> None:
         with self._lock:

@@ -213,6 +213,10 @@ class Store(Writer):
         """Write one log line of ``container`` in ``pod`` (see ``LogBook``)."""
         self.logs.append(namespace, pod, container, line, timestamp)
 
+    def append_logs(self, namespace: str, pod: str, container: str, lines: list[tuple[str, float | None]]) -> None:
+        """Write a batch of ``(line, timestamp or None)`` in order, waking log followers once (see ``LogBook``)."""
+        self.logs.extend(namespace, pod, container, lines)
+
     def restart_log(self, namespace: str, pod: str, container: str) -> None:
         """The container restarted: its log so far becomes what ``previous=true`` returns."""
         self.logs.restart(namespace, pod, container)

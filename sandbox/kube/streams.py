@@ -152,7 +152,8 @@ def _terminated(pod: dict[str, Any] | None, container: str) -> bool:
 
 
 def follow_response(request: LogRequest, stopping: threading.Event) -> StreamingResponse:
-    """Stream the container's log, then new lines as they are written, until the pod or container ends."""
+    """Stream the container's log, then new lines as they are written, until the pod or container ends — or a
+    log fault (``LogBook.cut``/``rotate``) ends it: the response then finishes cleanly without further lines."""
     loop = asyncio.get_running_loop()
     wake: asyncio.Queue[None] = asyncio.Queue()
     store = request.store
@@ -171,6 +172,7 @@ def follow_response(request: LogRequest, stopping: threading.Event) -> Streaming
         lines, position, instance, _ = store.logs.since(request.namespace, request.pod, request.container, 0)
         stop_logs = store.logs.subscribe(on_log)
         stop_events = store.watch(on_event)
+        follow = store.logs.open_follow(request.namespace, request.pod, request.container)
 
     def chunk(new: list[Line], first: bool, budget: int | None) -> bytes:
         return render(new, since=request.since, tail=request.tail if first else None, timestamps=request.timestamps,
@@ -189,6 +191,8 @@ def follow_response(request: LogRequest, stopping: threading.Event) -> Streaming
                         if budget <= 0:
                             return
                 with store.lock:
+                    if follow.cut:
+                        return
                     ended = _terminated(store.find("pods", request.pod, request.namespace), request.container)
                     new, position, instance, restarted = store.logs.since(
                         request.namespace, request.pod, request.container, position, instance)
@@ -202,6 +206,7 @@ def follow_response(request: LogRequest, stopping: threading.Event) -> Streaming
                     await asyncio.wait_for(wake.get(), POLL_SECONDS)
                 data = b""
         finally:
+            store.logs.close_follow(follow)
             stop_logs()
             stop_events()
 

@@ -21,6 +21,8 @@ Objects (``resource`` is a kind, plural, short name, ``plural.group``, ``group/v
     store.scale(resource, name, namespace)                store.update_scale(resource, name, scale, namespace)
     unsubscribe = store.watch(lambda event: ...)          # WatchEvent(type, resource, object, old, resource_version)
     store.append_log(namespace, pod, container, line, timestamp=None)
+    store.append_logs(namespace, pod, container, [(line, timestamp), ...])   # one wake-up per batch
+    store.logs.cut(namespace, pod=None) / store.logs.rotate(namespace, pod=None)   # log faults (``podlogfaults``)
     store.restart_log(namespace, pod, container)          # current log becomes ``previous=true``
 
 CRDs: ``register_crd(store, crd_dict)`` (create or replace; discovery and validation follow at once),

@@ -14,6 +14,8 @@ from sandbox.kube import meta
 OUTCOME = "sandbox.instantstart.dev/outcome"
 STEPS = "sandbox.instantstart.dev/steps"
 DURATION = "sandbox.instantstart.dev/duration-seconds"
+STEP_SECONDS = "sandbox.instantstart.dev/step-seconds"
+LINES_PER_STEP = "sandbox.instantstart.dev/lines-per-step"
 
 
 def name(obj: dict[str, Any]) -> str:
@@ -40,6 +42,15 @@ def int_annotation(obj: dict[str, Any], key: str, default: int) -> int:
     """A non-negative integer annotation, or ``default`` when it is missing or not a number."""
     value = annotation(obj, key)
     return int(value) if value.isdigit() else default
+
+
+def float_annotation(obj: dict[str, Any], key: str, default: float) -> float:
+    """A finite non-negative number annotation, or ``default`` when it is missing or not such a number."""
+    try:
+        value = float(annotation(obj, key))
+    except ValueError:
+        return default
+    return value if 0 <= value < float("inf") else default
 
 
 def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:

@@ -2,8 +2,11 @@
 
 Pure functions of the job's annotations and of time, shared by the HyperPodPyTorchJob and RayJob controllers.
 A run has ``steps`` steps (annotation ``sandbox.instantstart.dev/steps``, default ``DEFAULT_STEPS``) of
-``STEP_SECONDS`` nominal seconds each. Every rank logs one line per step::
+``sandbox.instantstart.dev/step-seconds`` nominal seconds each (default ``STEP_SECONDS``, at least
+``MIN_STEP_SECONDS``). Every rank logs ``sandbox.instantstart.dev/lines-per-step`` lines per step (default 1, at
+most ``MAX_LINES_PER_STEP``): ``n - 1`` micro-batch lines spread over the step, then the step's summary::
 
+    step=42, micro-batch 1/3, samples=40
     step=42, loss=1.2345, throughput=318.27 samples/s
 
 The loss falls along a noisy exponential; throughput is steady around ``SAMPLES_PER_WORKER`` per worker
@@ -32,6 +35,8 @@ from sandbox.sim import objects
 
 DEFAULT_STEPS = 100
 STEP_SECONDS = 6.0
+MIN_STEP_SECONDS = 0.001
+MAX_LINES_PER_STEP = 1000
 SAMPLES_PER_WORKER = 40.0
 STRAGGLE_FACTOR = 2.0
 CHECKPOINT_EVERY = 10
@@ -48,6 +53,8 @@ class Plan:
     steps: int
     outcome: str
     workers_per_rank: int
+    nominal_step_seconds: float = STEP_SECONDS
+    lines_per_step: int = 1
 
     @property
     def fault_step(self) -> int:
@@ -56,7 +63,7 @@ class Plan:
     @property
     def step_seconds(self) -> float:
         """Real seconds per step at the current time scale."""
-        return clock.duration(STEP_SECONDS * (STRAGGLE_FACTOR if self.outcome == "straggle" else 1.0))
+        return clock.duration(self.nominal_step_seconds * (STRAGGLE_FACTOR if self.outcome == "straggle" else 1.0))
 
     def faults(self, attempt: int) -> bool:
         """Does attempt number ``attempt`` (0 first) crash or hang at ``fault_step``?"""
@@ -76,14 +83,28 @@ class Plan:
         """When ``step`` completed (the timestamp of its log line)."""
         return started_at + (step - start_step) * self.step_seconds
 
-    def line(self, rank: int, ranks: int, step: int) -> str:
-        """The log line rank ``rank`` of ``ranks`` writes after ``step``."""
+    def metrics(self, rank: int, ranks: int, step: int) -> tuple[float, float]:
+        """``(loss, throughput)`` of rank ``rank`` of ``ranks`` at ``step``, rounded as its log line shows them."""
         noise = int(hashlib.sha256(f"{self.seed}/{rank}/{step}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF - 0.5
         loss = 0.35 + 2.6 * math.exp(-step / max(self.steps / 4, 1)) + 0.06 * noise
         throughput = SAMPLES_PER_WORKER * self.workers_per_rank * (1 + 0.06 * noise)
         if self.outcome == "straggle" and rank == ranks - 1:
             throughput /= 4
+        return round(loss, 4), round(throughput, 2)
+
+    def line(self, rank: int, ranks: int, step: int) -> str:
+        """The summary line rank ``rank`` of ``ranks`` writes after ``step``."""
+        loss, throughput = self.metrics(rank, ranks, step)
         return f"step={step}, loss={loss:.4f}, throughput={throughput:.2f} samples/s"
+
+    def lines(self, rank: int, ranks: int, step: int, at: float) -> list[tuple[str, float]]:
+        """Every ``(line, timestamp)`` of ``step`` for a rank whose step ended at ``at``: the micro-batch lines
+        spread over the step, the summary line (``line``) last, at ``at``."""
+        micro = self.lines_per_step - 1
+        spacing = self.step_seconds / self.lines_per_step
+        samples = round(SAMPLES_PER_WORKER * self.workers_per_rank / max(micro, 1))
+        return [*((f"step={step}, micro-batch {index}/{micro}, samples={samples}", at - (micro + 1 - index) * spacing)
+                  for index in range(1, micro + 1)), (self.line(rank, ranks, step), at)]
 
 
 def checkpoint_before(step: int) -> int:
@@ -95,4 +116,7 @@ def plan(job: dict[str, Any], workers_per_rank: int = 1) -> Plan:
     """The plan of ``job`` from its annotations (an unknown outcome counts as none)."""
     outcome = objects.annotation(job, objects.OUTCOME)
     return Plan(seed=objects.uid(job), steps=max(1, objects.int_annotation(job, objects.STEPS, DEFAULT_STEPS)),
-                outcome=outcome if outcome in OUTCOMES else "", workers_per_rank=max(1, workers_per_rank))
+                outcome=outcome if outcome in OUTCOMES else "", workers_per_rank=max(1, workers_per_rank),
+                nominal_step_seconds=max(MIN_STEP_SECONDS, objects.float_annotation(job, objects.STEP_SECONDS,
+                                                                                    STEP_SECONDS)),
+                lines_per_step=min(MAX_LINES_PER_STEP, max(1, objects.int_annotation(job, objects.LINES_PER_STEP, 1))))

@@ -1,0 +1,136 @@
+"""``training_job.submit``: the operation that puts a job on its cluster and follows it to a terminal state.
+
+Phases: *identity* (pods may write to the team's MLflow tracking server, when one is attached) → *create* (the
+HyperPodPyTorchJob or RayJob, exactly once: a retry adopts the object it made, recognised by its job-id label) →
+*run* (polled until the object reports Succeeded, Failed or Stopped; every poll mirrors state, ranks, the recovery
+budget, hangs, stragglers and metrics into the job row). A failed job fails the operation (``training_job_failed``).
+
+Cancelling the operation deletes the object (its pods get a grace period after SIGTERM) and the job ends
+``stopped``; :func:`job_finished` keeps the job's state in step with the operation's end.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from operations.context import StepContext
+from operations.models import Operation, OperationState
+from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
+from training import metrics, mlflow
+from training.lifecycle import objects, observe
+from training.models import JobState, TrainingJob
+
+KIND = "training_job.submit"
+RUN_TIMEOUT = timedelta(days=60)
+
+
+def job_of(ctx_or_operation: StepContext | Operation) -> TrainingJob:
+    params = ctx_or_operation.params
+    return TrainingJob.objects.select_related("cluster", "team").get(pk=params["job_id"])
+
+
+def submit_identity(ctx: StepContext) -> None:
+    job = job_of(ctx)
+    if not metrics.reports_to_mlflow(job):
+        ctx.log("No MLflow tracking server is attached to the team here; the portal charts throughput from the "
+                "logs.")
+        return
+    mlflow.grant_job_writes(cluster=job.cluster, team=job.team, service_account=ctx.params["service_account"])
+    ctx.log(f"Pods running as {ctx.params['service_account']} may write to the team's MLflow tracking server.")
+
+
+def poll_done(ctx: StepContext) -> Progress:
+    return Progress.finished()
+
+
+def submit_create(ctx: StepContext) -> None:
+    job = job_of(ctx)
+    found, mine = objects.create(job, job.manifest)
+    if not mine:
+        raise PhaseFailed(f"A {job.object_kind} named {job.name} already exists in {job.namespace} and InstantStart "
+                          "did not make it for this job.", code="training_job_name_taken")
+    uid = (found or {}).get("metadata", {}).get("uid", "")
+    TrainingJob.objects.filter(pk=job.pk).update(object_uid=uid, state=JobState.SUBMITTING,
+                                                 status_reason="Created on the cluster", updated_at=timezone.now())
+    ctx.record(uid=uid, kind=job.object_kind, name=job.name, namespace=job.namespace)
+    ctx.log(f"Created {job.object_kind} {job.namespace}/{job.name}.")
+
+
+def compensate_create(ctx: StepContext) -> None:
+    job = job_of(ctx)
+    if objects.delete(job):
+        ctx.log(f"Deleted {job.object_kind} {job.name}; its pods stop gracefully.")
+
+
+def _observe(job: TrainingJob, found: dict) -> observe.Observation:
+    return observe.ray_state(found) if job.object_kind == "RayJob" else observe.hyperpod_state(found)
+
+
+def submit_run(ctx: StepContext) -> None:
+    ctx.log("Following the job until it succeeds, fails or is stopped.")
+
+
+def poll_run(ctx: StepContext) -> Progress:
+    job = job_of(ctx)
+    found = objects.read(job)
+    if found is None:
+        if job.state == JobState.STOPPING:
+            return Progress.waiting("Stopping")
+        raise PhaseFailed(f"{job.object_kind} {job.name} was deleted outside InstantStart.",
+                          code="training_job_vanished")
+    seen = _observe(job, found)
+    for entry in observe.record_recoveries(job, found):
+        ctx.log(f"Recovery {entry['restart']}/{job.restarts_total} ({entry['type'] or 'restart'}): "
+                f"{entry['reason']}: {entry['message']}")
+    job.ranks = observe.ranks(job, objects.pods(job, found))
+    if job.state != JobState.STOPPING:
+        job.state = seen.state
+    job.status_reason = seen.reason
+    if job.started_at is None and seen.state == JobState.RUNNING:
+        job.started_at = timezone.now()
+    job.save(update_fields=["state", "status_reason", "ranks", "restarts_used", "recoveries", "hangs",
+                            "stragglers", "started_at", "updated_at"])
+    metrics.refresh(job)
+    if seen.state == JobState.FAILED:
+        raise PhaseFailed(seen.reason, code="training_job_failed")
+    if seen.state in (JobState.SUCCEEDED, JobState.STOPPED):
+        return Progress.finished(seen.reason)
+    budget = f", recovery budget {job.restarts_used}/{job.restarts_total}" if job.restarts_total else ""
+    return Progress.waiting(f"{seen.state}{budget}")
+
+
+def job_finished(operation: Operation) -> None:
+    """The job ends with its operation: cancelled → ``stopped``; failed → ``failed``; succeeded → what the object
+    last reported (``succeeded`` or ``stopped``)."""
+    job = TrainingJob.objects.select_for_update().get(pk=operation.params["job_id"])
+    if operation.state == OperationState.CANCELLED:
+        job.state, job.status_reason = JobState.STOPPED, "Stopped by request"
+    elif operation.state == OperationState.FAILED:
+        job.state = JobState.FAILED
+        job.status_reason = operation.error_message or job.status_reason
+    elif job.state not in (JobState.SUCCEEDED, JobState.STOPPED):
+        job.state = JobState.SUCCEEDED
+    job.finished_at = job.finished_at or timezone.now()
+    job.save(update_fields=["state", "status_reason", "finished_at", "updated_at"])
+
+
+def job_retried(operation: Operation) -> None:
+    """A retried operation follows the job again."""
+    with transaction.atomic():
+        TrainingJob.objects.filter(pk=operation.params["job_id"]).update(state=JobState.SUBMITTING, finished_at=None)
+
+
+PIPELINE = register(Pipeline(
+    kind=KIND,
+    phases=(
+        Phase("identity", "Grant MLflow writes", submit_identity, poll_done, timeout=timedelta(minutes=10)),
+        Phase("create", "Create the job object", submit_create, poll_done, compensate=compensate_create,
+              timeout=timedelta(minutes=10)),
+        Phase("run", "Run to a terminal state", submit_run, poll_run, timeout=RUN_TIMEOUT, poll_interval=5.0),
+    ),
+    on_finished=job_finished,
+    on_retried=job_retried,
+))

@@ -1,0 +1,62 @@
+"""Training metrics read from log lines: ``step=N, loss=X, throughput=Y samples/s`` (what the recipes' trainers
+and the sandbox print).
+
+Rank 0 speaks for the job: its lines give ``loss`` and ``throughput`` at each step. Every rank's throughput is also
+kept as ``throughput/rank<N>`` for the per-rank view (stragglers). Source ``logs``; a step seen again after a
+restart from a checkpoint takes the newer value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from training.logs.kubelet import PodLine
+from training.models import MetricSource, TrainingMetric
+
+_STEP = re.compile(r"\bstep[=:]\s*(\d+)")
+_LOSS = re.compile(r"\bloss[=:]\s*([-+0-9.eE]+|nan|inf)")
+_THROUGHPUT = re.compile(r"\bthroughput[=:]\s*([-+0-9.eE]+)")
+
+
+def _number(pattern: re.Pattern, text: str) -> float | None:
+    found = pattern.search(text)
+    if found is None:
+        return None
+    try:
+        return float(found.group(1))
+    except ValueError:
+        return None
+
+
+def points(job_id: int, lines: Iterable[PodLine]) -> list[TrainingMetric]:
+    """Unsaved metric rows for the lines that report a step (one per job, name and step: the last one wins)."""
+    found: dict[tuple[str, int], TrainingMetric] = {}
+    for line in lines:
+        if "step" not in line.text:
+            continue
+        step = _STEP.search(line.text)
+        if step is None:
+            continue
+        number = int(step.group(1))
+        values = {}
+        throughput = _number(_THROUGHPUT, line.text)
+        if throughput is not None:
+            values[f"throughput/rank{line.rank}"] = throughput
+        if line.rank == 0:
+            values["loss"] = _number(_LOSS, line.text)
+            values["throughput"] = throughput
+        for name, value in values.items():
+            if value is not None:
+                found[(name, number)] = TrainingMetric(job_id=job_id, name=name, step=number, value=value,
+                                                       source=MetricSource.LOGS, at=line.at)
+    return list(found.values())
+
+
+def save(job_id: int, lines: Iterable[PodLine]) -> int:
+    """Upsert the metric points of ``lines``; returns how many were written."""
+    rows = points(job_id, lines)
+    if rows:
+        TrainingMetric.objects.bulk_create(rows, update_conflicts=True, unique_fields=["job", "source", "name", "step"],
+                                           update_fields=["value", "at"])
+    return len(rows)

@@ -1,0 +1,112 @@
+"""The log-line store: every line of a job once, numbered by a per-job ``seq`` (1, 2, … without gaps).
+
+:func:`append` allocates consecutive numbers under a row lock of the job (``TrainingJob.last_seq`` is the counter)
+and writes a batch with one ``bulk_create``, with the batch's metric points, in one transaction. Only
+``last_seq``/``logs_complete`` are written on the job row (``update``, never ``save``: the job's operation owns
+the rest). Readers page by ``seq``. :func:`purge` is the retention: lines of jobs finished more than
+``INSTANTSTART_TRAINING_LOG_RETENTION_DAYS`` ago are deleted, in chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Max, QuerySet
+from django.utils import timezone
+
+from training.logs import metrics
+from training.logs.kubelet import PodLine, to_micros
+from training.models import TERMINAL_JOB_STATES, TrainingJob, TrainingLogLine
+
+PURGE_CHUNK = 5000
+
+
+def append(job_id: int, lines: Sequence[PodLine]) -> list[TrainingLogLine]:
+    """Store ``lines`` (in order) with the next ``seq`` numbers; returns the saved rows."""
+    if not lines:
+        return []
+    with transaction.atomic():
+        last = TrainingJob.objects.select_for_update().filter(pk=job_id).values_list("last_seq", flat=True).get()
+        rows = [TrainingLogLine(job_id=job_id, seq=last + index, pod=line.pod, rank=line.rank, at=line.at,
+                                text=line.text) for index, line in enumerate(lines, start=1)]
+        TrainingLogLine.objects.bulk_create(rows)
+        TrainingJob.objects.filter(pk=job_id).update(last_seq=F("last_seq") + len(rows))
+        metrics.save(job_id, lines)
+    return rows
+
+
+def mark_complete(job_id: int) -> int:
+    """Record that every rank was read to its end; returns the final ``last_seq``."""
+    TrainingJob.objects.filter(pk=job_id).update(logs_complete=True)
+    return TrainingJob.objects.values_list("last_seq", flat=True).get(pk=job_id)
+
+
+def payload(line: TrainingLogLine) -> dict:
+    """A line as every face shows it: ``{"seq", "rank", "pod", "at", "text"}`` (``at`` RFC 3339, UTC)."""
+    return {"seq": line.seq, "rank": line.rank, "pod": line.pod, "at": iso(line.at), "text": line.text}
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def filtered(job_id: int, *, rank: int | None = None, since: datetime | None = None) -> QuerySet[TrainingLogLine]:
+    lines = TrainingLogLine.objects.filter(job_id=job_id)
+    if rank is not None:
+        lines = lines.filter(rank=rank)
+    if since is not None:
+        lines = lines.filter(at__gte=since)
+    return lines
+
+
+def lines_after(job_id: int, seq: int, *, rank: int | None = None, since: datetime | None = None,
+                limit: int = 500) -> list[TrainingLogLine]:
+    """Up to ``limit`` lines with ``seq`` > ``seq``, oldest first."""
+    return list(filtered(job_id, rank=rank, since=since).filter(seq__gt=seq).order_by("seq")[:limit])
+
+
+def tail(job_id: int, count: int, *, rank: int | None = None, since: datetime | None = None) -> list[TrainingLogLine]:
+    """The last ``count`` lines, oldest first."""
+    newest = list(filtered(job_id, rank=rank, since=since).order_by("-seq")[:count])
+    return newest[::-1]
+
+
+def iterate(job_id: int, *, rank: int | None = None, chunk: int = 2000) -> Iterator[TrainingLogLine]:
+    """Every line, oldest first, read ``chunk`` rows at a time (a whole log is never in memory)."""
+    seq = 0
+    while True:
+        rows = lines_after(job_id, seq, rank=rank, limit=chunk)
+        yield from rows
+        if len(rows) < chunk:
+            return
+        seq = rows[-1].seq
+
+
+def watermarks(job_id: int) -> dict[str, tuple[int, list[str]]]:
+    """Per pod: the newest stored timestamp (microseconds) and the texts stored at it — where a follower resumes."""
+    found: dict[str, tuple[int, list[str]]] = {}
+    newest = (TrainingLogLine.objects.filter(job_id=job_id).values("pod").order_by("pod")
+              .annotate(last=Max("at")))
+    for row in newest:
+        texts = list(TrainingLogLine.objects.filter(job_id=job_id, pod=row["pod"], at=row["last"])
+                     .values_list("text", flat=True))
+        found[row["pod"]] = (to_micros(row["last"]), texts)
+    return found
+
+
+def purge(older_than: timedelta | None = None, *, chunk: int = PURGE_CHUNK) -> int:
+    """Delete the lines of jobs that finished more than ``older_than`` ago (default: the retention setting), at
+    most ``chunk`` rows per statement; returns how many were deleted."""
+    if older_than is None:
+        older_than = timedelta(days=settings.INSTANTSTART_TRAINING_LOG_RETENTION_DAYS)
+    cutoff = timezone.now() - older_than
+    jobs = TrainingJob.objects.filter(state__in=TERMINAL_JOB_STATES, finished_at__lt=cutoff).values("pk")
+    deleted = 0
+    while True:
+        ids = list(TrainingLogLine.objects.filter(job__in=jobs).values_list("pk", flat=True)[:chunk])
+        if not ids:
+            return deleted
+        deleted += TrainingLogLine.objects.filter(pk__in=ids).delete()[0]

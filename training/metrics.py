@@ -1,0 +1,43 @@
+"""A job's metrics summary (``TrainingJob.metrics``): from MLflow when the job reports there, else from the
+numbers its rank 0 prints (``step=N, loss=X, throughput=Y``), which the log follower stores as ``logs`` points."""
+
+from __future__ import annotations
+
+from training import mlflow
+from training.models import MetricSource, TrainingJob, TrainingMetric
+
+MLFLOW_ENV = "MLFLOW_TRACKING_URI"
+
+
+def reports_to_mlflow(job: TrainingJob) -> bool:
+    """Whether the job's containers were given a tracking server."""
+    spec = job.manifest.get("spec") or {}
+    templates = [replica.get("template") or {} for replica in spec.get("replicaSpecs") or []]
+    cluster_spec = spec.get("rayClusterSpec") or {}
+    templates += [(cluster_spec.get("headGroupSpec") or {}).get("template") or {}]
+    templates += [group.get("template") or {} for group in cluster_spec.get("workerGroupSpecs") or []]
+    return any(env.get("name") == MLFLOW_ENV for template in templates
+               for container in (template.get("spec") or {}).get("containers") or []
+               for env in container.get("env") or [])
+
+
+def _from_logs(job: TrainingJob) -> dict:
+    latest = {}
+    for name in ("throughput", "loss"):
+        point = (TrainingMetric.objects.filter(job=job, source=MetricSource.LOGS, name=name)
+                 .order_by("-step").values("step", "value").first())
+        if point is not None:
+            latest[name] = point["value"]
+            latest["step"] = max(latest.get("step", 0), point["step"])
+    return {**latest, "source": MetricSource.LOGS} if latest else {}
+
+
+def refresh(job: TrainingJob) -> None:
+    """Bring ``job.metrics`` up to date (MLflow points are pulled first when the job reports there)."""
+    if reports_to_mlflow(job):
+        mlflow.sync_job_metrics(job)
+        return
+    summary = _from_logs(job)
+    if summary and summary != job.metrics:
+        job.metrics = summary
+        job.save(update_fields=["metrics", "updated_at"])

@@ -1,0 +1,34 @@
+"""Training-job reads, always narrowed by ``access.visible`` to the teams the actor belongs to."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from accounts import access
+from accounts.models import Team, User
+from accounts.selectors import get_visible
+from clusters.models import Cluster
+from training.models import ACTIVE_JOB_STATES, TrainingJob
+
+
+def job_list(*, actor: User, team: Team | None = None, cluster: Cluster | None = None,
+             state: str | None = None) -> QuerySet[TrainingJob]:
+    """Jobs of the actor's teams, newest first, narrowed to ``team``, ``cluster`` and ``state`` when given."""
+    jobs = access.visible(actor, TrainingJob).select_related("team", "cluster", "created_by", "operation")
+    if team is not None:
+        jobs = jobs.filter(team=team)
+    if cluster is not None:
+        jobs = jobs.filter(cluster=cluster)
+    if state:
+        jobs = jobs.filter(state=state)
+    return jobs
+
+
+def job_get(*, actor: User, job_id: int | str) -> TrainingJob:
+    """One job; ``NotFound`` when it does not exist or is another team's."""
+    return get_visible(job_list(actor=actor), job_id, "training job")
+
+
+def active_jobs_on(cluster: Cluster) -> QuerySet[TrainingJob]:
+    """Jobs whose object exists (or is being made) on ``cluster``."""
+    return TrainingJob.objects.filter(cluster=cluster, state__in=ACTIVE_JOB_STATES)

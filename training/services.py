@@ -1,0 +1,137 @@
+"""Training-job writes (F-TR): submit, cancel, resubmit.
+
+Each service authorizes through ``accounts.access`` (operators submit and cancel), validates everything *before*
+anything is written or sent to the cluster (:func:`training.planning.plan_job`: recipe fields, shared-bucket paths,
+GPU/EFA fit, elastic-training constraints, the operator the path needs), then writes the job row, its
+``training_job.submit`` operation and an audit event in one transaction; the operation creates the object and
+follows it. Bad input leaves nothing behind: no row, no operation, nothing on the cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts import access, audit
+from accounts.models import User
+from clusters.models import Cluster, ClusterState
+from config.errors import Conflict, ValidationFailed
+from operations.models import Operation, OperationState
+from operations.services import operation_cancel, operation_start
+from training import actions, mlflow, planning
+from training.lifecycle import pipeline
+from training.models import TERMINAL_JOB_STATES, JobState, TrainingJob
+
+_RESUBMIT_SUFFIX = re.compile(r"-r\d+$")
+MAX_NAME = 40
+
+
+def default_name(recipe: str) -> str:
+    """A fresh job name for ``recipe`` when the caller gave none: ``<recipe>-<MMDD-HHMMSS>``."""
+    return f"{recipe}-{timezone.now():%m%d-%H%M%S}"[:MAX_NAME]
+
+
+def _require_active(cluster: Cluster) -> None:
+    if cluster.state != ClusterState.ACTIVE:
+        raise Conflict(f"Cluster {cluster.name} is {cluster.get_state_display().lower()}; jobs run on active "
+                       "clusters only.", code="cluster_not_active")
+
+
+def _name_free(cluster: Cluster, namespace: str, name: str) -> None:
+    if TrainingJob.objects.filter(cluster=cluster, namespace=namespace, name=name).exists():
+        raise ValidationFailed.for_field("name", "training_job_name_taken",
+                                         f"Cluster {cluster.name} already has a job named {name}; choose another "
+                                         "name or resubmit that job.")
+
+
+def training_job_submit(*, actor: User, cluster: Cluster, recipe: str, config: dict[str, Any], source: str,
+                        name: str = "", idempotency_key: str | None = None,
+                        resubmitted_from: TrainingJob | None = None) -> tuple[TrainingJob, Operation]:
+    """Check the submission and start ``training_job.submit``; returns the job and its operation."""
+    access.require(actor, actions.SUBMIT, cluster)
+    if idempotency_key:
+        replayed = Operation.objects.filter(team=cluster.team, idempotency_key=idempotency_key).first()
+        if replayed is not None:
+            return TrainingJob.objects.get(pk=replayed.params["job_id"]), replayed
+    _require_active(cluster)
+    name = name or default_name(recipe)
+    plan = planning.plan_job(cluster=cluster, recipe=recipe, name=name, config=config)
+    _name_free(cluster, plan.namespace, plan.name)
+    try:
+        with transaction.atomic():
+            job = TrainingJob.objects.create(
+                team=cluster.team, cluster=cluster, created_by=actor, resubmitted_from=resubmitted_from,
+                name=plan.name, namespace=plan.namespace, recipe=plan.recipe, path=plan.path, config=plan.config,
+                manifest=plan.manifest, object_kind=plan.kind, instance_group=plan.instance_group,
+                instance_type=plan.instance_type, replicas=plan.replicas, processes_per_node=plan.processes_per_node,
+                restarts_total=plan.restarts_total, state=JobState.PENDING, status_reason="Waiting for a worker")
+            env = mlflow.job_env(job=job)
+            if env:
+                job.manifest = planning.with_env(plan, env).manifest
+                job.save(update_fields=["manifest"])
+            operation, _ = operation_start(
+                actor=actor, team=cluster.team, kind=pipeline.KIND, title=f"Train {plan.name} ({plan.recipe})",
+                params={"job_id": job.pk, "cluster_id": cluster.pk, "region": cluster.region,
+                        "service_account": plan.service_account},
+                source=source, target=job, idempotency_key=idempotency_key)
+            TrainingJob.objects.filter(pk=job.pk).update(operation=operation)
+            job.operation = operation
+            audit.record(actor=actor, source=source, action=actions.SUBMIT, target=job, team=cluster.team,
+                         after={"name": plan.name, "recipe": plan.recipe, "cluster": cluster.name,
+                                "config": plan.config, "resubmitted_from": getattr(resubmitted_from, "pk", None)})
+    except IntegrityError:
+        raise ValidationFailed.for_field("name", "training_job_name_taken",
+                                         f"Cluster {cluster.name} already has a job named {plan.name}.") from None
+    return job, operation
+
+
+def training_job_cancel(*, actor: User, job: TrainingJob, source: str) -> TrainingJob:
+    """Stop the job: its operation is cancelled, which deletes the object (pods get a grace period). Cancelling a
+    job that is already stopping is harmless; a finished job answers ``training_job_finished``."""
+    access.require(actor, actions.CANCEL, job)
+    if job.state in TERMINAL_JOB_STATES:
+        raise Conflict(f"Job {job.name} has already {job.get_state_display().lower()}; there is nothing to stop.",
+                       code="training_job_finished")
+    if job.state == JobState.STOPPING:
+        return job
+    with transaction.atomic():
+        job = TrainingJob.objects.select_for_update().get(pk=job.pk)
+        before = {"state": job.state}
+        job.state, job.status_reason = JobState.STOPPING, f"Stop requested by {actor.get_username()}"
+        job.save(update_fields=["state", "status_reason", "updated_at"])
+        operation = operation_cancel(actor=actor, operation=job.operation, source=source)
+        if operation.state == OperationState.CANCELLED:
+            pipeline.job_finished(operation)
+            job.refresh_from_db()
+        audit.record(actor=actor, source=source, action=actions.CANCEL, target=job, team=job.team, before=before,
+                     after={"state": job.state})
+    return job
+
+
+def resubmit_name(job: TrainingJob) -> str:
+    """``<name>-r<N>``: the first free resubmission name of ``job`` (its own suffix replaced)."""
+    base = _RESUBMIT_SUFFIX.sub("", job.name)
+    taken = set(TrainingJob.objects.filter(cluster=job.cluster, namespace=job.namespace,
+                                           name__startswith=base).values_list("name", flat=True))
+    number = 2
+    while True:
+        suffix = f"-r{number}"
+        candidate = f"{base[:MAX_NAME - len(suffix)]}{suffix}"
+        if candidate not in taken:
+            return candidate
+        number += 1
+
+
+def training_job_resubmit(*, actor: User, job: TrainingJob, source: str, name: str = "",
+                          idempotency_key: str | None = None) -> tuple[TrainingJob, Operation]:
+    """Submit a finished job's configuration again (checked again against the cluster as it is now)."""
+    access.require(actor, actions.SUBMIT, job.cluster)
+    if job.state not in TERMINAL_JOB_STATES:
+        raise Conflict(f"Job {job.name} is still {job.get_state_display().lower()}; stop it or wait for it to finish "
+                       "before resubmitting.", code="training_job_active")
+    return training_job_submit(actor=actor, cluster=job.cluster, recipe=job.recipe, config=dict(job.config),
+                               source=source, name=name or resubmit_name(job), idempotency_key=idempotency_key,
+                               resubmitted_from=job)
