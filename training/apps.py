@@ -6,4 +6,3 @@ class TrainingConfig(AppConfig):
 
     def ready(self) -> None:
         from training import actions, usage  # noqa: F401  (the team actions; what jobs pin on clusters)
-        from training.lifecycle import pipeline  # noqa: F401  (registers training_job.submit)
