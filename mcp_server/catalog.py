@@ -16,6 +16,7 @@ from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
+from mcp_server.training_tools import TRAINING_TOOLS
 
 __all__ = ["CATALOG", "ToolSpec", "WaitSpec"]
 
@@ -168,4 +169,5 @@ CATALOG: tuple[ToolSpec, ...] = (
     *GROUP_TOOLS,
     *NODE_TOOLS,
     *FEATURE_TOOLS,
+    *TRAINING_TOOLS,
 )

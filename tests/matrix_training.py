@@ -1,3 +1,82 @@
-"""Permission-matrix cases: placeholder filled by its slice."""
+"""Permission-matrix cases of training jobs and recipes (added to tests.matrix.CASES).
 
-CASES: list = []
+Submitting and resubmitting check the cluster (the operator's CRD, EC2's GPU counts) before anything is written, so
+actors allowed to submit get a training-ready sandbox cluster; the others are refused before the cloud is read and
+get rows only. A job to cancel has an operation no worker has picked up yet, so cancelling it needs no cloud."""
+
+from tests.matrix import MEMBERS, Case
+
+OPERATORS = frozenset({"operator", "admin", "superuser"})
+SUBMIT_CONFIG = {"script": "train.py", "replicas": 1, "gpus_per_node": 1}
+
+
+def _may_submit(cast, actor) -> bool:
+    from accounts import access
+
+    return actor is not None and access.can(actor, "training_job.submit", cast.team)
+
+
+def _cluster(cast, actor):
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+    from tests.training.sandbox import training_cluster
+
+    if _may_submit(cast, actor):
+        return training_cluster(cast.team, count=1, ray=False)
+    return tracked_hyperpod_cluster(cast.team, cloud=False)
+
+
+def submission(cast, actor) -> dict:
+    return {"cluster": _cluster(cast, actor).pk, "recipe": "pytorch", "name": "matrix-job", "config": SUBMIT_CONFIG}
+
+
+def make_job(cluster, *, state: str, with_operation: bool = False):
+    from clusters.ownership import team_namespace
+    from operations.services import operation_start
+    from training.lifecycle import pipeline
+    from training.models import TrainingJob
+
+    job = TrainingJob.objects.create(team=cluster.team, cluster=cluster, name="matrix-job", recipe="pytorch",
+                                     path="hyperpod", namespace=team_namespace(cluster.team), state=state,
+                                     object_kind="HyperPodPyTorchJob",
+                                     config={**SUBMIT_CONFIG, "instance_group": "workers"})
+    if with_operation:
+        job.operation, _ = operation_start(actor=None, team=cluster.team, kind=pipeline.KIND, title="Train",
+                                           params={"job_id": job.pk, "cluster_id": cluster.pk,
+                                                   "region": cluster.region, "service_account": "default"},
+                                           source="system", target=job)
+        job.save()
+    return job
+
+
+def finished_job(cast, actor) -> dict:
+    return {"job_id": make_job(_cluster(cast, actor), state="succeeded").pk}
+
+
+def running_job(cast, actor) -> dict:
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    return {"job_id": make_job(tracked_hyperpod_cluster(cast.team, cloud=False), state="running",
+                               with_operation=True).pk}
+
+
+def cluster_of_team(cast, actor) -> dict:
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    return {"cluster_id": tracked_hyperpod_cluster(cast.team, cloud=False).pk}
+
+
+JOBS = "/api/v1/training-jobs"
+
+CASES = [
+    Case("training_recipes_list", "GET", "/api/v1/training-recipes", frozenset(
+        {"outsider", "viewer", "operator", "admin", "superuser"}), team_scoped=False),
+    Case("training_jobs_list", "GET", JOBS, frozenset({"outsider", "viewer", "operator", "admin", "superuser"}),
+         team_scoped=False),
+    Case("training_jobs_create", "POST", JOBS, OPERATORS, body=submission, sandbox=True),
+    Case("training_jobs_retrieve", "GET", JOBS + "/{job_id}", MEMBERS, params=finished_job),
+    Case("training_jobs_cancel", "POST", JOBS + "/{job_id}/cancel", OPERATORS, params=running_job),
+    Case("training_jobs_resubmit", "POST", JOBS + "/{job_id}/resubmit", OPERATORS, params=finished_job,
+         body={}, sandbox=True),
+    Case("cluster_shared_files_list", "GET", "/api/v1/clusters/{cluster_id}/shared-files", MEMBERS,
+         params=cluster_of_team, sandbox=True),
+]

@@ -1,6 +1,7 @@
 """The WSGI application in front of moto: control API, faults, extensions, the request log.
 
-For each request: ``/_sandbox/…`` goes to the control API. A signed AWS request is identified
+For each request: ``/_sandbox/…`` goes to the control API, ``/api/2.0/mlflow/…`` to the MLflow data plane
+(``mlflow_api``). A signed AWS request is identified
 (``service:Operation``), due transitions are applied, and the fault plan may delay it or answer it with an
 error. Otherwise an extension handler answers it if one is registered (after the model's constraints are
 checked, and with idempotent replay for the operations whose model marks an idempotency token: the same
@@ -35,6 +36,7 @@ from sandbox.aws import (
     hyperpod,
     hyperpod_nodes,
     mlflow,
+    mlflow_api,
     protocol,
     quotas,
     requestlog,
@@ -126,6 +128,8 @@ class SandboxApp:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO", "").startswith("/_sandbox"):
             return self.control_api(environ, start_response)
+        if environ.get("PATH_INFO", "").startswith(mlflow_api.PREFIX):
+            return mlflow_api.application(environ, start_response)
         body = _read_body(environ)
         target = protocol.identify(environ, body)
         if target is None:

@@ -18,7 +18,8 @@ within ``evalPeriodSeconds``, and job-level (JLR: containers restart, their logs
 pods are re-created) after that or when pods were lost; more than ``maxFullJobRestarts`` JLRs fail the job.
 Each restart waits ``RESTART_SECONDS`` and resumes from the last checkpoint. ``latestFaultyPodInstanceList``
 names the faulty pods, ranks and instances. Once finished, ``cleanPodPolicy`` (default ``All``) deletes the
-pods (``Running`` deletes unfinished ones only, ``None`` keeps them).
+pods (``Running`` deletes unfinished ones only, ``None`` keeps them). Rank 0 reports to MLflow when its env asks
+(``mlflowreport``): the run opens with the first attempt and ends with the job.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandbox import clock
-from sandbox.sim import events, logmonitor, objects, pods, training
+from sandbox.sim import events, logmonitor, mlflowreport, objects, pods, training
 from sandbox.sim.context import Context
 
 RESOURCE = "hyperpodpytorchjobs.sagemaker.amazonaws.com"
@@ -156,27 +157,42 @@ class _Run:
         self.state.update(phase="running", started_at=self.ctx.now, written={},
                           monitor=logmonitor.monitor(self.run_policy, self.ctx.now))
         self.state.setdefault("start_step", 0)
+        warning = None
+        if "mlflow" not in self.state and self.ranks:
+            self.state["mlflow"], warning = mlflowreport.start(mlflowreport.template_env(self.ranks[0].template),
+                                                               self.name, self.ctx.now)
         for rank in self.ranks:
             pod = self.pods[rank.pod_name]
             self.ctx.store.append_log(objects.namespace(pod), rank.pod_name, _container(pod),
                                       f"hyperpodrun: started {self.workers} worker processes (node rank {rank.rank} "
                                       f"of {len(self.ranks)}, world size {len(self.ranks) * self.workers})")
+            if warning and rank.rank == 0:
+                self.ctx.store.append_log(objects.namespace(pod), rank.pod_name, _container(pod), warning)
         self.status["conditions"] = _transition(self.status, self.name, "Running", ends=("Restarting",))
 
     def _train(self) -> None:
         state, plan = self.state, self.plan
         attempt = state.get("attempt", 0)
         done = plan.steps_done(state["start_step"], state["started_at"], self.ctx.now, attempt)
+        report = state.get("mlflow")
         for rank in self.ranks:
             pod = self.pods[rank.pod_name]
+            lines: list[tuple[str, float | None]] = []
+            points: list[tuple[int, float, float, float]] = []
+            slow = None
             for step in range(state["written"].get(rank.pod_name, state["start_step"]) + 1, done + 1):
                 at = plan.step_time(state["start_step"], state["started_at"], step)
-                line = plan.line(rank.rank, len(self.ranks), step)
-                self.ctx.store.append_log(objects.namespace(pod), rank.pod_name, _container(pod), line, at)
-                slow = state["monitor"].observe(line, at, rank.pod_name)
+                lines.extend(plan.lines(rank.rank, len(self.ranks), step, at))
+                if report and rank.rank == 0:
+                    points.append((step, *plan.metrics(rank.rank, len(self.ranks), step), at))
+                slow = state["monitor"].observe(plan.line(rank.rank, len(self.ranks), step), at, rank.pod_name)
                 if slow:
-                    self._fault("JobSlow", slow, [rank])
-                    return
+                    break
+            self.ctx.store.append_logs(objects.namespace(pod), rank.pod_name, _container(pod), lines)
+            mlflowreport.log(report, points)
+            if slow:
+                self._fault("JobSlow", slow, [rank])
+                return
             state["written"][rank.pod_name] = done
         if done >= plan.steps:
             self._end(succeeded=True, reason="", message="")
@@ -249,6 +265,7 @@ class _Run:
                 pods.restart_containers(self.ctx, pod)
 
     def _end(self, succeeded: bool, reason: str, message: str) -> None:
+        mlflowreport.end(self.state.get("mlflow"), succeeded, self.ctx.now)
         for pod in self.pods.values():
             if not pods.terminal(pod):
                 pods.finish(self.ctx, pod, 0 if succeeded else 1, "Completed" if succeeded else "Error")

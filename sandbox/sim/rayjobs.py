@@ -9,7 +9,8 @@ PENDING → RUNNING (after ``SUBMIT_SECONDS``) → SUCCEEDED or FAILED. The driv
 then one ``training.Plan`` line per step, then the verdict — is written to the head pod's log. Outcomes:
 ``fail`` fails the job at the fault step, ``hang`` stops the driver's output (the job stays RUNNING),
 ``straggle`` slows it; ``restart-once`` does not apply to Ray. With ``shutdownAfterJobFinishes`` the cluster
-is deleted ``ttlSecondsAfterFinished`` nominal seconds after the end.
+is deleted ``ttlSecondsAfterFinished`` nominal seconds after the end. The driver reports to MLflow when its env
+asks (``mlflowreport``: head container env, then ``runtimeEnvYAML`` ``env_vars``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import dataclasses
 from typing import Any
 
 from sandbox import clock
-from sandbox.sim import objects, pods, training
+from sandbox.sim import mlflowreport, objects, pods, training
 from sandbox.sim.context import Context
 
 RESOURCE = "rayjobs.ray.io"
@@ -155,9 +156,19 @@ class _Job:
             self.status["rayJobInfo"] = {"startTime": objects.timestamp()}
             self.state.update(started_at=self.ctx.now, written=0)
         self.state.setdefault("started_at", self.ctx.now)
+        if "mlflow" not in self.state:
+            self._start_report()
         done = self.plan.steps_done(0, self.state["started_at"], self.ctx.now, 0)
+        lines: list[tuple[str, float | None]] = []
+        points: list[tuple[int, float, float, float]] = []
         for step in range(self.state.get("written", 0) + 1, done + 1):
-            self._driver(self.plan.line(0, 1, step), self.plan.step_time(0, self.state["started_at"], step))
+            at = self.plan.step_time(0, self.state["started_at"], step)
+            lines.extend(self.plan.lines(0, 1, step, at))
+            points.append((step, *self.plan.metrics(0, 1, step), at))
+        assert self.head is not None
+        self.ctx.store.append_logs(objects.namespace(self.head), objects.name(self.head),
+                                   self.head["spec"]["containers"][0]["name"], lines)
+        mlflowreport.log(self.state["mlflow"], points)
         self.state["written"] = done
         if done >= self.plan.steps:
             self._finish(True, "Job finished successfully.")
@@ -166,7 +177,17 @@ class _Job:
                 self._driver(line)
             self._finish(False, f"Job entrypoint command failed with exit code 1: {training.CRASH[0]}")
 
+    def _start_report(self) -> None:
+        """Open the driver's MLflow run (``mlflowreport``) when its env asks for one."""
+        head_template = (self.job["spec"].get("rayClusterSpec") or {}).get("headGroupSpec", {}).get("template") or {}
+        env = {**mlflowreport.template_env(head_template),
+               **mlflowreport.runtime_env(self.job["spec"].get("runtimeEnvYAML"))}
+        self.state["mlflow"], warning = mlflowreport.start(env, objects.name(self.job), self.ctx.now)
+        if warning:
+            self._driver(warning)
+
     def _finish(self, succeeded: bool, message: str) -> None:
+        mlflowreport.end(self.state.get("mlflow"), succeeded, self.ctx.now)
         now = objects.timestamp()
         self._driver(f"Job '{self.status['jobId']}' {'succeeded' if succeeded else 'failed'}")
         self.status.update(jobStatus="SUCCEEDED" if succeeded else "FAILED",

@@ -1,3 +1,16 @@
-"""REST routes (mounted under /api/v1): placeholder filled by its slice."""
+"""REST routes of training jobs and recipes (mounted under /api/v1)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from training.api import job_views
+
+urlpatterns = [
+    path("training-recipes", job_views.RecipeListView.as_view(), name="api-training-recipes"),
+    path("training-jobs", job_views.JobListCreateView.as_view(), name="api-training-jobs"),
+    path("training-jobs/<id:job_id>", job_views.JobDetailView.as_view(), name="api-training-job"),
+    path("training-jobs/<id:job_id>/cancel", job_views.JobCancelView.as_view(), name="api-training-job-cancel"),
+    path("training-jobs/<id:job_id>/resubmit", job_views.JobResubmitView.as_view(),
+         name="api-training-job-resubmit"),
+    path("clusters/<id:cluster_id>/shared-files", job_views.SharedFilesView.as_view(),
+         name="api-cluster-shared-files"),
+]

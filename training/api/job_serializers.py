@@ -1,0 +1,70 @@
+"""Training-job serializers: the job as the portal, REST and MCP show it, and a submission."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from accounts.api.fields import CapabilitiesField
+from config.api.serializers import StrictSerializer
+from operations.api.serializers import OperationSerializer
+from training import actions
+from training.models import TrainingJob
+
+JOB_ACTIONS = [actions.CANCEL, actions.SUBMIT, actions.LOGS]
+
+
+class TrainingJobSerializer(serializers.ModelSerializer):
+    cluster_name = serializers.CharField(source="cluster.name", read_only=True)
+    restarts_remaining = serializers.IntegerField(read_only=True, help_text="Recovery budget left.")
+    terminal = serializers.BooleanField(read_only=True)
+    capabilities = CapabilitiesField(JOB_ACTIONS)
+
+    class Meta:
+        model = TrainingJob
+        fields = ["id", "team", "cluster", "cluster_name", "name", "namespace", "recipe", "path", "state",
+                  "status_reason", "terminal", "instance_group", "instance_type", "replicas", "processes_per_node",
+                  "restarts_used", "restarts_total", "restarts_remaining", "metrics", "operation", "last_seq",
+                  "logs_complete", "resubmitted_from", "created_by", "created_at", "started_at", "finished_at",
+                  "capabilities"]
+
+
+class TrainingJobDetailSerializer(TrainingJobSerializer):
+    class Meta(TrainingJobSerializer.Meta):
+        fields = [*TrainingJobSerializer.Meta.fields, "config", "manifest", "object_kind", "object_uid", "ranks",
+                  "recoveries", "hangs", "stragglers", "mlflow_run_id"]
+
+
+class TrainingJobSubmitSerializer(StrictSerializer):
+    cluster = serializers.IntegerField(help_text="The cluster to run on (one of your team's).")
+    recipe = serializers.CharField(max_length=32, help_text="A recipe slug from GET /training-recipes.")
+    name = serializers.CharField(max_length=64, required=False, default="", allow_blank=True,
+                                 help_text="Lowercase letters, digits and hyphens; generated when omitted.")
+    config = serializers.DictField(required=False, default=dict,
+                                   help_text="The recipe's fields and the common ones (instance group, replicas, "
+                                             "GPUs, run policy …); see GET /training-recipes.")
+
+
+class TrainingJobResubmitSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=64, required=False, default="", allow_blank=True,
+                                 help_text="The new job's name; <name>-r<N> when omitted.")
+
+
+class TrainingJobOperationSerializer(serializers.Serializer):
+    job = TrainingJobDetailSerializer()
+    operation = OperationSerializer(allow_null=True)
+
+
+class SharedEntrySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    path = serializers.CharField(help_text="The path inside every pod (and the dev environment).")
+    kind = serializers.ChoiceField(choices=["folder", "file"])
+    size = serializers.IntegerField(allow_null=True)
+    modified = serializers.DateTimeField(allow_null=True)
+
+
+class SharedListingSerializer(serializers.Serializer):
+    bucket = serializers.CharField()
+    prefix = serializers.CharField(help_text="The S3 prefix listed.")
+    path = serializers.CharField(help_text="The folder listed, as pods see it.")
+    entries = SharedEntrySerializer(many=True)
+    truncated = serializers.BooleanField()

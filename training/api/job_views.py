@@ -1,0 +1,133 @@
+"""Training-job REST endpoints (F-TR): recipes, submit, list, detail, cancel, resubmit, the shared-bucket browser.
+Mutations answer ``202`` with the job and the operation that follows it."""
+
+from __future__ import annotations
+
+import django_filters
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts import access
+from clusters import selectors as cluster_selectors
+from clusters.models import Cluster
+from config.api.pagination import CreatedCursorPagination
+from config.api.serializers import validated
+from config.errors import NotFound
+from operations import selectors as operation_selectors
+from operations.api.serializers import OperationSerializer
+from operations.idempotency import HEADER, idempotent
+from training import actions, recipes, selectors, services, shared_files
+from training.api import job_serializers as s
+from training.models import JobState, TrainingJob
+
+TAGS = ["training"]
+
+
+class JobFilter(django_filters.FilterSet):
+    team = django_filters.NumberFilter(field_name="team_id", help_text="Only this team's jobs.")
+    cluster = django_filters.NumberFilter(field_name="cluster_id", help_text="Only jobs on this cluster.")
+    state = django_filters.MultipleChoiceFilter(choices=JobState.choices, help_text="Repeat for several.")
+    recipe = django_filters.CharFilter()
+
+    class Meta:
+        model = TrainingJob
+        fields = ["team", "cluster", "state", "recipe"]
+
+
+def cluster_for_submit(request, cluster_id: int) -> Cluster:
+    """The cluster a submission names: another team's (or none) is ``not_found`` (404) on field ``cluster``."""
+    try:
+        return cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    except NotFound:
+        message = "No such cluster among your teams' clusters."
+        raise NotFound(message, fields={"cluster": [{"code": "cluster_not_found", "message": message}]}) from None
+
+
+def job_response(request, job: TrainingJob, operation, code: int = status.HTTP_202_ACCEPTED) -> Response:
+    job.refresh_from_db()
+    operation = operation_selectors.operation_get(actor=request.user, operation_id=operation.pk) if operation else None
+    context = {"request": request}
+    return Response({"job": s.TrainingJobDetailSerializer(job, context=context).data,
+                     "operation": OperationSerializer(operation, context=context).data if operation else None},
+                    status=code)
+
+
+class RecipeListView(APIView):
+    @extend_schema(operation_id="training_recipes_list", responses={200: dict}, tags=TAGS)
+    def get(self, request):
+        """The recipe catalog: each recipe's path (HyperPod operator or KubeRay), image and fields with defaults,
+        plus the fields every recipe shares (instance group, replicas, GPUs, EFA, run policy, hang detection)."""
+        return Response(recipes.catalog_payload())
+
+
+class JobListCreateView(generics.ListAPIView):
+    serializer_class = s.TrainingJobSerializer
+    filterset_class = JobFilter
+    pagination_class = CreatedCursorPagination
+
+    def get_queryset(self):
+        return selectors.job_list(actor=self.request.user)
+
+    @extend_schema(operation_id="training_jobs_list", tags=TAGS)
+    def get(self, request, *args, **kwargs):
+        """Training jobs of your teams, newest first, with state and recovery budget."""
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(operation_id="training_jobs_create", request=s.TrainingJobSubmitSerializer,
+                   responses={202: s.TrainingJobOperationSerializer}, tags=TAGS)
+    @idempotent()
+    def post(self, request):
+        """Submit a job (operators): every check runs first — recipe fields, shared-bucket paths, GPU/EFA fit,
+        elastic-training constraints, the operator the path needs (``operator_missing`` says how to enable it)."""
+        data = validated(s.TrainingJobSubmitSerializer, request)
+        cluster = cluster_for_submit(request, data["cluster"])
+        job, operation = services.training_job_submit(
+            actor=request.user, cluster=cluster, recipe=data["recipe"], name=data["name"], config=data["config"],
+            source=request.source, idempotency_key=request.headers.get(HEADER))
+        return job_response(request, job, operation)
+
+
+class JobDetailView(APIView):
+    @extend_schema(operation_id="training_jobs_retrieve", responses={200: s.TrainingJobDetailSerializer}, tags=TAGS)
+    def get(self, request, job_id: int):
+        """One job: ranks (node, phase, throughput, straggler), recovery budget and recoveries, hangs, metrics."""
+        job = selectors.job_get(actor=request.user, job_id=job_id)
+        return Response(s.TrainingJobDetailSerializer(job, context={"request": request}).data)
+
+
+class JobCancelView(APIView):
+    @extend_schema(operation_id="training_jobs_cancel", request=None, responses={202: s.TrainingJobOperationSerializer},
+                   tags=TAGS)
+    @idempotent()
+    def post(self, request, job_id: int):
+        """Stop a job (operators): the object is deleted and its pods stop gracefully; the job ends ``stopped``."""
+        job = selectors.job_get(actor=request.user, job_id=job_id)
+        job = services.training_job_cancel(actor=request.user, job=job, source=request.source)
+        return job_response(request, job, job.operation)
+
+
+class JobResubmitView(APIView):
+    @extend_schema(operation_id="training_jobs_resubmit", request=s.TrainingJobResubmitSerializer,
+                   responses={202: s.TrainingJobOperationSerializer}, tags=TAGS)
+    @idempotent()
+    def post(self, request, job_id: int):
+        """Submit a finished job's configuration again as a new job (checked against the cluster as it is now)."""
+        job = selectors.job_get(actor=request.user, job_id=job_id)
+        data = validated(s.TrainingJobResubmitSerializer, request)
+        new_job, operation = services.training_job_resubmit(actor=request.user, job=job, name=data["name"],
+                                                            source=request.source,
+                                                            idempotency_key=request.headers.get(HEADER))
+        return job_response(request, new_job, operation)
+
+
+class SharedFilesView(APIView):
+    @extend_schema(operation_id="cluster_shared_files_list", responses={200: s.SharedListingSerializer},
+                   parameters=[OpenApiParameter("path", str, description="A folder under the shared mount.")],
+                   tags=TAGS)
+    def get(self, request, cluster_id: int):
+        """One folder of the team's part of the shared bucket, as pods see it (to pick code, data and models)."""
+        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+        access.require(request.user, actions.VIEW, cluster)
+        return Response(shared_files.listing(cluster, request.query_params.get("path", "")))

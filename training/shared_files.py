@@ -1,0 +1,56 @@
+"""Browsing the team's part of the shared bucket (the data contract of F-TR-3): what pods see under the shared
+mount is ``s3://<shared bucket>/teams/<slug>/``, so the portal lists that prefix to let people pick code, data and
+model paths. One folder per call (``Delimiter="/"``), at most :data:`PAGE` entries."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from cloud import aws
+from clusters.models import Cluster
+from clusters.shared_bucket import shared_bucket_name, team_prefix
+from config.errors import ValidationFailed
+from training.recipes import SHARED_MOUNT
+
+PAGE = 1000
+
+
+def folder_of(path: str) -> str:
+    """``path`` (relative to the mount, or absolute under it) as a folder relative to the mount (``""``: its root);
+    ``path_outside_shared_bucket`` for anything that leaves it."""
+    raw = (path or "").strip()
+    if raw.startswith(SHARED_MOUNT):
+        raw = raw[len(SHARED_MOUNT):]
+    elif raw.startswith("/"):
+        raise ValidationFailed.for_field("path", "path_outside_shared_bucket",
+                                         f"Pods see the shared bucket under {SHARED_MOUNT}; {path} is outside it.")
+    normalized = posixpath.normpath("/" + raw.strip("/")).lstrip("/") if raw.strip("/") else ""
+    if ".." in raw.split("/") or normalized.startswith(".."):
+        raise ValidationFailed.for_field("path", "path_outside_shared_bucket", f"{path} leaves the shared bucket.")
+    return normalized
+
+
+def listing(cluster: Cluster, path: str) -> dict[str, Any]:
+    """The folders and files directly under ``path`` in the team's prefix of the cluster region's shared bucket."""
+    folder = folder_of(path)
+    bucket = shared_bucket_name(cluster.region)
+    base = team_prefix(cluster.team.slug)
+    prefix = f"{base}{folder}/" if folder else base
+    mount_path = f"{SHARED_MOUNT}/{folder}".rstrip("/")
+    try:
+        page = aws.client("s3", region=cluster.region).list_objects_v2(Bucket=bucket, Prefix=prefix, Delimiter="/",
+                                                                       MaxKeys=PAGE)
+    except ClientError as error:
+        if aws.error_is(error, "NoSuchBucket", "404"):
+            return {"bucket": bucket, "prefix": prefix, "path": mount_path, "entries": [], "truncated": False}
+        raise
+    folders = [{"name": entry["Prefix"][len(prefix):].rstrip("/"), "kind": "folder", "size": None, "modified": None}
+               for entry in page.get("CommonPrefixes") or []]
+    files = [{"name": entry["Key"][len(prefix):], "kind": "file", "size": entry["Size"],
+              "modified": entry["LastModified"]} for entry in page.get("Contents") or [] if entry["Key"] != prefix]
+    entries = [{**entry, "path": f"{mount_path}/{entry['name']}"} for entry in folders + files]
+    return {"bucket": bucket, "prefix": prefix, "path": mount_path, "entries": entries,
+            "truncated": bool(page.get("IsTruncated"))}
