@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 from sandbox import clock
 
@@ -75,3 +82,32 @@ def make_hyperpod(client: Callable[..., Any], name: str = "hp", groups: list[dic
         create()
         return wait_for(lambda: sagemaker.describe_cluster(ClusterName=name),
                         lambda c: c["ClusterStatus"] == "InService")
+
+
+class MlflowRest:
+    """The MLflow REST API of a SageMaker tracking server as the ``sagemaker-mlflow`` plugin calls it: SigV4 for
+    ``sagemaker-mlflow`` and the ``x-mlflow-sm-tracking-server-arn`` header, sent to the sandbox's AWS port."""
+
+    def __init__(self, endpoint_url: str, arn: str, region: str = REGION, service: str = "sagemaker-mlflow"):
+        self.endpoint_url, self.arn, self.region, self.service = endpoint_url, arn, region, service
+
+    def __call__(self, method: str, endpoint: str, params: dict[str, Any] | None = None, sign: bool = True,
+                 arn: str | None = None) -> tuple[int, dict[str, Any]]:
+        """``(HTTP status, JSON body)`` of ``method /api/2.0/mlflow/<endpoint>`` (GET: query; POST: JSON body)."""
+        url = f"{self.endpoint_url}/api/2.0/mlflow/{endpoint}"
+        body = None
+        if method == "GET":
+            url += "?" + urlencode(params or {}, doseq=True)
+        else:
+            body = json.dumps(params or {})
+        request = AWSRequest(method=method, url=url, data=body, headers={
+            "Content-Type": "application/json", "x-mlflow-sm-tracking-server-arn": self.arn if arn is None else arn})
+        if sign:
+            SigV4Auth(Credentials("sandbox", "sandbox"), self.service, self.region).add_auth(request)
+        response = httpx.request(method, url, content=body, headers=dict(request.headers.items()), timeout=10)
+        return response.status_code, response.json()
+
+    def ok(self, method: str, endpoint: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        status, body = self(method, endpoint, params)
+        assert status == 200, (status, body)
+        return body
