@@ -40,7 +40,8 @@ ENDPOINT_SETTINGS = ("SAGEMAKER_MLFLOW_CUSTOM_ENDPOINT", "AWS_ENDPOINT_URL_SAGEM
 API = "/api/2.0/mlflow"
 TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 HISTORY_PAGE = 10_000
-_ARN = re.compile(r"arn:(aws[a-z-]*):sagemaker:([a-z0-9-]+):(\d{12}):mlflow-tracking-server/([a-zA-Z0-9](?:-*[a-zA-Z0-9])*)")
+_ARN = re.compile(r"arn:(aws[a-z-]*):sagemaker:([a-z0-9-]+):(\d{12}):"
+                  r"mlflow-tracking-server/([a-zA-Z0-9](?:-*[a-zA-Z0-9])*)")
 
 
 @dataclass(frozen=True)

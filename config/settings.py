@@ -10,6 +10,7 @@
 | ``INSTANTSTART_SANDBOX`` | on (the offline sandbox stands in for AWS and Kubernetes) |
 | ``INSTANTSTART_THROTTLE_TOKEN`` | ``1200/min`` per API token or user |
 | ``INSTANTSTART_VAR_DIR`` | ``var/`` beside ``manage.py`` |
+| ``INSTANTSTART_TRAINING_LOG_RETENTION_DAYS`` | 30 (stored training log lines of finished jobs) |
 """
 
 from __future__ import annotations
@@ -269,7 +270,13 @@ OPERATIONS_CLOUD_CALLS_BURST = float(os.environ.get("INSTANTSTART_CLOUD_CALLS_BU
 #: The sandbox demo pipeline (``POST /api/v1/demo-operations``); on with the sandbox, off against real AWS.
 OPERATIONS_DEMO = env_flag("INSTANTSTART_DEMO_OPERATIONS", SANDBOX)
 
+# Training logs (docs/training-logs.md): stored lines of jobs finished longer ago than this are purged hourly.
+INSTANTSTART_TRAINING_LOG_RETENTION_DAYS = int(os.environ.get("INSTANTSTART_TRAINING_LOG_RETENTION_DAYS", "30"))
+#: Modules with tasks that ``autodiscover_tasks`` (``<app>.tasks``) does not find.
+CELERY_IMPORTS = ["training.logs.tasks"]
+
 CELERY_BEAT_SCHEDULE = {
     "purge-idempotency-records": {"task": "operations.tasks.purge_idempotency_records", "schedule": 3600.0},
     "sweep-operations": {"task": "operations.tasks.sweep_operations", "schedule": OPERATIONS_SWEEP_SECONDS},
+    "purge-training-log-lines": {"task": "training.logs.tasks.purge_training_log_lines", "schedule": 3600.0},
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 from mcp_server.cluster_tools import CLUSTER_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
+from mcp_server.mlflow_tools import MLFLOW_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
 from mcp_server.training_tools import TRAINING_TOOLS
@@ -170,4 +171,5 @@ CATALOG: tuple[ToolSpec, ...] = (
     *NODE_TOOLS,
     *FEATURE_TOOLS,
     *TRAINING_TOOLS,
+    *MLFLOW_TOOLS,
 )

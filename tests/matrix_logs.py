@@ -1,3 +1,28 @@
-"""Permission-matrix cases: placeholder filled by its slice."""
+"""Permission-matrix cases of a training job's log endpoints (added to tests.matrix.CASES): members read and download
+a job's log; another team gets 404, anonymous 401. The job is a row with a few stored lines (no cloud behind it)."""
 
-CASES: list = []
+from tests.matrix import MEMBERS, Case
+
+
+def job_with_lines(cast, actor) -> dict:
+    from django.utils import timezone
+
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+    from training.logs import store
+    from training.logs.kubelet import PodLine, to_micros
+    from training.models import TrainingJob
+
+    cluster = tracked_hyperpod_cluster(cast.team, cloud=False)
+    job = TrainingJob.objects.create(team=cast.team, cluster=cluster, name="matrix-logs", recipe="pytorch",
+                                     path="hyperpod", namespace=f"team-{cast.team.slug}", state="running")
+    now = to_micros(timezone.now())
+    store.append(job.pk, [PodLine(f"matrix-logs-pods-{rank}", rank, now + rank, f"step=1, rank {rank}")
+                          for rank in range(2)])
+    return {"job_id": job.pk}
+
+
+CASES = [
+    Case("training_job_logs", "GET", "/api/v1/training-jobs/{job_id}/logs", MEMBERS, params=job_with_lines),
+    Case("training_job_logs_download", "GET", "/api/v1/training-jobs/{job_id}/logs/download", MEMBERS,
+         params=job_with_lines),
+]

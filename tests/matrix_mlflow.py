@@ -1,3 +1,62 @@
-"""Permission-matrix cases: placeholder filled by its slice."""
+"""Permission-matrix cases of the MLflow slice: tracking servers and a job's metrics (added to tests.matrix.CASES)."""
 
-CASES: list = []
+from tests.matrix import ADMINS, AUTHENTICATED, MEMBERS, Case
+
+SERVERS = "/api/v1/mlflow-servers"
+
+
+def sandbox_server(name: str = "matrix") -> str:
+    """A running tracking server made directly in the sandbox (as someone outside InstantStart would); its ARN."""
+    from cloud import aws
+    from tests.clusters.sandbox import instant_clock
+
+    sagemaker = aws.client("sagemaker", region="us-west-2")
+    with instant_clock():
+        found = [s for s in sagemaker.list_mlflow_tracking_servers()["TrackingServerSummaries"]
+                 if s["TrackingServerName"] == name]
+        if not found:
+            sagemaker.create_mlflow_tracking_server(
+                TrackingServerName=name, ArtifactStoreUri="s3://outside-bucket/mlflow",
+                RoleArn="arn:aws:iam::123456789012:role/outside-mlflow")
+        return sagemaker.describe_mlflow_tracking_server(TrackingServerName=name)["TrackingServerArn"]
+
+
+def server_row(*, cloud: bool = False):
+    """Path parameters naming an attached, ready tracking server row of the cast's team (in the sandbox too when
+    ``cloud``)."""
+
+    def params(cast, actor) -> dict:
+        from training.models import TrackingServer
+
+        arn = (sandbox_server() if cloud else
+               "arn:aws:sagemaker:us-west-2:123456789012:mlflow-tracking-server/matrix")
+        server, _ = TrackingServer.objects.get_or_create(team=cast.team, region="us-west-2", defaults={
+            "name": "matrix", "arn": arn, "state": "ready", "managed": False, "status": "Created"})
+        return {"server_id": server.pk}
+
+    return params
+
+
+def attach_body(cast, actor) -> dict:
+    return {"team": cast.team.pk, "arn": sandbox_server()}
+
+
+def job_of_team(cast, actor) -> dict:
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+    from tests.matrix_training import make_job
+
+    return {"job_id": make_job(tracked_hyperpod_cluster(cast.team, cloud=False), state="running").pk}
+
+
+CASES = [
+    Case("mlflow_servers_list", "GET", SERVERS, AUTHENTICATED, team_scoped=False),
+    Case("mlflow_servers_create", "POST", SERVERS, ADMINS,
+         body=lambda cast, actor: {"team": cast.team.pk, "region": "us-west-2"}),
+    Case("mlflow_servers_attach", "POST", SERVERS + "/attach", ADMINS, body=attach_body, sandbox=True),
+    Case("mlflow_servers_retrieve", "GET", SERVERS + "/{server_id}", MEMBERS, params=server_row()),
+    Case("mlflow_servers_destroy", "DELETE", SERVERS + "/{server_id}", ADMINS, params=server_row()),
+    Case("mlflow_servers_ui_url", "POST", SERVERS + "/{server_id}/ui-url", ADMINS, params=server_row(cloud=True),
+         sandbox=True),
+    Case("training_job_metrics_retrieve", "GET", "/api/v1/training-jobs/{job_id}/metrics", MEMBERS,
+         params=job_of_team),
+]

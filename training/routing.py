@@ -1,3 +1,9 @@
-"""WebSocket routes of the training app: placeholder filled by the log-streaming slice."""
+"""WebSocket routes of the training app: a job's live log (``training.consumers``)."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from training.consumers import TrainingLogConsumer
+
+websocket_urlpatterns = [
+    path("ws/training-jobs/<id:job_id>/logs/", TrainingLogConsumer.as_asgi()),
+]

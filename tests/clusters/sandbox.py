@@ -116,8 +116,8 @@ def tracked_hyperpod_cluster(team, *, cloud: bool = True, instance_type: str = "
         return cluster
     with instant_clock():
         eks = make_eks_cluster("matrix")
-        cluster.eks_arn, cluster.hyperpod_arn = eks.arn, make_hyperpod_cluster(eks, "matrix", instance_type=instance_type,
-                                                                        count=count)
+        hyperpod_arn = make_hyperpod_cluster(eks, "matrix", instance_type=instance_type, count=count)
+        cluster.eks_arn, cluster.hyperpod_arn = eks.arn, hyperpod_arn
     cluster.save()
     mirror.mirror(cluster, mirror.describe(cluster))
     return cluster

@@ -35,7 +35,7 @@ class Publisher:
             return
         try:
             self.loop.run_until_complete(self.layer.group_send(self.group, {"type": event_type, "payload": payload}))
-        except Exception:  # noqa: BLE001 — a Redis hiccup must not stop the follower; viewers repair from REST
+        except Exception:
             logger.warning("could not publish %s to %s", event_type, self.group, exc_info=True)
 
     def batch(self, lines: list[dict[str, Any]]) -> None:

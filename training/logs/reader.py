@@ -60,7 +60,7 @@ class PodReader(threading.Thread):
         if response is not None:
             try:
                 response.shutdown()
-            except Exception:  # noqa: BLE001 — closing a socket another thread reads; nothing to report
+            except Exception:
                 logger.debug("closing the log stream of %s", self.pod.name, exc_info=True)
 
     def run(self) -> None:

@@ -66,7 +66,10 @@ def _config_check(required_keys: tuple[str, ...], path_keys: tuple[str, ...]):
             return {"config": FieldProblem("required", "config (inline YAML) or config_path is required.")}
         if not text:
             return {}
-        settings = parse_yaml_mapping(text)
+        try:
+            settings = parse_yaml_mapping(text)
+        except FieldProblem as problem:
+            return {"config": problem}
         absent = [key for key in required_keys if settings.get(key) in (None, "")]
         if absent:
             return {"config": FieldProblem("missing_config_key", f"The config has no {', '.join(absent)}.")}
@@ -115,7 +118,7 @@ def _verl(values: dict[str, Any], ctx: LaunchContext) -> Launch:
 
 
 def _verl_check(values: dict[str, Any], shared: SharedBucket) -> dict[str, FieldProblem]:
-    bad = [item for item in values["overrides"] if "=" not in item or item.startswith("=")]
+    bad = [item for item in values.get("overrides") or [] if "=" not in item or item.startswith("=")]
     if bad:
         return {"overrides": FieldProblem("invalid_override", f"Overrides are key=value; not {bad[0]!r}.")}
     return {}

@@ -20,6 +20,7 @@ one takes ``default`` (``None`` when the default depends on the cluster, e.g. th
 
 from __future__ import annotations
 
+import copy
 import re
 import shlex
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ def clean(field: Field, value: Any) -> Any:
     if missing(value) and field.type != "map":
         if field.required:
             raise FieldProblem("required", f"{field.name} is required.")
-        return field.default
+        return copy.deepcopy(field.default)
     if field.type == "map":
         return _map(field, {} if value is None else value)
     if field.type in ("string", "text", "path", "yaml", "choice"):

@@ -70,8 +70,3 @@ def resolve(field: str, value: str, shared: SharedBucket) -> str:
         raise _outside(field, value, shared)
     return posixpath.normpath(posixpath.join(SHARED_MOUNT, relative))
 
-
-def looks_like_path(value: object) -> bool:
-    """Whether a value inside a tool's config is a filesystem path or S3 URI (and so must obey the contract);
-    hub model ids such as ``Qwen/Qwen2.5-7B`` are not."""
-    return isinstance(value, str) and (value.startswith(("/", "s3://", "./", "../")))

@@ -1,0 +1,118 @@
+"""A training job's live log over WebSocket: ``ws/training-jobs/<job_id>/logs/?after_seq=N[&rank=R]``.
+
+A subscriber gets, in this order:
+
+1. ``{"type": "lines", "lines": [{"seq", "rank", "pod", "at", "text"}, ...]}`` — the stored lines after
+   ``after_seq`` (default 0: the last ``seq`` the client has), at most ``FRAME_LINES`` per frame;
+2. live ``lines`` frames, one per batch the job's follower stored, without the lines already sent (the group is
+   joined before the replay reads, so nothing falls between the two);
+3. ``{"type": "gap", "from_seq": a, "to_seq": b}`` when live batches ``a…b`` never reached this subscriber (the
+   channel layer drops the oldest messages of a subscriber that reads too slowly, so a slow viewer costs bounded
+   memory); the stream goes on live and the client reads ``a…b`` from ``GET /api/v1/training-jobs/<id>/logs``;
+4. ``{"type": "end", "state": ..., "last_seq": N}`` once the job is terminal and its log complete, after every
+   line up to ``N`` (anything missed is read from the store first). The server then closes the socket (1000).
+
+With ``rank`` only that rank's lines are sent (``seq`` numbers then skip the other ranks' lines). Close codes as
+in ``accounts.consumers`` (4401 not authenticated, 4404 no such job or not the user's team, 4403 access ended),
+plus 4400 for an ``after_seq`` or ``rank`` that is not a whole number ≥ 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+
+from accounts import access
+from accounts.consumers import FollowingConsumer
+from training.actions import LOGS
+from training.logs import store
+from training.logs.publish import log_group
+from training.models import TERMINAL_JOB_STATES, TrainingJob
+
+#: Most lines in one replay frame.
+FRAME_LINES = 500
+
+
+def _whole(scope: dict[str, Any], name: str, default: str | None) -> int | bool | None:
+    """The query parameter as an int, ``None`` when absent without default, ``False`` when malformed."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
+    value = (values[-1] if values else default or "").strip()
+    if not value:
+        return None
+    return int(value) if value.isdigit() and len(value) <= 12 else False
+
+
+class TrainingLogConsumer(FollowingConsumer):
+    async def connect(self):
+        after_seq, rank = _whole(self.scope, "after_seq", "0"), _whole(self.scope, "rank", None)
+        if after_seq is False or after_seq is None or rank is False:
+            await self.close(code=4400)
+            return
+        self.last_seq, self.rank, self.ended = after_seq, rank, False
+        await super().connect()
+
+    def may_follow(self, user: Any) -> bool:
+        self.job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
+        job = TrainingJob.objects.filter(pk=self.job_id).first()
+        return job is not None and access.can(user, LOGS, job)
+
+    def subscription_groups(self) -> list[str]:
+        return [log_group(self.job_id)]
+
+    async def subscribed(self) -> None:
+        await self._replay()
+        state, complete = await self._job_state()
+        if complete:
+            await self._end(state)
+
+    async def log_batch(self, message):
+        if self.ended or not await self.still_allowed():
+            return
+        batch = message["payload"]
+        if batch["last_seq"] <= self.last_seq:
+            return
+        if batch["first_seq"] > self.last_seq + 1:
+            await self.send_json({"type": "gap", "from_seq": self.last_seq + 1, "to_seq": batch["first_seq"] - 1})
+        lines = [line for line in batch["lines"] if line["seq"] > self.last_seq
+                 and (self.rank is None or line["rank"] == self.rank)]
+        self.last_seq = batch["last_seq"]
+        if lines:
+            await self.send_json({"type": "lines", "lines": lines})
+
+    async def log_end(self, message):
+        if self.ended or not await self.still_allowed():
+            return
+        await self._end(message["payload"]["state"])
+
+    async def _end(self, state: str) -> None:
+        """Send what is missing up to the final ``seq``, then ``end``, then close."""
+        await self._replay()
+        self.ended = True
+        await self.send_json({"type": "end", "state": state, "last_seq": self.last_seq})
+        await self.close(code=1000)
+
+    async def _replay(self) -> None:
+        while True:
+            lines, last_seq, more = await self._lines_after(self.last_seq)
+            if lines:
+                await self.send_json({"type": "lines", "lines": lines})
+            self.last_seq = max(self.last_seq, last_seq)
+            if not more:
+                return
+
+    @database_sync_to_async
+    def _job_state(self) -> tuple[str, bool]:
+        state, complete = TrainingJob.objects.values_list("state", "logs_complete").get(pk=self.job_id)
+        return state, complete and state in TERMINAL_JOB_STATES
+
+    @database_sync_to_async
+    def _lines_after(self, seq: int) -> tuple[list[dict[str, Any]], int, bool]:
+        """The next ``FRAME_LINES`` stored lines after ``seq`` (only ``rank``'s sent), the last ``seq`` they cover
+        (0: none) and whether more may follow."""
+        rows = store.lines_after(self.job_id, seq, limit=FRAME_LINES)
+        if not rows:
+            return [], 0, False
+        lines = [store.payload(row) for row in rows if self.rank is None or row.rank == self.rank]
+        return lines, rows[-1].seq, len(rows) == FRAME_LINES

@@ -1,0 +1,221 @@
+"""``plan_job``: the one validator of a training submission, and the plan it yields.
+
+``plan_job(cluster=, recipe=, name=, config=)`` checks everything before anything is sent to the cluster and
+returns a :class:`JobPlan` — the normalized inputs (defaults filled: what a resubmit clones) and the manifest ready
+for ``CustomObjectsApi.create_namespaced_custom_object``. It raises:
+
+- ``ValidationFailed`` with field ``recipe`` code ``unknown_recipe`` for an unknown recipe;
+- one ``ValidationFailed`` naming every failing field (``fields={field: [{"code", "message"}]}``; the top code is
+  the first failing field's code): ``invalid_job_name`` (``name``), ``unknown_field``, ``required``, ``invalid``,
+  ``min_value``/``max_value``, ``invalid_choice``, ``unknown_command_type``, ``invalid_yaml``,
+  ``missing_config_key``, ``invalid_override``, ``invalid_env``, ``invalid_pattern`` (a log pattern that does not
+  compile), ``path_outside_shared_bucket``, and the cluster constraints of ``training.constraints``
+  (``unknown_instance_group``, ``too_many_gpus``, ``too_many_efa``, ``elastic_*``, ``tiered_checkpointing_off``…);
+- ``OperatorMissing`` (409 ``operator_missing``) when the cluster does not serve the path's CRD — asked last, so a
+  submission with field errors never needs the cluster's API server.
+
+Environment every container gets (before the user's ``env``, which wins): ``SHARED_DIR``, ``JOB_NAME``,
+``CHECKPOINT_MODE``, ``CHECKPOINT_DIR`` (``/checkpoints`` on NVMe; for tiered, the job's folder of the shared
+mount) and, tiered, ``CHECKPOINT_S3_URI`` (the job's folder of the team's ``checkpoints/`` prefix, the one the
+checkpoint role may write); ``CHECKPOINTLESS=1`` for checkpointless jobs; with EFA, the NCCL/libfabric settings
+(``FI_PROVIDER=efa``, ``FI_EFA_USE_DEVICE_RDMA=1`` on RDMA-capable families only, ``NCCL_DEBUG=INFO``…).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from clusters.models import Cluster
+from clusters.ownership import kube_labels, team_namespace
+from clusters.shared_bucket import shared_bucket_name, team_prefix
+from config.errors import FieldErrors, ValidationFailed
+from training import constraints, manifests
+from training.models import TrainingPath
+from training.recipes import RECIPES
+from training.recipes.base import LaunchContext, Recipe
+from training.recipes.common import THROUGHPUT_PATTERN
+from training.recipes.fields import FieldProblem, clean
+from training.recipes.paths import SHARED_MOUNT, SharedBucket, resolve
+
+JOB_NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+JOB_NAME_MAX = 40
+RECIPE_LABEL = "instantstart.io/recipe"
+JOB_LABEL = "instantstart.io/training-job"
+#: Instance families whose EFA supports GPUDirect RDMA (``FI_EFA_USE_DEVICE_RDMA=1`` elsewhere breaks libfabric).
+RDMA_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6", "trn1", "trn1n", "trn2")
+EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1", "NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "^lo",
+           "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    recipe: str
+    path: str
+    kind: str
+    name: str
+    namespace: str
+    config: dict[str, Any]
+    manifest: dict[str, Any]
+    instance_group: str
+    instance_type: str
+    replicas: int
+    processes_per_node: int
+    restarts_total: int
+    service_account: str
+
+    def with_env(self, env: dict[str, str]) -> JobPlan:
+        return with_env(self, env)
+
+
+def with_env(plan: JobPlan, env: dict[str, str]) -> JobPlan:
+    """``plan`` with ``env`` merged into every container of its manifest (e.g. the MLflow variables)."""
+    return dataclasses.replace(plan, manifest=manifests.merge_env(plan.manifest, env))
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.fields: FieldErrors = {}
+
+    def add(self, field: str, problem: FieldProblem) -> None:
+        self.fields.setdefault(field, []).append({"code": problem.code, "message": problem.message})
+
+    def raise_any(self) -> None:
+        if not self.fields:
+            return
+        first = next(iter(self.fields.values()))[0]
+        count = sum(len(errors) for errors in self.fields.values())
+        message = first["message"] if count == 1 else f"{count} fields are not valid; first: {first['message']}"
+        raise ValidationFailed(message, code=first["code"], fields=self.fields)
+
+
+def _clean_inputs(spec: Recipe, config: dict[str, Any], shared: SharedBucket, problems: _Problems) -> dict:
+    known = {field.name: field for field in spec.all_fields}
+    for key in config:
+        if key not in known:
+            problems.add(key, FieldProblem("unknown_field", f"The {spec.slug} recipe has no field {key!r}."))
+    values: dict[str, Any] = {}
+    for field in spec.all_fields:
+        try:
+            values[field.name] = clean(field, config.get(field.name))
+            if field.type == "path" and values[field.name] is not None:
+                values[field.name] = resolve(field.name, values[field.name], shared)
+        except FieldProblem as problem:
+            problems.add(field.name, problem)
+            values[field.name] = None
+    for key, problem in (spec.check(values, shared) if spec.check else {}).items():
+        if key not in problems.fields:
+            problems.add(key, problem)
+    return values
+
+
+def _check_patterns(values: dict[str, Any], problems: _Problems) -> None:
+    for key in ("start_pattern", "progress_pattern"):
+        if values.get(key):
+            try:
+                re.compile(values[key])
+            except re.error as error:
+                problems.add(key, FieldProblem("invalid_pattern", f"{key} is not a regular expression: {error}."))
+
+
+def _run_policy(values: dict[str, Any]) -> dict[str, Any]:
+    rules = []
+    if values["hang_detection"]:
+        rules += [{"name": "job-start", "logPattern": values["start_pattern"],
+                   "expectedStartCutOffInSeconds": values["start_timeout_seconds"]},
+                  {"name": "job-progress", "logPattern": values["progress_pattern"],
+                   "expectedRecurringFrequencyInSeconds": values["progress_timeout_seconds"]}]
+    if values.get("min_throughput"):
+        rules.append({"name": "slow-rank", "logPattern": THROUGHPUT_PATTERN, "operator": "lt",
+                      "metricThreshold": values["min_throughput"], "metricEvaluationDataPoints": 3})
+    policy: dict[str, Any] = {"jobMaxRetryCount": values["max_retries"], "cleanPodPolicy": "None",
+                              "restartPolicy": {
+                                  "numRestartBeforeFullJobRestart": values["restarts_before_full_job_restart"],
+                                  "evalPeriodSeconds": values["eval_period_seconds"],
+                                  "maxFullJobRestarts": values["max_full_job_restarts"]}}
+    if rules:
+        policy["logMonitoringConfiguration"] = rules
+    return policy
+
+
+def _environment(name: str, values: dict[str, Any], shared: SharedBucket, instance_type: str) -> dict[str, str]:
+    env = {"SHARED_DIR": SHARED_MOUNT, "JOB_NAME": name, "CHECKPOINT_MODE": values["checkpoints"]}
+    if values["checkpoints"] == "tiered":
+        env["CHECKPOINT_DIR"] = f"{SHARED_MOUNT}/checkpoints/{name}"
+        env["CHECKPOINT_S3_URI"] = f"{shared.uri}checkpoints/{name}/"
+    else:
+        env["CHECKPOINT_DIR"] = manifests.CHECKPOINT_MOUNT
+    if values.get("checkpointless"):
+        env["CHECKPOINTLESS"] = "1"
+    if values["efa_per_node"]:
+        env.update(EFA_ENV)
+        if instance_type.removeprefix("ml.").split(".")[0] in RDMA_FAMILIES:
+            env["FI_EFA_USE_DEVICE_RDMA"] = "1"
+    return {**env, **(values.get("env") or {})}
+
+
+def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any]) -> JobPlan:
+    """Validate a submission of ``recipe`` named ``name`` with ``config`` to ``cluster``; see the module
+    docstring for the errors. Reads the database, EC2's instance facts and (last) the cluster's CRDs."""
+    spec = RECIPES.get(recipe)
+    if spec is None:
+        message = f"No recipe is called {recipe!r}; recipes: {', '.join(RECIPES)}."
+        raise ValidationFailed(message, code="unknown_recipe",
+                               fields={"recipe": [{"code": "unknown_recipe", "message": message}]})
+    problems = _Problems()
+    if not isinstance(name, str) or len(name) > JOB_NAME_MAX or not JOB_NAME_PATTERN.match(name):
+        problems.add("name", FieldProblem("invalid_job_name", f"Use 1–{JOB_NAME_MAX} lower-case letters, digits "
+                                                              "and hyphens, starting with a letter."))
+    if not isinstance(config, dict):
+        problems.add("non_field_errors", FieldProblem("invalid", "config must be an object of recipe fields."))
+        problems.raise_any()
+    shared = SharedBucket(shared_bucket_name(cluster.region), team_prefix(cluster.team.slug))
+    values = _clean_inputs(spec, config, shared, problems)
+    if values.get("image"):
+        values["image"] = spec.default_image(cluster.region) if values["image"] == spec.image \
+            else values["image"].replace("{region}", cluster.region)
+    hyperpod = spec.path == TrainingPath.HYPERPOD
+    group = offer = None
+    try:
+        group, offer = constraints.choose_group(cluster, values.get("instance_group"))
+        values["instance_group"] = group.name
+    except FieldProblem as problem:
+        problems.add("instance_group", problem)
+    if offer is not None and "gpus_per_node" not in problems.fields and "efa_per_node" not in problems.fields:
+        for key, problem in constraints.fit_hardware(values, offer).items():
+            problems.add(key, problem)
+    if hyperpod and values.get("replicas"):
+        for key, problem in constraints.check_elastic(values, group).items():
+            problems.add(key, problem)
+        _check_patterns(values, problems)
+    account, problem = constraints.checkpoint_service_account(cluster, values)
+    if problem is not None:
+        problems.add("checkpoints", problem)
+    problems.raise_any()
+
+    if hyperpod and values["processes_per_node"] is None:
+        values["processes_per_node"] = values["gpus_per_node"] or 1
+    processes = values["processes_per_node"] if hyperpod else 1
+    checkpoint_dir = (f"{SHARED_MOUNT}/checkpoints/{name}" if values["checkpoints"] == "tiered"
+                      else manifests.CHECKPOINT_MOUNT)
+    launch = spec.launch(values, LaunchContext(job=name, replicas=values["replicas"], processes_per_node=processes,
+                                               gpus_per_node=values["gpus_per_node"], checkpoint_dir=checkpoint_dir))
+    work = manifests.Workload(
+        name=name, namespace=team_namespace(cluster.team),
+        labels={**kube_labels(cluster), RECIPE_LABEL: spec.slug, JOB_LABEL: name},
+        image=values["image"], launch=launch,
+        env={**launch.env, **_environment(name, values, shared, group.instance_type)},
+        replicas=values["replicas"], processes_per_node=processes, gpus=values["gpus_per_node"],
+        efa=values["efa_per_node"], instance_group=group.name, instance_type=group.instance_type,
+        accelerator=manifests.NEURON if offer.accelerator_type.startswith("AWS") else manifests.GPU,
+        service_account=account, nvme_checkpoints=values["checkpoints"] != "tiered",
+        run_policy=_run_policy(values) if hyperpod else None,
+        elastic=(values["min_replicas"], values["max_replicas"]) if hyperpod and values["elastic"] else None)
+    manifest = manifests.build(spec.kind, work)
+    constraints.require_operator(cluster, spec.path)
+    return JobPlan(recipe=spec.slug, path=str(spec.path), kind=spec.kind, name=name, namespace=work.namespace,
+                   config=values, manifest=manifest, instance_group=group.name, instance_type=group.instance_type,
+                   replicas=values["replicas"], processes_per_node=processes,
+                   restarts_total=values["max_retries"] if hyperpod else 0, service_account=account)

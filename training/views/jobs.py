@@ -1,0 +1,116 @@
+"""Training jobs in the portal: the jobs list, a job's page, and its Cancel and Resubmit buttons.
+
+Reads go through ``training.selectors`` (another team's job is the 404 page); Cancel and Resubmit call
+``services.training_job_cancel`` / ``training_job_resubmit`` with ``source="portal"``, their errors flashed with
+their codes. The list's rows and the job page's status block are also served alone (``?partial=1``) so htmx can
+re-read them every few seconds while jobs are active; the job's log streams over its WebSocket
+(``static/js/training-logs.js``).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.template import TemplateDoesNotExist
+from django.template.loader import get_template
+from django.views.decorators.http import require_POST
+
+from accounts import access
+from accounts.views.common import flash_error, portal_view
+from clusters import selectors as cluster_selectors
+from clusters.views.common import perform
+from config.context import Source
+from training import actions, selectors, services
+from training.models import ACTIVE_JOB_STATES, JobState, TrainingJob
+
+#: Most jobs the list shows (the REST list pages through them all).
+LIST_LIMIT = 200
+#: Log lines the page keeps in the DOM before dropping the oldest (the download link has them all).
+LOG_WINDOW = 5000
+METRICS_CHART = "training/jobs/_metrics_chart.html"
+
+
+def _filters(request: HttpRequest) -> dict:
+    state = request.GET.get("state", "")
+    return {"cluster": request.GET.get("cluster", ""), "state": state if state in JobState.values else ""}
+
+
+@portal_view
+def job_list(request: HttpRequest) -> HttpResponse:
+    """The current team's jobs (every team of the user when none is current), newest first, filtered by
+    ``?cluster=<id>`` and ``?state=<state>``; ``?partial=1`` renders the rows alone (the htmx refresh)."""
+    filters = _filters(request)
+    jobs = selectors.job_list(actor=request.user, team=request.team, state=filters["state"] or None)
+    if filters["cluster"].isdigit():
+        jobs = jobs.filter(cluster_id=int(filters["cluster"]))
+    jobs = list(jobs[:LIST_LIMIT])
+    context = {"section": "training", "jobs": jobs, "filters": filters, "states": JobState.choices,
+               "live": any(job.state in ACTIVE_JOB_STATES for job in jobs)}
+    if request.GET.get("partial"):
+        return render(request, "training/jobs/_rows.html", context)
+    clusters = list(cluster_selectors.cluster_list(actor=request.user, team=request.team).order_by("name"))
+    context.update(clusters=clusters,
+                   can_submit=any(access.can(request.user, actions.SUBMIT, cluster) for cluster in clusters))
+    return render(request, "training/jobs/list.html", context)
+
+
+def _has_metrics_chart() -> bool:
+    try:
+        get_template(METRICS_CHART)
+    except TemplateDoesNotExist:
+        return False
+    return True
+
+
+def _job_context(request: HttpRequest, job: TrainingJob) -> dict:
+    caps = access.capabilities(request.user, job, [actions.CANCEL, actions.LOGS])
+    return {"section": "training", "job": job, "active": job.state in ACTIVE_JOB_STATES,
+            "can_cancel": caps[actions.CANCEL] and job.state in ACTIVE_JOB_STATES and job.state != JobState.STOPPING,
+            "can_resubmit": job.terminal and access.can(request.user, actions.SUBMIT, job.cluster),
+            "can_logs": caps[actions.LOGS], "budget_percent": _percent(job.restarts_used, job.restarts_total),
+            "straggler_ranks": {item.get("rank") for item in job.stragglers}}
+
+
+def _percent(used: int, total: int) -> int:
+    return min(100, round(100 * used / total)) if total else 0
+
+
+@portal_view
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    """A job: header, recovery budget and recoveries, hangs, stragglers, ranks, metrics, the live log; ``?partial=1``
+    renders the status block alone (the htmx refresh while the job is active)."""
+    job = selectors.job_get(actor=request.user, job_id=job_id)
+    context = _job_context(request, job)
+    if request.GET.get("partial"):
+        return render(request, "training/jobs/_status.html", context)
+    context.update(metrics_chart=METRICS_CHART if _has_metrics_chart() else "", log_window=LOG_WINDOW,
+                   ranks=sorted({rank.get("rank") for rank in job.ranks if rank.get("rank") is not None}))
+    return render(request, "training/jobs/detail.html", context)
+
+
+@require_POST
+@portal_view
+def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = selectors.job_get(actor=request.user, job_id=job_id)
+    _, error = perform(lambda: services.training_job_cancel(actor=request.user, job=job, source=Source.PORTAL))
+    if error:
+        flash_error(request, error)
+    else:
+        messages.success(request, f"Stopping {job.name}.")
+    return redirect("training-job", job_id=job.pk)
+
+
+@require_POST
+@portal_view
+def job_resubmit(request: HttpRequest, job_id: int) -> HttpResponse:
+    """Submit the job's configuration again as ``<name>-r<N>`` and open the new job."""
+    job = selectors.job_get(actor=request.user, job_id=job_id)
+    submitted, error = perform(lambda: services.training_job_resubmit(actor=request.user, job=job,
+                                                                       source=Source.PORTAL))
+    if error:
+        flash_error(request, error)
+        return redirect("training-job", job_id=job.pk)
+    new_job, _ = submitted
+    messages.success(request, f"Resubmitted {job.name} as {new_job.name}.")
+    return redirect("training-job", job_id=new_job.pk)

@@ -1,0 +1,42 @@
+"""The shared-bucket browser of the submit form: one folder of the team's part of the cluster region's shared bucket
+(``training.shared_files.listing``, the same listing as ``GET /api/v1/clusters/<id>/shared-files``), rendered as an
+htmx partial. A folder link re-loads the partial one level down; a file (or "Use this folder") fills the input named
+by ``?target=`` (``static/js/training-submit.js``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from accounts import access
+from accounts.views.common import portal_view
+from clusters import selectors as cluster_selectors
+from config.errors import ApplicationError
+from training import actions, shared_files
+from training.recipes import SHARED_MOUNT
+
+_TARGET = re.compile(r"^[a-z][a-z0-9_-]{0,80}$")
+
+
+@portal_view
+def shared_browser(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """``?path=`` (a folder under the mount, or relative to it) and ``?target=`` (the input to fill)."""
+    cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    access.require(request.user, actions.VIEW, cluster)
+    target = request.GET.get("target", "")
+    target = target if _TARGET.match(target) else ""
+    listing, error = None, None
+    try:
+        listing = shared_files.listing(cluster, request.GET.get("path", ""))
+    except ApplicationError as exc:
+        error = exc.as_dict()
+    parent = None
+    if listing and listing["path"] != SHARED_MOUNT:
+        parent = posixpath.dirname(listing["path"])
+    return render(request, "training/jobs/_shared_browser.html",
+                  {"cluster": cluster, "listing": listing, "error": error, "target": target, "parent": parent,
+                   "mount": SHARED_MOUNT}, status=400 if error else 200)

@@ -1,0 +1,103 @@
+"""The submit page (``training/jobs/new/?recipe=<slug>&cluster=<id>``): pick a recipe and a cluster, fill the form
+generated from the recipe's fields, submit.
+
+The POST goes through the REST path: ``TrainingJobSubmitSerializer`` checks the shape, then
+``services.training_job_submit(source="portal")`` checks everything else (``training.planning``). An error keeps the
+user's input and puts each field's errors, with their codes, next to that field; ``operator_missing`` links the
+cluster's features panel (or its dependencies). Success redirects to the new job's page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from rest_framework.exceptions import ValidationError
+
+from accounts import access
+from accounts.forms import PAGE_ERRORS
+from accounts.views.common import portal_view
+from clusters import selectors as cluster_selectors
+from clusters.models import Cluster, ClusterState, InstanceGroup
+from config.api.exceptions import error_body
+from config.context import Source
+from config.errors import ApplicationError
+from training import actions, recipes, services
+from training.api.job_serializers import TrainingJobSubmitSerializer
+from training.views.recipe_form import config_from_post, field_rows, split_errors
+
+
+def _clusters(request: HttpRequest) -> list[Cluster]:
+    """Active clusters of the current team (of every team of the user when none is current) the user may submit
+    to."""
+    found = cluster_selectors.cluster_list(actor=request.user, team=request.team).filter(state=ClusterState.ACTIVE)
+    return [cluster for cluster in found.order_by("name") if access.can(request.user, actions.SUBMIT, cluster)]
+
+
+def _chosen(request: HttpRequest, clusters: list[Cluster], wanted: str) -> Cluster | None:
+    by_id = {str(cluster.pk): cluster for cluster in clusters}
+    if wanted in by_id:
+        return by_id[wanted]
+    active = cluster_selectors.active_cluster(actor=request.user, team=request.team)
+    if active is not None and str(active.pk) in by_id:
+        return by_id[str(active.pk)]
+    return clusters[0] if clusters else None
+
+
+def _context(request: HttpRequest, *, recipe: dict[str, Any], cluster: Cluster | None, clusters: list[Cluster],
+             values: dict[str, Any], error: dict[str, Any] | None) -> dict[str, Any]:
+    catalog = recipes.catalog_payload(cluster.region if cluster else None)
+    placed, top, others = split_errors(recipe["fields"], error)
+    groups = list(InstanceGroup.objects.filter(cluster=cluster, deleted=False).order_by("name")) if cluster else []
+    return {"section": "training", "catalog": catalog, "recipe": recipe, "cluster": cluster, "clusters": clusters,
+            "groups": groups, "rows": field_rows(recipe["fields"], values, placed), "values": values,
+            "error": error, "other_errors": others, "top_errors": top, "mount": recipes.SHARED_MOUNT,
+            "operator_missing": error is not None and error.get("code") == "operator_missing"}
+
+
+def _recipe(slug: str, region: str | None) -> dict[str, Any]:
+    catalog = recipes.catalog_payload(region)
+    return next((item for item in catalog if item["slug"] == slug), catalog[0])
+
+
+def _submit(request: HttpRequest, cluster: Cluster, recipe: dict[str, Any], data: QueryDict):
+    """Validate and submit: ``(job, None, 202)`` or ``(None, REST error body, status)``. Page errors (404/403)
+    propagate to ``portal_view``."""
+    body = {"cluster": cluster.pk, "recipe": recipe["slug"], "name": data.get("name", "").strip(),
+            "config": config_from_post(recipe["fields"], data)}
+    serializer = TrainingJobSubmitSerializer(data=body)
+    try:
+        serializer.is_valid(raise_exception=True)
+        job, _ = services.training_job_submit(
+            actor=request.user, cluster=cluster, recipe=serializer.validated_data["recipe"],
+            name=serializer.validated_data["name"], config=serializer.validated_data["config"],
+            source=Source.PORTAL)
+    except PAGE_ERRORS:
+        raise
+    except (ValidationError, ApplicationError) as exc:
+        error, status = error_body(exc)
+        return None, error, status
+    return job, None, 202
+
+
+@portal_view
+def job_submit(request: HttpRequest) -> HttpResponse:
+    """GET: the recipe tabs, the cluster choice and the recipe's form with its defaults (image for the cluster's
+    region). POST: submit; the form again with its errors (4xx, the REST status), or a redirect to the job."""
+    clusters = _clusters(request)
+    if request.method != "POST":
+        cluster = _chosen(request, clusters, request.GET.get("cluster", ""))
+        recipe = _recipe(request.GET.get("recipe", ""), cluster.region if cluster else None)
+        context = _context(request, recipe=recipe, cluster=cluster, clusters=clusters, values={}, error=None)
+        return render(request, "training/jobs/submit.html", context)
+    cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=request.POST.get("cluster") or 0)
+    recipe = _recipe(request.POST.get("recipe", ""), cluster.region)
+    job, error, status = _submit(request, cluster, recipe, request.POST)
+    if job is None:
+        values = {**request.POST.dict(), "_submitted": True}
+        context = _context(request, recipe=recipe, cluster=cluster, clusters=clusters, values=values, error=error)
+        return render(request, "training/jobs/submit.html", context, status=status)
+    messages.success(request, f"Submitted {job.name} ({job.recipe}) to {cluster.name}.")
+    return redirect("training-job", job_id=job.pk)
