@@ -21,7 +21,7 @@ deletes its Ray cluster ``ttlSecondsAfterFinished`` after the job ends.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -67,6 +67,8 @@ class Workload:
     elastic: tuple[int, int] | None = None
     #: The extended resource ``gpus`` counts: NVIDIA GPUs, or Neuron devices on Trainium/Inferentia types.
     accelerator: str = GPU
+    #: Annotations of the job object itself (not its pods).
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 def _env_list(env: dict[str, str]) -> list[dict[str, str]]:
@@ -92,6 +94,13 @@ def _pod_spec(work: Workload, container: dict[str, Any]) -> dict[str, Any]:
             "volumes": volumes, "containers": [container]}
 
 
+def _metadata(work: Workload) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": work.name, "namespace": work.namespace, "labels": dict(work.labels)}
+    if work.annotations:
+        metadata["annotations"] = dict(work.annotations)
+    return metadata
+
+
 def hyperpod_pytorch_job(work: Workload) -> dict[str, Any]:
     """The ``sagemaker.amazonaws.com/v1`` ``HyperPodPyTorchJob`` of ``work``."""
     container: dict[str, Any] = {"name": "pytorch", "command": list(work.launch.command)}
@@ -111,8 +120,7 @@ def hyperpod_pytorch_job(work: Workload) -> dict[str, Any]:
         replica["maxReplicas"] = high
         spec["elasticPolicy"] = {"minReplicas": low, "maxReplicas": high}
     return {"apiVersion": "sagemaker.amazonaws.com/v1", "kind": "HyperPodPyTorchJob",
-            "metadata": {"name": work.name, "namespace": work.namespace, "labels": dict(work.labels)},
-            "spec": spec}
+            "metadata": _metadata(work), "spec": spec}
 
 
 def ray_job(work: Workload) -> dict[str, Any]:
@@ -127,7 +135,7 @@ def ray_job(work: Workload) -> dict[str, Any]:
     template = {"metadata": {"labels": dict(work.labels)}}
     return {
         "apiVersion": "ray.io/v1", "kind": "RayJob",
-        "metadata": {"name": work.name, "namespace": work.namespace, "labels": dict(work.labels)},
+        "metadata": _metadata(work),
         "spec": {
             "entrypoint": work.launch.entrypoint,
             "runtimeEnvYAML": _runtime_env(work.env),

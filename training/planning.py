@@ -211,6 +211,7 @@ def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any]
         efa=values["efa_per_node"], instance_group=group.name, instance_type=group.instance_type,
         accelerator=manifests.NEURON if offer.accelerator_type.startswith("AWS") else manifests.GPU,
         service_account=account, nvme_checkpoints=values["checkpoints"] != "tiered",
+        annotations=values.get("annotations") or {},
         run_policy=_run_policy(values) if hyperpod else None,
         elastic=(values["min_replicas"], values["max_replicas"]) if hyperpod and values["elastic"] else None)
     manifest = manifests.build(spec.kind, work)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
@@ -59,6 +60,15 @@ def ray_state(found: dict[str, Any]) -> Observation:
     if deployment == "Running":
         return Observation(JobState.RUNNING, f"Ray job {job_status or 'PENDING'}")
     return Observation(JobState.SUBMITTING, f"Ray cluster {deployment or 'pending'}")
+
+
+def started_at(found: dict[str, Any]) -> datetime | None:
+    """When the operator says the job started (``status.startTime``), if it says."""
+    value = (found.get("status") or {}).get("startTime")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    except (AttributeError, ValueError):
+        return None
 
 
 def _recovery(status: dict[str, Any], used: int, previous: int) -> dict[str, Any]:

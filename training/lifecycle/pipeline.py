@@ -89,8 +89,8 @@ def poll_run(ctx: StepContext) -> Progress:
     if job.state != JobState.STOPPING:
         job.state = seen.state
     job.status_reason = seen.reason
-    if job.started_at is None and seen.state == JobState.RUNNING:
-        job.started_at = timezone.now()
+    if job.started_at is None and seen.state != JobState.SUBMITTING:
+        job.started_at = observe.started_at(found) or timezone.now()
     job.save(update_fields=["state", "status_reason", "ranks", "restarts_used", "recoveries", "hangs",
                             "stragglers", "started_at", "updated_at"])
     metrics.refresh(job)

@@ -32,6 +32,8 @@ STORAGE: tuple[Field, ...] = (
           help="nvme: the instance's local NVMe disk; tiered: managed tiered checkpointing (instance memory, then "
                "the team's checkpoints/ prefix of the shared bucket) — the cluster feature must be on."),
     Field("env", "map", default=None, help="Extra environment variables for every container (NAME: value)."),
+    Field("annotations", "annotations", default=None,
+          help="Extra annotations on the job object (key: value), e.g. for a scheduler or admission policy."),
 )
 
 HYPERPOD: tuple[Field, ...] = (

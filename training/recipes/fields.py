@@ -13,6 +13,8 @@ with a stable code. Types:
 ``yaml``             YAML text that parses to a mapping — code ``invalid_yaml``; the cleaned value is the text
 ``list``             a list of strings, or one string split like a shell would — code ``invalid``
 ``map``              an object of environment-variable names to scalar values — code ``invalid_env``
+``annotations``      an object of Kubernetes annotation keys (``[prefix/]name``) to strings — code
+                     ``invalid_annotation``
 
 Missing means absent, ``None`` or an empty string; a missing required field is ``required``, a missing optional
 one takes ``default`` (``None`` when the default depends on the cluster, e.g. the instance type's GPU count).
@@ -28,8 +30,12 @@ from typing import Any
 
 import yaml
 
-FIELD_TYPES = ("string", "integer", "boolean", "choice", "path", "yaml", "text", "list", "map")
+FIELD_TYPES = ("string", "integer", "boolean", "choice", "path", "yaml", "text", "list", "map", "annotations")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: A qualified name as the apiserver checks annotation keys: an optional DNS-1123 subdomain prefix and ``/``, then
+#: 1-63 alphanumerics, ``-``, ``_`` or ``.``, starting and ending alphanumeric.
+ANNOTATION_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                            r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 
@@ -132,14 +138,28 @@ def _map(field: Field, value: Any) -> dict[str, str]:
     return cleaned
 
 
+def _annotations(field: Field, value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise FieldProblem("invalid_annotation", f"{field.name} must be an object of key: value pairs.")
+    for key, item in value.items():
+        if not isinstance(key, str) or len(key) > 316 or not ANNOTATION_KEY.match(key):
+            raise FieldProblem("invalid_annotation", f"{key!r} is not a Kubernetes annotation key "
+                                                     "([prefix/]name, e.g. example.com/team).")
+        if not isinstance(item, str):
+            raise FieldProblem("invalid_annotation", f"The value of {key} must be a string.")
+    return dict(value)
+
+
 def clean(field: Field, value: Any) -> Any:
     """The normalized value of ``field`` (its default when missing); raises :class:`FieldProblem`."""
-    if missing(value) and field.type != "map":
+    if missing(value) and field.type not in ("map", "annotations"):
         if field.required:
             raise FieldProblem("required", f"{field.name} is required.")
         return copy.deepcopy(field.default)
     if field.type == "map":
         return _map(field, {} if value is None else value)
+    if field.type == "annotations":
+        return _annotations(field, {} if value is None else value)
     if field.type in ("string", "text", "path", "yaml", "choice"):
         if not isinstance(value, str):
             raise FieldProblem("invalid", f"{field.name} must be a string.")
