@@ -10,7 +10,6 @@ from accounts.models import AuditEvent
 from cloud import kube
 from operations.models import Operation
 from tests.clusters.sandbox import tracked_hyperpod_cluster
-from tests.operations.conftest import drive, fast_polling  # noqa: F401  (the engine driver, shared)
 from tests.training.sandbox import training_cluster
 from training.models import TrainingJob
 
