@@ -10,7 +10,6 @@ urlpatterns = [
                                                 redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", home.dashboard, name="dashboard"),
-    path("training/", home.section, {"name": "training"}, name="training"),
     path("inference/", home.section, {"name": "inference"}, name="inference"),
     path("me/team/", home.switch_team, name="switch-team"),
     path("settings/", home.account_settings, name="settings"),

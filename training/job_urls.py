@@ -8,7 +8,7 @@ from django.views.generic import RedirectView
 from training.views import jobs, shared, submit
 
 urlpatterns = [
-    path("training/", RedirectView.as_view(pattern_name="training-jobs")),
+    path("training/", RedirectView.as_view(pattern_name="training-jobs"), name="training"),
     path("training/jobs/", jobs.job_list, name="training-jobs"),
     path("training/jobs/new/", submit.job_submit, name="training-job-submit"),
     path("training/jobs/<id:job_id>/", jobs.job_detail, name="training-job"),

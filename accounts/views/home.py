@@ -23,11 +23,6 @@ SECTIONS = {
         "HyperPod clusters on EKS that your team creates or imports will be listed here, with their instance "
         "groups, nodes, health and managed features.",
     ),
-    "training": (
-        "Training", "No training jobs yet",
-        "Training jobs (HyperPod PyTorch jobs and Ray jobs) will appear here with their status, recovery "
-        "budget and live logs from every rank.",
-    ),
     "inference": (
         "Inference", "No inference endpoints yet",
         "Managed and self-managed inference endpoints, model pools and model downloads will be listed here "

@@ -82,6 +82,7 @@
       fragment.appendChild(item);
       this.lastSeq = line.seq;
       this.recent.push(line);
+      this.offerRank(line.rank);
       added++;
     }
     if (!added) return;
@@ -93,6 +94,16 @@
     if (this.empty) this.empty.hidden = true;
     if (this.follow && this.follow.checked) this.list.scrollTop = this.list.scrollHeight;
     this.scheduleSave();
+  };
+
+  LogView.prototype.offerRank = function (rank) {
+    /* Ranks that appear after the page was rendered join the rank select. */
+    if (!this.rankSelect || this.rankSelect.querySelector('option[value="' + rank + '"]')) return;
+    var option = new Option("Rank " + rank, String(rank));
+    var after = Array.prototype.find.call(this.rankSelect.options, function (o) {
+      return o.value !== "" && parseInt(o.value, 10) > rank;
+    });
+    this.rankSelect.add(option, after || null);
   };
 
   LogView.prototype.clear = function () {

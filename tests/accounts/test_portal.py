@@ -78,7 +78,7 @@ def test_portal_posts_need_the_csrf_token(cast):
 
 def test_layout_has_navigation_switcher_and_vendored_htmx(cast):
     page = text(login(cast.admin).get(reverse("dashboard")))
-    for name in ["clusters", "training", "inference", "operations", "audit-list", "settings", "token-list"]:
+    for name in ["clusters", "training-jobs", "inference", "operations", "audit-list", "settings", "token-list"]:
         assert f'href="{reverse(name)}"' in page
     assert 'action="/me/team/"' in page
     assert "/static/vendor/htmx/htmx.min.js" in page
@@ -90,7 +90,7 @@ def test_superusers_get_the_django_admin_link(cast):
     assert reverse("admin:index") in text(login(cast.superuser).get(reverse("dashboard")))
 
 
-@pytest.mark.parametrize("name", ["clusters", "training", "inference"])
+@pytest.mark.parametrize("name", ["clusters", "inference"])
 def test_section_pages_are_honest_empty_states(cast, name):
     response = login(cast.viewer).get(reverse(name))
     assert response.status_code == 200

@@ -1,8 +1,9 @@
 """A training job from the portal in a real browser, against the sandbox: the user picks LLaMA-Factory, browses the
-shared bucket for the project folder, submits; the job's operation (driven in a thread, as the Celery task would)
-runs it and the log follower (``follow_job`` in a thread, as ``manage.py follow_training_logs`` would) stores its
-lines, which stream into the page over the WebSocket. A reload mid-stream resumes from the last seq the page kept:
-at the end the page shows every stored seq once, consecutively, and "Ended · succeeded"."""
+shared bucket for the project folder, passes the sandbox's run annotations (40 short steps) in the annotations
+field and submits. The job's operation (driven in a thread, as the Celery task would) runs it; the log follower
+(``follow_job`` in a thread, as ``manage.py follow_training_logs`` would) stores its lines, which stream into the
+page over the WebSocket. A reload mid-stream resumes from the last seq the page kept: at the end the page shows
+every stored seq once, consecutively, and "Ended · succeeded"."""
 
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ def submit_llama_factory(page: Page, portal_url: str, cluster) -> TrainingJob:  
     expect(page.locator("#id_cfg-project")).to_have_value("/mnt/shared/lf")
     page.locator("#id_cfg-config").fill(CONFIG)
     page.locator("#id_cfg-instance_group").select_option("workers")
+    page.locator("#id_cfg-annotations").fill("\n".join(f"{key}={value}" for key, value in RUN.items()))
     page.get_by_text("Recovery budget, elastic training and hang detection").click()
     page.locator("#id_cfg-hang_detection").uncheck()
     page.get_by_test_id("job-submit").click()
@@ -80,6 +82,7 @@ def submit_llama_factory(page: Page, portal_url: str, cluster) -> TrainingJob:  
     job = TrainingJob.objects.get(pk=int(re.search(r"/training/jobs/(\d+)/", page.url).group(1)))
     assert (job.cluster_id, job.recipe, job.config["project"], job.config["hang_detection"]) == \
         (cluster.pk, "llama-factory", "/mnt/shared/lf", False)
+    assert job.manifest["metadata"]["annotations"].items() >= RUN.items()
     return job
 
 
@@ -92,9 +95,6 @@ def test_a_portal_job_streams_its_log_and_a_reload_resumes_without_loss_or_dupli
     job = submit_llama_factory(page, portal_url, cluster)
     expect(page.get_by_text("Submitted sft-portal (llama-factory)")).to_be_visible()
 
-    manifest = job.manifest
-    manifest["metadata"].setdefault("annotations", {}).update(RUN)
-    TrainingJob.objects.filter(pk=job.pk).update(manifest=manifest)
     driver.start(job.operation_id)
     follower = Follower(job.pk)
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from accounts.models import Team
@@ -133,12 +135,13 @@ def test_submit_shows_field_errors_then_submits_and_the_browser_lists_the_bucket
     good = operator.post(url, {"recipe": "llama-factory", "cluster": cluster.pk, "name": "sft-one",
                                "cfg-project": "lf", "cfg-config_path": "lf/sft.yaml", "cfg-replicas": "1",
                                "cfg-instance_group": "workers", "cfg-hang_detection": "on",
-                               "cfg-env": "EPOCHS=1"})
+                               "cfg-env": "EPOCHS=1", "cfg-annotations": "example.com/queue=research"})
     job = TrainingJob.objects.get()
     assert good.status_code == 302 and good["Location"] == reverse("training-job", args=[job.pk])
     assert (job.name, job.recipe, job.instance_group, job.config["env"]) == ("sft-one", "llama-factory", "workers",
                                                                            {"EPOCHS": "1"})
     assert job.operation.source == "portal" and job.config["hang_detection"] is True
+    assert job.manifest["metadata"]["annotations"]["example.com/queue"] == "research"
 
 
 def test_viewers_cannot_submit(cast):
@@ -155,3 +158,15 @@ def test_the_training_link_opens_the_jobs_list(cast):
     page = page_of(signed_in(cast.viewer).get(reverse("dashboard")))
     assert re.search(rf'href="{reverse("training-jobs")}"', page)
     assert signed_in(cast.viewer).get("/training/")["Location"] == reverse("training-jobs")
+
+
+def test_the_list_reads_a_fixed_number_of_queries(cast, django_assert_max_num_queries):
+    cluster = fake_cluster(cast.team)
+    viewer = signed_in(cast.viewer)
+    job_row(cluster, name="one", created_by=cast.admin)
+    with CaptureQueriesContext(connection) as one:
+        viewer.get(reverse("training-jobs"))
+    for name in ("two", "three", "four"):
+        job_row(fake_cluster(cast.team, name), name=name, created_by=cast.operator)
+    with django_assert_max_num_queries(len(one)):
+        viewer.get(reverse("training-jobs"))

@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 BATCH_LINES = 500
 BATCH_SECONDS = 0.1
 DISCOVER_SECONDS = 1.0
+#: How often pods are looked for until the first one appears (its first lines should not wait a whole interval).
+FIRST_DISCOVER_SECONDS = 0.1
 DRAIN_SECONDS = 30.0
 JOIN_SECONDS = 5.0
 
@@ -70,8 +72,9 @@ class Follower:
             while not self.stop.is_set():
                 now = time.monotonic()
                 if now >= next_check:
-                    next_check = now + self.discover_seconds
                     self._check(now)
+                    next_check = now + (self.discover_seconds if self.readers else min(self.discover_seconds,
+                                                                                       FIRST_DISCOVER_SECONDS))
                     if self._finished(now):
                         return self._complete()
                 self._collect(min(next_check, self.batch_started + self.batch_seconds if self.pending else next_check))

@@ -12,8 +12,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.template import TemplateDoesNotExist
-from django.template.loader import get_template
 from django.views.decorators.http import require_POST
 
 from accounts import access
@@ -28,7 +26,6 @@ from training.models import ACTIVE_JOB_STATES, JobState, TrainingJob
 LIST_LIMIT = 200
 #: Log lines the page keeps in the DOM before dropping the oldest (the download link has them all).
 LOG_WINDOW = 5000
-METRICS_CHART = "training/jobs/_metrics_chart.html"
 
 
 def _filters(request: HttpRequest) -> dict:
@@ -55,25 +52,12 @@ def job_list(request: HttpRequest) -> HttpResponse:
     return render(request, "training/jobs/list.html", context)
 
 
-def _has_metrics_chart() -> bool:
-    try:
-        get_template(METRICS_CHART)
-    except TemplateDoesNotExist:
-        return False
-    return True
-
-
 def _job_context(request: HttpRequest, job: TrainingJob) -> dict:
     caps = access.capabilities(request.user, job, [actions.CANCEL, actions.LOGS])
     return {"section": "training", "job": job, "active": job.state in ACTIVE_JOB_STATES,
             "can_cancel": caps[actions.CANCEL] and job.state in ACTIVE_JOB_STATES and job.state != JobState.STOPPING,
             "can_resubmit": job.terminal and access.can(request.user, actions.SUBMIT, job.cluster),
-            "can_logs": caps[actions.LOGS], "budget_percent": _percent(job.restarts_used, job.restarts_total),
-            "straggler_ranks": {item.get("rank") for item in job.stragglers}}
-
-
-def _percent(used: int, total: int) -> int:
-    return min(100, round(100 * used / total)) if total else 0
+            "can_logs": caps[actions.LOGS]}
 
 
 @portal_view
@@ -84,8 +68,8 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     context = _job_context(request, job)
     if request.GET.get("partial"):
         return render(request, "training/jobs/_status.html", context)
-    context.update(metrics_chart=METRICS_CHART if _has_metrics_chart() else "", log_window=LOG_WINDOW,
-                   ranks=sorted({rank.get("rank") for rank in job.ranks if rank.get("rank") is not None}))
+    ranks = sorted({rank["rank"] for rank in job.ranks if isinstance(rank.get("rank"), int)})
+    context.update(log_window=LOG_WINDOW, ranks=ranks)
     return render(request, "training/jobs/detail.html", context)
 
 

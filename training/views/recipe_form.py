@@ -8,8 +8,8 @@ a recipe field may be called ``config`` or ``name`` like the submission's own ke
 - an empty input is left out (the field's default, or its ``required`` error, applies);
 - a boolean is a checkbox: always sent, checked or not (so a default of ``true`` can be turned off);
 - integers, lists (one line, split like a shell) and the rest are sent as typed;
-- a ``map`` (environment variables) is a textarea of ``NAME=value`` lines; a line without ``=`` is sent as a key
-  so it fails with the field's ``invalid_env`` code.
+- a ``map`` (environment variables) or ``annotations`` field is a textarea of ``key=value`` lines; a line without
+  ``=`` is sent as a key, so it fails with the field's own code (``invalid_env``, ``invalid_annotation``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from django.http import QueryDict
 PREFIX = "cfg-"
 #: Fields the form lays out in its own sections (compute / storage / run policy); the rest are the recipe's own.
 COMPUTE = ("instance_group", "replicas", "gpus_per_node", "efa_per_node", "processes_per_node", "image")
-STORAGE = ("checkpoints", "env")
+STORAGE = ("checkpoints", "env", "annotations")
+#: Types entered as ``key=value`` lines.
+PAIRS = ("map", "annotations")
 POLICY = ("elastic", "min_replicas", "max_replicas", "checkpointless", "max_retries",
           "restarts_before_full_job_restart", "eval_period_seconds", "max_full_job_restarts", "hang_detection",
           "start_pattern", "start_timeout_seconds", "progress_pattern", "progress_timeout_seconds", "min_throughput")
@@ -58,14 +60,14 @@ def field_rows(fields: list[dict[str, Any]], values: dict[str, Any], errors: dic
     return groups
 
 
-def _env(text: str) -> dict[str, str]:
-    env: dict[str, str] = {}
+def _pairs(text: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
     for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         key, sep, value = line.partition("=")
-        env[key.strip() if sep else line.strip()] = value.strip() if sep else ""
-    return env
+        pairs[key.strip() if sep else line.strip()] = value.strip() if sep else ""
+    return pairs
 
 
 def config_from_post(fields: list[dict[str, Any]], data: QueryDict) -> dict[str, Any]:
@@ -79,7 +81,7 @@ def config_from_post(fields: list[dict[str, Any]], data: QueryDict) -> dict[str,
         raw = data.get(key, "")
         if not raw.strip():
             continue
-        config[field["name"]] = _env(raw) if kind == "map" else raw
+        config[field["name"]] = _pairs(raw) if kind in PAIRS else raw
     return config
 
 
