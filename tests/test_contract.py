@@ -271,3 +271,36 @@ def test_feature_change_bad_input_same_code_on_every_face(data, field, code, cas
     assert portal.status_code == 400
     assert code in portal_codes(portal)
     assert not Operation.objects.exists()
+
+
+@pytest.mark.parametrize(("recipe", "config", "field", "code"), [
+    ("pytorch", {"script": "../outside.py"}, "script", "path_outside_shared_bucket"),
+    ("pytorch", {"script": "train.py", "gpus_per_node": 9}, "gpus_per_node", "too_many_gpus"),
+    ("ms-swift", {"command_type": "dpo", "config": "model: m"}, "command_type", "unknown_command_type"),
+    ("llama-factory", {"project": "proj", "config": "stage: [sft"}, "config", "invalid_yaml"),
+])
+def test_training_submit_bad_input_same_code_on_every_face(recipe, config, field, code, cast, token_for, sandbox):
+    from tests.training.sandbox import training_cluster
+    from training.models import TrainingJob
+
+    cluster = training_cluster(cast.team, count=1, ray=False)
+    data = {"cluster": cluster.pk, "recipe": recipe, "name": "contract", "config": config}
+    secret = token_for(cast.operator)
+    events = AuditEvent.objects.count()
+
+    rest = Client().post("/api/v1/training-jobs", data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "submit_training_job", data)
+    browser = Client()
+    browser.force_login(cast.operator)
+    portal = browser.post(reverse("training-job-submit"), {
+        "cluster": cluster.pk, "recipe": recipe, "name": "contract",
+        **{f"cfg-{key}": value for key, value in config.items()}})
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400
+    assert code in portal_codes(portal)
+    assert not TrainingJob.objects.exists()
+    assert AuditEvent.objects.count() == events
