@@ -52,6 +52,12 @@ def finished_job(cast, actor) -> dict:
     return {"job_id": make_job(_cluster(cast, actor), state="succeeded").pk}
 
 
+def stored_job(cast, actor) -> dict:
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    return {"job_id": make_job(tracked_hyperpod_cluster(cast.team, cloud=False), state="succeeded").pk}
+
+
 def running_job(cast, actor) -> dict:
     from tests.clusters.sandbox import tracked_hyperpod_cluster
 
@@ -73,7 +79,7 @@ CASES = [
     Case("training_jobs_list", "GET", JOBS, frozenset({"outsider", "viewer", "operator", "admin", "superuser"}),
          team_scoped=False),
     Case("training_jobs_create", "POST", JOBS, OPERATORS, body=submission, sandbox=True),
-    Case("training_jobs_retrieve", "GET", JOBS + "/{job_id}", MEMBERS, params=finished_job),
+    Case("training_jobs_retrieve", "GET", JOBS + "/{job_id}", MEMBERS, params=stored_job),
     Case("training_jobs_cancel", "POST", JOBS + "/{job_id}/cancel", OPERATORS, params=running_job),
     Case("training_jobs_resubmit", "POST", JOBS + "/{job_id}/resubmit", OPERATORS, params=finished_job,
          body={}, sandbox=True),
