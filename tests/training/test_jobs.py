@@ -120,3 +120,18 @@ def test_bad_submissions_leave_nothing_behind(api, cast, cluster, make_team):
     assert response.status_code == 404 and "cluster" in response.json()["fields"]
     assert not TrainingJob.objects.exists() and not Operation.objects.filter(kind="training_job.submit").exists()
     assert _jobs_on(cluster) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_verl_job_runs_as_a_rayjob_to_success(api, cast, sandbox, drive):
+    cluster = training_cluster(cast.team, operator=False)
+    response = api(cast.operator).post(JOBS, {"cluster": cluster.pk, "recipe": "verl", "name": "rl", "config": {
+        "config_path": "verl/ppo.yaml", "replicas": 2, "annotations": QUICK}})
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["job"]["path"] == "kuberay" and body["job"]["restarts_total"] == 0
+    operation = drive(Operation.objects.get(pk=body["operation"]["id"]), timeout=60)
+    assert operation.state == "succeeded", operation.error_message
+    job = TrainingJob.objects.get(pk=body["job"]["id"])
+    assert job.state == "succeeded" and job.object_kind == "RayJob"
+    assert job.ranks and job.ranks[0]["pod"].startswith("rl-raycluster-")

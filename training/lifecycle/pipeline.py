@@ -85,7 +85,9 @@ def poll_run(ctx: StepContext) -> Progress:
     for entry in observe.record_recoveries(job, found):
         ctx.log(f"Recovery {entry['restart']}/{job.restarts_total} ({entry['type'] or 'restart'}): "
                 f"{entry['reason']}: {entry['message']}")
-    job.ranks = observe.ranks(job, objects.pods(job, found))
+    pods = objects.pods(job, found)
+    if pods or not job.ranks:
+        job.ranks = observe.ranks(job, pods)  # pods removed after the end keep their last picture
     if job.state != JobState.STOPPING:
         job.state = seen.state
     job.status_reason = seen.reason
