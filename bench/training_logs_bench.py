@@ -115,11 +115,11 @@ class Jobs:
         self.api, self.custom, self.core = api, k8s.CustomObjectsApi(api), k8s.CoreV1Api(api)
         self.count = 0
 
-    def body(self, name: str) -> dict:
+    def body(self, name: str, seconds: float) -> dict:
         args = self.args
         steps_per_second = args.lines_per_second / args.lines_per_step
         step_seconds = 1.0 / steps_per_second / args.time_scale  # nominal
-        annotations = {"sandbox.instantstart.dev/steps": str(round(args.seconds * steps_per_second)),
+        annotations = {"sandbox.instantstart.dev/steps": str(round(seconds * steps_per_second)),
                        "sandbox.instantstart.dev/step-seconds": f"{step_seconds:.6f}",
                        "sandbox.instantstart.dev/lines-per-step": str(args.lines_per_step)}
         return {"apiVersion": "sagemaker.amazonaws.com/v1", "kind": "HyperPodPyTorchJob",
@@ -129,13 +129,14 @@ class Jobs:
                              "containers": [{"name": "pytorch", "image": "pytorch/pytorch:latest",
                                              "command": ["hyperpodrun", "train.py"]}]}}}]}}
 
-    def start(self, *, row: bool = True):
+    def start(self, *, row: bool = True, seconds: float | None = None):
         from training.models import TrainingJob
 
         self.count += 1
         name = f"bench-{self.count}"
         self.custom.create_namespaced_custom_object("sagemaker.amazonaws.com", "v1", self.namespace,
-                                                    "hyperpodpytorchjobs", self.body(name))
+                                                    "hyperpodpytorchjobs",
+                                                    self.body(name, seconds or self.args.seconds))
         if not row:
             return name
         return TrainingJob.objects.create(team=self.team, cluster=self.cluster, name=name, namespace=self.namespace,
@@ -270,7 +271,7 @@ def slow_viewer(jobs: Jobs, web_url: str, token: str, web_pid: int) -> Phase:
     from websockets.asyncio.client import connect
 
     phase = Phase("1 slow viewer (stops reading)", 1)
-    job = jobs.start()
+    job = jobs.start(seconds=jobs.args.slow_seconds)
     watcher = jobs.mark_when_finished(job)
     phase.rss_before = rss_kib(web_pid) / 1024
 
@@ -337,6 +338,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="lines each rank writes per second (1000; the sandbox's writer is the limit)")
     parser.add_argument("--lines-per-step", type=int, default=50, help="lines per training step (50)")
     parser.add_argument("--viewers", default="1,10,50", help="viewer counts, comma-separated (1,10,50)")
+    parser.add_argument("--slow-seconds", type=float, default=20.0,
+                        help="seconds the job logs for while one viewer does not read (20)")
     parser.add_argument("--time-scale", type=float, default=0.001, help="sandbox time scale (0.001)")
     parser.add_argument("--database-url", default=os.environ.get(
         "INSTANTSTART_BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/instantstart_logs_bench"),
