@@ -32,12 +32,19 @@ def _from_logs(job: TrainingJob) -> dict:
     return {**latest, "source": MetricSource.LOGS} if latest else {}
 
 
-def refresh(job: TrainingJob) -> None:
-    """Bring ``job.metrics`` up to date (MLflow points are pulled first when the job reports there)."""
+def summarize_logs(job: TrainingJob) -> None:
+    """Set ``job.metrics`` from the newest ``logs`` points, unless the job reports to MLflow (which then wins)."""
     if reports_to_mlflow(job):
-        mlflow.sync_job_metrics(job)
         return
     summary = _from_logs(job)
     if summary and summary != job.metrics:
         job.metrics = summary
         job.save(update_fields=["metrics", "updated_at"])
+
+
+def refresh(job: TrainingJob) -> None:
+    """Bring ``job.metrics`` up to date (MLflow points are pulled when the job reports there)."""
+    if reports_to_mlflow(job):
+        mlflow.sync_job_metrics(job)
+    else:
+        summarize_logs(job)

@@ -10,6 +10,7 @@ from accounts.models import AuditEvent
 from cloud import kube
 from operations.models import Operation
 from tests.clusters.sandbox import tracked_hyperpod_cluster
+from tests.training.running import running
 from tests.training.sandbox import training_cluster
 from training.models import TrainingJob
 
@@ -135,3 +136,17 @@ def test_a_verl_job_runs_as_a_rayjob_to_success(api, cast, sandbox, drive):
     job = TrainingJob.objects.get(pk=body["job"]["id"])
     assert job.state == "succeeded" and job.object_kind == "RayJob"
     assert job.ranks and job.ranks[0]["pod"].startswith("rl-raycluster-")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_straggling_rank_is_flagged_from_its_reported_throughput(api, cast, cluster):
+    body = submit(api, cast.operator, cluster, name="slow", replicas=2, hang_detection=False,
+                  annotations={"sandbox.instantstart.dev/steps": "20", "sandbox.instantstart.dev/outcome": "straggle"})
+    with running(body["job"]["id"], body["operation"]["id"]) as stop:
+        while TrainingJob.objects.get(pk=body["job"]["id"]).state not in ("succeeded", "failed"):
+            stop.wait(0.05)
+    job = TrainingJob.objects.get(pk=body["job"]["id"])
+    assert job.state == "succeeded"
+    assert [(rank["rank"], rank["straggler"]) for rank in job.ranks] == [(0, False), (1, True)]
+    assert job.ranks[1]["throughput"] < job.ranks[0]["throughput"] / 2
+    assert job.metrics["source"] == "logs" and job.metrics["step"] == 20

@@ -3,42 +3,14 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from mcp_server.testing import call_tool
-from operations import engine
-from operations.models import ACTIVE_STATES, Operation
+from tests.training.running import running
 from tests.training.sandbox import training_cluster
-from training.logs.follower import follow_job
 from training.models import TrainingLogLine
 
 RUN = {"sandbox.instantstart.dev/steps": "15", "sandbox.instantstart.dev/lines-per-step": "2"}
-
-
-def _drive(operation_id: int, done: threading.Event) -> None:
-    """The Celery task's part: advance the operation at each wake-up until it is terminal."""
-    from django.db import connection
-
-    try:
-        while True:
-            operation = Operation.objects.get(pk=operation_id)
-            if operation.state not in ACTIVE_STATES:
-                return
-            engine.advance(operation_id, due=operation.next_poll_at)
-            done.wait(0.02)
-    finally:
-        connection.close()
-
-
-def _follow(job_id: int, stop: threading.Event) -> None:
-    from django.db import connection
-
-    try:
-        follow_job(job_id, stop=stop, drain_seconds=0.2, batch_seconds=0.02, discover_seconds=0.05)
-    finally:
-        connection.close()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -53,15 +25,9 @@ def test_an_agent_submits_and_follows_a_pytorch_job(cast, token_for, sandbox, fa
         "config": {"script": "train.py", "replicas": 2, "annotations": RUN}})
     assert not is_error, submitted
     job_id = submitted["job"]["id"]
-    stop = threading.Event()
-    threads = [threading.Thread(target=_drive, args=(submitted["operation"]["id"], stop)),
-               threading.Thread(target=_follow, args=(job_id, stop))]
-    for thread in threads:
-        thread.start()
-
     seen: list[dict] = []
     after = 0
-    try:
+    with running(job_id, submitted["operation"]["id"]) as stop:
         for _ in range(600):
             is_error, page = call_tool(secret, "get_training_job_logs", {"job_id": job_id, "after_seq": after,
                                                                          "limit": 1000})
@@ -73,10 +39,6 @@ def test_an_agent_submits_and_follows_a_pytorch_job(cast, token_for, sandbox, fa
             stop.wait(0.05)
         else:
             pytest.fail("the job's logs never completed")
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=30)
 
     is_error, job = call_tool(secret, "get_training_job", {"job_id": job_id})
     assert not is_error and job["state"] == "succeeded" and job["logs_complete"]

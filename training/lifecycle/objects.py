@@ -97,3 +97,12 @@ def pods(job: TrainingJob, found: dict[str, Any] | None = None) -> list[k8s.V1Po
                                               pod.metadata.name))
     items = core.list_namespaced_pod(job.namespace, label_selector=f"{HYPERPOD_JOB_LABEL}={job.name}").items
     return sorted(items, key=lambda pod: int((pod.metadata.labels or {}).get(RANK_LABEL, "0") or 0))
+
+
+def latest_restart_message(job: TrainingJob) -> str:
+    """The message of the newest ``Restarting`` event the operator recorded about the job (``""``: none)."""
+    core = k8s.CoreV1Api(_api(job))
+    selector = f"involvedObject.name={job.name},reason=Restarting"
+    events = core.list_namespaced_event(job.namespace, field_selector=selector).items
+    newest = max(events, key=lambda event: event.last_timestamp or event.metadata.creation_timestamp, default=None)
+    return (newest.message or "") if newest is not None else ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -71,24 +72,37 @@ def started_at(found: dict[str, Any]) -> datetime | None:
         return None
 
 
-def _recovery(status: dict[str, Any], used: int, previous: int) -> dict[str, Any]:
+_EVENT = re.compile(r"^(?:(PLR|JLR) )?restart \d+: ")
+
+
+def _cause(status: dict[str, Any], event_message: str) -> tuple[str, str]:
+    """``(reason, message)`` of the latest restart: the ``Restarting`` condition while it holds, else the newest
+    ``Restarting`` event (``"PLR restart 2: JobHanging: …"``); the condition's text is replaced once the job runs
+    again."""
     restarting = next((c for c in status.get("conditions") or [] if c.get("type") == "Restarting"), {})
-    reason, _, message = (restarting.get("message") or "").partition(": ")
+    text = restarting.get("message") if restarting.get("status") == "True" else _EVENT.sub("", event_message)
+    reason, _, message = (text or "").partition(": ")
+    return (reason, message) if message else ("Restarted", text or "")
+
+
+def _recovery(status: dict[str, Any], used: int, previous: int, event_message: str) -> dict[str, Any]:
+    reason, message = _cause(status, event_message)
     faulty = status.get("latestFaultyPodInstanceList") or {}
     return {"at": timezone.now().isoformat(), "restart": used, "restarts": used - previous, "reason": reason,
             "message": message, "type": faulty.get("restartType", ""), "pods": faulty.get("faultyPodList") or [],
             "ranks": [int(rank) for rank in faulty.get("faultyRankList") or [] if str(rank).isdigit()]}
 
 
-def record_recoveries(job: TrainingJob, found: dict[str, Any]) -> list[dict[str, Any]]:
-    """Account the restarts the operator made since the last look; the new recovery entries."""
+def record_recoveries(job: TrainingJob, found: dict[str, Any], event_message: Callable[[], str]) -> list[dict]:
+    """Account the restarts the operator made since the last look; the new recovery entries. ``event_message``
+    reads the newest ``Restarting`` event (only called when there are restarts to account)."""
     if job.object_kind != "HyperPodPyTorchJob":
         return []
     status = found.get("status") or {}
     used = int(status.get("restartCount") or 0)
     if used <= job.restarts_used:
         return []
-    entry = _recovery(status, used, job.restarts_used)
+    entry = _recovery(status, used, job.restarts_used, event_message())
     job.restarts_used = used
     job.recoveries = [*job.recoveries, entry]
     if entry["reason"] == "JobHanging":

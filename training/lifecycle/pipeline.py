@@ -82,7 +82,7 @@ def poll_run(ctx: StepContext) -> Progress:
         raise PhaseFailed(f"{job.object_kind} {job.name} was deleted outside InstantStart.",
                           code="training_job_vanished")
     seen = _observe(job, found)
-    for entry in observe.record_recoveries(job, found):
+    for entry in observe.record_recoveries(job, found, lambda: objects.latest_restart_message(job)):
         ctx.log(f"Recovery {entry['restart']}/{job.restarts_total} ({entry['type'] or 'restart'}): "
                 f"{entry['reason']}: {entry['message']}")
     pods = objects.pods(job, found)

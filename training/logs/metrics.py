@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable
 
 from training.logs.kubelet import PodLine
-from training.models import MetricSource, TrainingMetric
+from training.metrics import summarize_logs
+from training.models import MetricSource, TrainingJob, TrainingMetric
 
 _STEP = re.compile(r"\bstep[=:]\s*(\d+)")
 _LOSS = re.compile(r"\bloss[=:]\s*([-+0-9.eE]+|nan|inf)")
@@ -54,9 +55,10 @@ def points(job_id: int, lines: Iterable[PodLine]) -> list[TrainingMetric]:
 
 
 def save(job_id: int, lines: Iterable[PodLine]) -> int:
-    """Upsert the metric points of ``lines``; returns how many were written."""
+    """Upsert the metric points of ``lines`` and the job's metrics summary; returns how many were written."""
     rows = points(job_id, lines)
     if rows:
         TrainingMetric.objects.bulk_create(rows, update_conflicts=True, unique_fields=["job", "source", "name", "step"],
                                            update_fields=["value", "at"])
+        summarize_logs(TrainingJob.objects.get(pk=job_id))
     return len(rows)
