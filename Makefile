@@ -6,7 +6,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint fmt bench
+.PHONY: run test lint fmt bench bench-logs
 
 run: $(STAMP)
 	$(VENV)/bin/python -m config.runner
@@ -24,6 +24,10 @@ fmt: $(STAMP)
 # The operations benchmark (bench/README.md): minutes, a PostgreSQL server, not part of `make test`.
 bench: $(STAMP)
 	$(VENV)/bin/python -m bench.operations_bench $(BENCH_ARGS)
+
+# The training-log streaming benchmark (bench/README.md): ~3 minutes, a PostgreSQL server, not part of `make test`.
+bench-logs: $(STAMP)
+	$(VENV)/bin/python -m bench.training_logs_bench $(BENCH_ARGS)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

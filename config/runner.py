@@ -3,9 +3,10 @@
 Order: the embedded Redis (only when ``REDIS_URL`` is unset; its URL is exported to everything after),
 the offline sandbox (only when ``INSTANTSTART_SANDBOX`` is on and ``AWS_ENDPOINT_URL`` is unset; its
 endpoint, dummy credentials and region are exported to everything after), ``migrate``, ``collectstatic``,
-``ensure_first_admin``, then four children — ``web`` (uvicorn serving
-``config.asgi``: portal, REST, WebSockets and ``/mcp``), ``worker`` and ``beat`` (Celery), and ``logs`` (the
-training-log follower, ``manage.py follow_training_logs``) — whose output lines are prefixed with their names. The URLs are printed once ``/healthz`` answers.
+``ensure_first_admin``, then four children — ``web`` (uvicorn serving ``config.asgi``: portal, REST,
+WebSockets and ``/mcp``), ``worker`` and ``beat`` (Celery), and ``logs`` (the training-log follower,
+``manage.py follow_training_logs``) — whose output lines are prefixed with their names. The URLs are printed
+once ``/healthz`` answers.
 
 Contract: SIGINT or SIGTERM stops every child (SIGTERM, up to ``STOP_TIMEOUT`` seconds, then SIGKILL to
 its whole process group), then Redis, and exits 0. A child that dies on its own, or a setup step that

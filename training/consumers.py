@@ -19,6 +19,7 @@ plus 4400 for an ``after_seq`` or ``rank`` that is not a whole number ≥ 0.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -75,7 +76,11 @@ class TrainingLogConsumer(FollowingConsumer):
             return
         if batch["first_seq"] > self.last_seq + 1:
             await self.send_json({"type": "gap", "from_seq": self.last_seq + 1, "to_seq": batch["first_seq"] - 1})
-        lines = [line for line in batch["lines"] if line["seq"] > self.last_seq
+        if self.rank is None and batch["first_seq"] > self.last_seq:
+            self.last_seq = batch["last_seq"]
+            await self.send(text_data=batch["frame"])
+            return
+        lines = [line for line in json.loads(batch["frame"])["lines"] if line["seq"] > self.last_seq
                  and (self.rank is None or line["rank"] == self.rank)]
         self.last_seq = batch["last_seq"]
         if lines:

@@ -102,3 +102,12 @@ def test_the_page_reports_completion(api, cast, job):
     TrainingJob.objects.filter(pk=job.pk).update(state="succeeded")
     store.mark_complete(job.pk)
     assert api(cast.viewer).get(url(job), after_seq=30).json()["complete"] is True
+
+
+def test_download_ignores_accept_and_answers_errors_in_json(api, cast, job):
+    viewer, outsider = api(cast.viewer), api(cast.outsider)
+    assert viewer.client.get(url(job, "/download"), HTTP_ACCEPT="text/plain", **viewer.headers).status_code == 200
+    refused = outsider.client.get(url(job, "/download"), {"format": "txt"}, HTTP_ACCEPT="text/plain",
+                                  **outsider.headers)
+    assert (refused.status_code, refused["Content-Type"]) == (404, "application/json")
+    assert refused.json()["code"] == "not_found"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -43,15 +43,14 @@ class TrainingJobLogView(APIView):
                          "last_seq": job.last_seq, "complete": job.logs_complete})
 
 
-class PlainTextRenderer(BaseRenderer):
-    """Lets a client ask for ``text/plain``; errors still go out as JSON text."""
+class JsonErrorsAnyAccept(BaseContentNegotiation):
+    """The download answers ``text/plain`` whatever the client accepts, and its errors JSON like every endpoint."""
 
-    media_type = "text/plain"
-    format = "txt"
-    charset = "utf-8"
+    def select_parser(self, request, parsers):
+        return parsers[0]
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return JSONRenderer().render(data)
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
 
 
 def download_lines(job_id: int, rank: int | None):
@@ -67,7 +66,7 @@ def download_lines(job_id: int, rank: int | None):
 
 
 class TrainingJobLogDownloadView(APIView):
-    renderer_classes = [JSONRenderer, PlainTextRenderer]
+    content_negotiation_class = JsonErrorsAnyAccept
 
     @extend_schema(operation_id="training_job_logs_download", parameters=[s.DownloadQuerySerializer],
                    responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="The log as text.")},

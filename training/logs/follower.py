@@ -9,10 +9,10 @@ stored batch.
 
 It ends when the job is terminal in the database and every reader is done (each pod read to its end, or gone) —
 or, for pods that keep running after the job ended (a RayCluster without ``shutdownAfterJobFinishes``), once
-``drain_seconds`` have passed since it saw the job terminal: then it records ``logs_complete`` and publishes
-``log.end``. When ``stop`` is set first it returns without writing anything more: lines read but not stored are read
-again by the next follower, which resumes from the stored watermarks (``store.watermarks``), so a follower may die
-at any point without losing or repeating a line.
+``drain_seconds`` have passed since it saw the job terminal (also when the cluster cannot be reached any more):
+then it records ``logs_complete`` and publishes ``log.end``. When ``stop`` is set first it returns without writing
+anything more: lines read but not stored are read again by the next follower, which resumes from the stored
+watermarks (``store.watermarks``), so a follower may die at any point without losing or repeating a line.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class Follower:
         self.job, self.stop = job, stop
         self.drain_seconds, self.batch_lines, self.batch_seconds = drain_seconds, batch_lines, batch_seconds
         self.discover_seconds = discover_seconds
-        self.api = kube.api_client(job.cluster.eks_name, region=job.cluster.region)
+        self.api = None
         self.marks = {pod: Watermark(micros, Counter(texts)) for pod, (micros, texts)
                       in store.watermarks(job.pk).items()}
         self.lines: queue.Queue[PodLine] = queue.Queue()
@@ -92,6 +92,8 @@ class Follower:
         if state in TERMINAL_JOB_STATES and self.terminal_since is None:
             self.terminal_since = now
         try:
+            if self.api is None:
+                self.api = kube.api_client(self.job.cluster.eks_name, region=self.job.cluster.region)
             pods = job_pods(self.api, self.job, self.book)
         except (ApiException, HTTPError, OSError, ApplicationError) as error:
             logger.info("listing the pods of training job %s: %s", self.job.pk, error)

@@ -1,7 +1,8 @@
 """Channel-layer frames of a job's log, sent from the follower's thread.
 
 Group ``training-job-logs.<job id>``; messages ``{"type": "log.batch", "payload": {"first_seq", "last_seq",
-"lines": [...]}}`` (one per stored batch, lines as ``store.payload``) and ``{"type": "log.end", "payload":
+"frame"}}`` (one per stored batch; ``frame`` is the WebSocket ``lines`` frame already encoded as JSON text, lines
+as ``store.payload``, so fifty viewers cost one encoding, not fifty) and ``{"type": "log.end", "payload":
 {"state", "last_seq"}}``. The publisher keeps one event loop for its thread, so the layer's Redis connection is
 reused across batches instead of opened per message. Delivery is best effort (a viewer that misses a batch sees a
 gap and reads it from the REST endpoint).
@@ -10,6 +11,7 @@ gap and reads it from the REST endpoint).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -39,7 +41,8 @@ class Publisher:
             logger.warning("could not publish %s to %s", event_type, self.group, exc_info=True)
 
     def batch(self, lines: list[dict[str, Any]]) -> None:
-        self.send("log.batch", {"first_seq": lines[0]["seq"], "last_seq": lines[-1]["seq"], "lines": lines})
+        self.send("log.batch", {"first_seq": lines[0]["seq"], "last_seq": lines[-1]["seq"],
+                                "frame": json.dumps({"type": "lines", "lines": lines})})
 
     def end(self, state: str, last_seq: int) -> None:
         self.send("log.end", {"state": state, "last_seq": last_seq})
