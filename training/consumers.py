@@ -4,13 +4,17 @@ A subscriber gets, in this order:
 
 1. ``{"type": "lines", "lines": [{"seq", "rank", "pod", "at", "text"}, ...]}`` — the stored lines after
    ``after_seq`` (default 0: the last ``seq`` the client has), at most ``FRAME_LINES`` per frame;
-2. live ``lines`` frames, one per batch the job's follower stored, without the lines already sent (the group is
-   joined before the replay reads, so nothing falls between the two);
-3. ``{"type": "gap", "from_seq": a, "to_seq": b}`` when live batches ``a…b`` never reached this subscriber (the
-   channel layer drops the oldest messages of a subscriber that reads too slowly, so a slow viewer costs bounded
-   memory); the stream goes on live and the client reads ``a…b`` from ``GET /api/v1/training-jobs/<id>/logs``;
+2. live ``lines`` frames, one per batch the job's follower stored, without the lines already sent (the viewer
+   joins the process's hub of the job before the replay reads, so nothing falls between the two);
+3. ``{"type": "gap", "from_seq": a, "to_seq": b}`` when live batches ``a…b`` never reached this subscriber (it read
+   too slowly: its buffer in the hub holds at most ``hub.VIEWER_BATCHES`` batches and the rest are dropped, so a
+   slow viewer costs bounded memory; or the channel layer dropped them); the marker is sent once the viewer has
+   caught up, the stream goes on live and the client reads ``a…b`` from ``GET /api/v1/training-jobs/<id>/logs``;
 4. ``{"type": "end", "state": ..., "last_seq": N}`` once the job is terminal and its log complete, after every
    line up to ``N`` (anything missed is read from the store first). The server then closes the socket (1000).
+
+Live batches come from :mod:`training.logs.hub`: one channel-layer subscription per job and web process, fanned
+out in memory; each socket has a task (:meth:`TrainingLogConsumer._forward`) that drains its buffer.
 
 With ``rank`` only that rank's lines are sent (``seq`` numbers then skip the other ranks' lines). Close codes as
 in ``accounts.consumers`` (4401 not authenticated, 4404 no such job or not the user's team, 4403 access ended),
@@ -19,7 +23,8 @@ plus 4400 for an ``after_seq`` or ``rank`` that is not a whole number ≥ 0.
 
 from __future__ import annotations
 
-import json
+import asyncio
+import logging
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -28,9 +33,10 @@ from channels.db import database_sync_to_async
 from accounts import access
 from accounts.consumers import FollowingConsumer
 from training.actions import LOGS
-from training.logs import store
-from training.logs.publish import log_group
+from training.logs import hub, store
 from training.models import TERMINAL_JOB_STATES, TrainingJob
+
+logger = logging.getLogger(__name__)
 
 #: Most lines in one replay frame.
 FRAME_LINES = 500
@@ -46,6 +52,15 @@ def _whole(scope: dict[str, Any], name: str, default: str | None) -> int | bool 
 
 
 class TrainingLogConsumer(FollowingConsumer):
+    viewer: hub.Viewer | None = None
+    forwarder: asyncio.Task | None = None
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        finally:  # also when the server cancels the connection without a disconnect
+            self._leave()
+
     async def connect(self):
         after_seq, rank = _whole(self.scope, "after_seq", "0"), _whole(self.scope, "rank", None)
         if after_seq is False or after_seq is None or rank is False:
@@ -60,41 +75,74 @@ class TrainingLogConsumer(FollowingConsumer):
         return job is not None and access.can(user, LOGS, job)
 
     def subscription_groups(self) -> list[str]:
-        return [log_group(self.job_id)]
+        return []  # the process's hub subscribes to the job's group, once for all its viewers
 
     async def subscribed(self) -> None:
+        self.viewer = await hub.join(self.job_id)
         await self._replay()
         state, complete = await self._job_state()
         if complete:
             await self._end(state)
+        else:
+            self.forwarder = asyncio.create_task(self._forward(), name=f"training-log-viewer-{self.channel_name}")
 
-    async def log_batch(self, message):
-        if self.ended or not await self.still_allowed():
+    async def disconnect(self, code):
+        self._leave()
+        await super().disconnect(code)
+
+    def _leave(self) -> None:
+        if self.forwarder is not None and self.forwarder is not asyncio.current_task():
+            self.forwarder.cancel()
+        if self.viewer is not None:
+            self.viewer.leave()
+
+    async def _forward(self) -> None:
+        """Send what the hub buffered for this viewer until the end, a refusal or the socket's end."""
+        try:
+            while not self.ended:
+                kind, value = await self.viewer.next()
+                if not await self.still_allowed():
+                    return
+                if kind == "batch":
+                    await self._batch(value)
+                elif kind == "dropped" and value > self.last_seq:
+                    await self.send_json({"type": "gap", "from_seq": self.last_seq + 1, "to_seq": value})
+                    self.last_seq = value
+                elif kind == "end":
+                    await self._end(value)
+                elif kind == "resync":  # the channel layer failed: the end may have been lost
+                    state, complete = await self._job_state()
+                    if complete:
+                        await self._end(state)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("live log of job %s: viewer failed", self.job_id)
+            await self.close(code=1011)
+        finally:
+            self.viewer.leave()
+
+    async def _batch(self, batch: hub.Batch) -> None:
+        if batch.last_seq <= self.last_seq:
             return
-        batch = message["payload"]
-        if batch["last_seq"] <= self.last_seq:
+        if batch.first_seq > self.last_seq + 1:
+            await self.send_json({"type": "gap", "from_seq": self.last_seq + 1, "to_seq": batch.first_seq - 1})
+        if self.rank is None and batch.first_seq > self.last_seq:
+            self.last_seq = batch.last_seq
+            await self.send(text_data=batch.frame)
             return
-        if batch["first_seq"] > self.last_seq + 1:
-            await self.send_json({"type": "gap", "from_seq": self.last_seq + 1, "to_seq": batch["first_seq"] - 1})
-        if self.rank is None and batch["first_seq"] > self.last_seq:
-            self.last_seq = batch["last_seq"]
-            await self.send(text_data=batch["frame"])
-            return
-        lines = [line for line in json.loads(batch["frame"])["lines"] if line["seq"] > self.last_seq
+        lines = [line for line in batch.lines if line["seq"] > self.last_seq
                  and (self.rank is None or line["rank"] == self.rank)]
-        self.last_seq = batch["last_seq"]
+        self.last_seq = batch.last_seq
         if lines:
             await self.send_json({"type": "lines", "lines": lines})
-
-    async def log_end(self, message):
-        if self.ended or not await self.still_allowed():
-            return
-        await self._end(message["payload"]["state"])
 
     async def _end(self, state: str) -> None:
         """Send what is missing up to the final ``seq``, then ``end``, then close."""
         await self._replay()
         self.ended = True
+        if self.viewer is not None:
+            self.viewer.leave()
         await self.send_json({"type": "end", "state": state, "last_seq": self.last_seq})
         await self.close(code=1000)
 
