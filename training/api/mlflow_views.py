@@ -105,6 +105,7 @@ class TrackingServerDetailView(APIView):
 class TrackingServerUiUrlView(APIView):
     @extend_schema(operation_id="mlflow_servers_ui_url", request=None,
                    responses={200: s.TrackingServerUiUrlSerializer}, tags=TAGS)
+    @idempotent()
     def post(self, request, server_id: int):
         """A presigned URL that opens the server's MLflow UI (team admins: the UI session may change every run)."""
         server = selectors.tracking_server_get(actor=request.user, server_id=server_id)
