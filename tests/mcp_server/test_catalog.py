@@ -9,9 +9,11 @@ from mcp_server.catalog import CATALOG, ToolSpec, WaitSpec
 from mcp_server.cluster_tools import CLUSTER_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
+from mcp_server.mlflow_tools import MLFLOW_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.openapi import openapi_schema, operation
 from mcp_server.server import WaitingTool, bind_catalog
+from mcp_server.training_tools import TRAINING_TOOLS
 
 
 def test_create_team_schema_is_the_request_body():
@@ -93,13 +95,15 @@ def test_unknown_operation_id():
 
 
 CLUSTER_TOOL_NAMES = [tool.name for tool in (*CLUSTER_TOOLS, *GROUP_TOOLS, *NODE_TOOLS, *FEATURE_TOOLS)]
+TRAINING_TOOL_NAMES = [tool.name for tool in (*TRAINING_TOOLS, *MLFLOW_TOOLS)]
 
 
 def test_catalog_is_coherent():
     tools = bind_catalog()
     assert list(tools) == ["whoami", "list_teams", "get_team", "create_team", "list_audit_events", "list_operations",
                            "get_operation", "wait_for_operation", "list_operation_logs", "retry_operation",
-                           "cancel_operation", "start_demo_operation", *CLUSTER_TOOL_NAMES]
+                           "cancel_operation", "start_demo_operation", *CLUSTER_TOOL_NAMES,
+                           *TRAINING_TOOL_NAMES]
     for tool in tools.values():
         assert tool.spec.read_only == tool.operation.safe
         annotations = tool.spec.annotations
