@@ -164,3 +164,12 @@ def test_create_validates_region_and_size_before_writing(api, cast, sandbox):
 def test_create_state_is_creating_until_the_operation_runs(api, cast, sandbox):
     create(api, cast.admin, cast.team)
     assert TrackingServer.objects.get().state == TrackingServerState.CREATING
+
+
+def test_the_mlflow_page_without_a_team_sends_people_to_their_teams(make_user):
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(make_user("teamless"))
+    response = browser.get("/training/mlflow/")
+    assert response.status_code == 302 and response.url == "/teams/"

@@ -22,6 +22,7 @@ from accounts.views.common import flash_error, portal_view
 from cloud.aws import default_region
 from clusters.inspection.catalog import regions
 from clusters.views.common import perform
+from config.errors import ValidationFailed
 from operations.models import ACTIVE_STATES, Operation
 from training.actions import MLFLOW_MANAGE, MLFLOW_VIEW, VIEW
 from training.api.mlflow_serializers import TrackingServerAttachSerializer, TrackingServerCreateSerializer
@@ -66,7 +67,13 @@ def _page(request: HttpRequest, team, *, create: SerializerForm | None = None, a
 @require_GET
 @portal_view
 def mlflow_page(request: HttpRequest) -> HttpResponse:
-    return _page(request, _team(request))
+    """The team's tracking servers; without a team to show (none chosen, none current) the teams page says why."""
+    try:
+        team = _team(request)
+    except ValidationFailed as error:
+        messages.info(request, f"{error.message} MLflow tracking servers belong to a team.")
+        return redirect("team-list")
+    return _page(request, team)
 
 
 @require_GET
