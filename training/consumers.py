@@ -24,6 +24,7 @@ plus 4400 for an ``after_seq`` or ``rank`` that is not a whole number ≥ 0.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any
 from urllib.parse import parse_qs
@@ -38,8 +39,11 @@ from training.models import TERMINAL_JOB_STATES, TrainingJob
 
 logger = logging.getLogger(__name__)
 
-#: Most lines in one replay frame.
-FRAME_LINES = 500
+#: Most lines in one replay frame (and one store read).
+FRAME_LINES = 2000
+#: Replays read the store on a thread pool, not the one thread every ``database_sync_to_async`` call shares: many
+#: viewers joining a busy job at once would otherwise queue their replays behind each other.
+_parallel_database = functools.partial(database_sync_to_async, thread_sensitive=False)
 
 
 def _whole(scope: dict[str, Any], name: str, default: str | None) -> int | bool | None:
@@ -160,12 +164,9 @@ class TrainingLogConsumer(FollowingConsumer):
         state, complete = TrainingJob.objects.values_list("state", "logs_complete").get(pk=self.job_id)
         return state, complete and state in TERMINAL_JOB_STATES
 
-    @database_sync_to_async
+    @_parallel_database
     def _lines_after(self, seq: int) -> tuple[list[dict[str, Any]], int, bool]:
-        """The next ``FRAME_LINES`` stored lines after ``seq`` (only ``rank``'s sent), the last ``seq`` they cover
-        (0: none) and whether more may follow."""
-        rows = store.lines_after(self.job_id, seq, limit=FRAME_LINES)
-        if not rows:
-            return [], 0, False
-        lines = [store.payload(row) for row in rows if self.rank is None or row.rank == self.rank]
-        return lines, rows[-1].seq, len(rows) == FRAME_LINES
+        """The next ``FRAME_LINES`` stored lines after ``seq`` (of ``rank`` only, when set), the last ``seq`` they
+        cover (0: none) and whether more may follow."""
+        lines = store.payloads_after(self.job_id, seq, rank=self.rank, limit=FRAME_LINES)
+        return lines, lines[-1]["seq"] if lines else 0, len(lines) == FRAME_LINES

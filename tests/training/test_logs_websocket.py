@@ -17,6 +17,7 @@ from django.utils import timezone
 from clusters.models import Cluster
 from config.asgi import application
 from tests.accounts.test_websocket import session_cookie
+from training.consumers import FRAME_LINES
 from training.logs import store
 from training.logs.kubelet import PodLine, to_micros
 from training.logs.publish import Publisher
@@ -104,13 +105,13 @@ def seqs(frames: list[dict]) -> list[int]:
 
 async def test_replay_after_the_clients_seq_then_live_batches_without_duplicates(cast, token_for):
     job = await in_thread(make_job)(cast.team)
-    await in_thread(store.append)(job.pk, lines(1203))
+    await in_thread(store.append)(job.pk, lines(2 * FRAME_LINES + 203))
     token = await in_thread(token_for)(cast.viewer, read_only=True)
     communicator = await opened(stream(job.pk, token=token, query="after_seq=2"))
 
     replay = await frames_until_quiet(communicator)
-    assert [len(frame["lines"]) for frame in replay] == [500, 500, 201]
-    assert seqs(replay) == list(range(3, 1204))
+    assert [len(frame["lines"]) for frame in replay] == [FRAME_LINES, FRAME_LINES, 201]
+    assert seqs(replay) == list(range(3, 2 * FRAME_LINES + 204))
     first = replay[0]["lines"][0]
     assert set(first) == {"seq", "rank", "pod", "at", "text"}
     assert (first["rank"], first["pod"], first["text"]) == (0, "llama-pods-0", "line 2")
@@ -119,7 +120,8 @@ async def test_replay_after_the_clients_seq_then_live_batches_without_duplicates
     await in_thread(in_own_thread)(job.pk, lines(3), lines(2))
     live = await frames_until_quiet(communicator)
     assert [frame["type"] for frame in live] == ["lines", "lines"]
-    assert seqs(live) == [1204, 1205, 1206, 1207, 1208]
+    stored = 2 * FRAME_LINES + 203
+    assert seqs(live) == list(range(stored + 1, stored + 6))
     await communicator.disconnect()
 
 

@@ -68,6 +68,15 @@ def lines_after(job_id: int, seq: int, *, rank: int | None = None, since: dateti
     return list(filtered(job_id, rank=rank, since=since).filter(seq__gt=seq).order_by("seq")[:limit])
 
 
+def payloads_after(job_id: int, seq: int, *, rank: int | None = None, limit: int = 500) -> list[dict]:
+    """Up to ``limit`` lines after ``seq`` as :func:`payload` dicts, read as plain values (no model instances: the
+    WebSocket replay's hot path)."""
+    rows = (filtered(job_id, rank=rank).filter(seq__gt=seq).order_by("seq")
+            .values_list("seq", "rank", "pod", "at", "text")[:limit])
+    return [{"seq": number, "rank": rank_, "pod": pod, "at": iso(at), "text": text}
+            for number, rank_, pod, at, text in rows]
+
+
 def tail(job_id: int, count: int, *, rank: int | None = None, since: datetime | None = None) -> list[TrainingLogLine]:
     """The last ``count`` lines, oldest first."""
     newest = list(filtered(job_id, rank=rank, since=since).order_by("-seq")[:count])
