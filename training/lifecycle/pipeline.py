@@ -88,13 +88,13 @@ def poll_run(ctx: StepContext) -> Progress:
     pods = objects.pods(job, found)
     if pods or not job.ranks:
         job.ranks = observe.ranks(job, pods)  # pods removed after the end keep their last picture
-    if job.state != JobState.STOPPING:
-        job.state = seen.state
-    job.status_reason = seen.reason
     if job.started_at is None and seen.state != JobState.SUBMITTING:
         job.started_at = observe.started_at(found) or timezone.now()
-    job.save(update_fields=["state", "status_reason", "ranks", "restarts_used", "recoveries", "hangs",
-                            "stragglers", "started_at", "updated_at"])
+    with transaction.atomic():  # a stop requested meanwhile stays requested
+        current = TrainingJob.objects.select_for_update().values_list("state", "status_reason").get(pk=job.pk)
+        job.state, job.status_reason = current if current[0] == JobState.STOPPING else (seen.state, seen.reason)
+        job.save(update_fields=["state", "status_reason", "ranks", "restarts_used", "recoveries", "hangs",
+                                "stragglers", "started_at", "updated_at"])
     metrics.refresh(job)
     if seen.state == JobState.FAILED:
         raise PhaseFailed(seen.reason, code="training_job_failed")
