@@ -19,6 +19,7 @@ from config.errors import ValidationFailed
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
 from operations.idempotency import HEADER, idempotent
+from training import selectors as job_selectors
 from training.actions import VIEW
 from training.api import mlflow_serializers as s
 from training.mlflow import job_series, selectors, services
@@ -119,7 +120,7 @@ class TrainingJobMetricsView(APIView):
     def get(self, request, job_id: int):
         """A job's reported training throughput and loss by step, from its MLflow run when the team has a tracking
         server (`source: mlflow`), else parsed from its logs (`source: logs`); at most 500 points per series."""
-        job = selectors.training_job_get(actor=request.user, job_id=job_id)
+        job = job_selectors.job_get(actor=request.user, job_id=job_id)
         access.require(request.user, VIEW, job)
         found = job_series(job)
         return Response({"job": job.pk, **found, "latest": job.metrics, "mlflow_run_id": job.mlflow_run_id})

@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from accounts import access
 from accounts.models import Team, User
 from accounts.selectors import get_visible
-from training.models import TrackingServer, TrackingServerState, TrainingJob
+from training.models import TrackingServer, TrackingServerState
 
 
 def team_tracking_server(team: Team | int, region: str) -> TrackingServer | None:
@@ -24,8 +24,3 @@ def tracking_server_list(*, actor: User, team: Team | None = None) -> QuerySet[T
 
 def tracking_server_get(*, actor: User, server_id: int | str) -> TrackingServer:
     return get_visible(tracking_server_list(actor=actor), server_id, "tracking server")
-
-
-def training_job_get(*, actor: User, job_id: int | str) -> TrainingJob:
-    """A job the actor may see (``NotFound`` otherwise — the same answer whether it exists or not)."""
-    return get_visible(access.visible(actor, TrainingJob).select_related("team", "cluster"), job_id, "training job")

@@ -24,6 +24,7 @@ from clusters.inspection.catalog import regions
 from clusters.views.common import perform
 from config.errors import ValidationFailed
 from operations.models import ACTIVE_STATES, Operation
+from training import selectors as job_selectors
 from training.actions import MLFLOW_MANAGE, MLFLOW_VIEW, VIEW
 from training.api.mlflow_serializers import TrackingServerAttachSerializer, TrackingServerCreateSerializer
 from training.mlflow import selectors, services
@@ -140,6 +141,6 @@ def mlflow_open(request: HttpRequest, server_id: int) -> HttpResponse:
 @require_GET
 @portal_view
 def job_metrics_chart(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = selectors.training_job_get(actor=request.user, job_id=job_id)
+    job = job_selectors.job_get(actor=request.user, job_id=job_id)
     access.require(request.user, VIEW, job)
     return render(request, "training/jobs/_metrics_chart.html", {"job": job})
