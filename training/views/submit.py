@@ -65,7 +65,7 @@ def _recipe(slug: str, region: str | None) -> dict[str, Any]:
 def _submit(request: HttpRequest, cluster: Cluster, recipe: dict[str, Any], data: QueryDict):
     """Validate and submit: ``(job, None, 202)`` or ``(None, REST error body, status)``. Page errors (404/403)
     propagate to ``portal_view``."""
-    body = {"cluster": cluster.pk, "recipe": recipe["slug"], "name": data.get("name", "").strip(),
+    body = {"cluster": cluster.pk, "recipe": data.get("recipe", ""), "name": data.get("name", "").strip(),
             "config": config_from_post(recipe["fields"], data)}
     serializer = TrainingJobSubmitSerializer(data=body)
     try:
