@@ -17,14 +17,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Max, Q
 from django.utils import timezone
 from kubernetes import client as k8s
 
 from training.lifecycle.objects import RANK_LABEL
-from training.models import JobState, TrainingJob, TrainingLogLine
+from training.models import JobState, MetricSource, TrainingJob, TrainingMetric
 
 STRAGGLER_FRACTION = 0.6
-_THROUGHPUT = re.compile(r"throughput=([0-9.]+)")
+#: The log follower's per-rank throughput metric: ``throughput/rank<N>``.
+RANK_THROUGHPUT = "throughput/rank"
 _HYPERPOD_STATES = {"Succeeded": JobState.SUCCEEDED, "Failed": JobState.FAILED, "Running": JobState.RUNNING,
                     "Restarting": JobState.RUNNING, "Created": JobState.SUBMITTING}
 _RAY_TERMINAL = {"SUCCEEDED": JobState.SUCCEEDED, "FAILED": JobState.FAILED, "STOPPED": JobState.STOPPED}
@@ -113,11 +115,17 @@ def record_recoveries(job: TrainingJob, found: dict[str, Any], event_message: Ca
     return [entry]
 
 
-def _latest_throughput(job: TrainingJob, rank: int) -> float | None:
-    line = (TrainingLogLine.objects.filter(job=job, rank=rank, text__contains="throughput=")
-            .order_by("-seq").values_list("text", flat=True).first())
-    match = _THROUGHPUT.search(line or "")
-    return float(match.group(1)) if match else None
+def latest_throughputs(job: TrainingJob) -> dict[int, float]:
+    """Each rank's newest reported throughput (the log follower's ``throughput/rank<N>`` points), in two queries."""
+    points = TrainingMetric.objects.filter(job=job, source=MetricSource.LOGS, name__startswith=RANK_THROUGHPUT)
+    newest = points.values("name").annotate(step=Max("step"))
+    if not newest:
+        return {}
+    wanted = Q()
+    for entry in newest:
+        wanted |= Q(name=entry["name"], step=entry["step"])
+    return {int(name.removeprefix(RANK_THROUGHPUT)): value
+            for name, value in points.filter(wanted).values_list("name", "value")}
 
 
 def _rank_of(pod: k8s.V1Pod, index: int, kind: str) -> int:
@@ -128,14 +136,14 @@ def _rank_of(pod: k8s.V1Pod, index: int, kind: str) -> int:
 
 def ranks(job: TrainingJob, pods: list[k8s.V1Pod]) -> list[dict[str, Any]]:
     """One entry per pod, rank order, with its latest throughput and whether it straggles."""
-    entries = []
+    entries, throughputs = [], latest_throughputs(job)
     for index, pod in enumerate(pods):
         statuses = pod.status.container_statuses or [] if pod.status else []
         rank = _rank_of(pod, index, job.object_kind)
         entries.append({"rank": rank, "pod": pod.metadata.name, "node": pod.spec.node_name or "",
                         "phase": (pod.status.phase if pod.status else "") or "Pending",
                         "restarts": sum(status.restart_count or 0 for status in statuses),
-                        "throughput": _latest_throughput(job, rank), "straggler": False})
+                        "throughput": throughputs.get(rank), "straggler": False})
     reported = [entry["throughput"] for entry in entries if entry["throughput"] is not None]
     slow_ranks = {entry["rank"] for entry in job.stragglers if "rank" in entry}
     if len(reported) >= 2:
