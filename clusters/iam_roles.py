@@ -4,7 +4,9 @@ never adopted unless they carry the cluster's tags."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from botocore.exceptions import ClientError
 
@@ -42,3 +44,37 @@ def owned_role(iam, cluster: Cluster, *, purpose: str, trust: dict[str, Any], de
         raise Conflict(f"The IAM role {name} exists but InstantStart did not create it for cluster {cluster.name}.",
                        code="role_name_taken")
     return role
+
+
+def policy_document(policy: str | dict[str, Any]) -> dict[str, Any]:
+    """A policy document as IAM returns it (boto3 decodes it to a dict; a raw answer is URL-encoded JSON)."""
+    return json.loads(unquote(policy)) if isinstance(policy, str) else policy
+
+
+def ensure_inline_policy(iam, role: str, policy_name: str, document: dict[str, Any]) -> None:
+    """Inline policy ``policy_name`` of ``role`` is ``document``; sent only when it differs (or is missing)."""
+    try:
+        current = iam.get_role_policy(RoleName=role, PolicyName=policy_name)["PolicyDocument"]
+    except ClientError as error:
+        if not aws.error_is(error, "NoSuchEntity"):
+            raise
+        current = None
+    if current is None or policy_document(current) != document:
+        iam.put_role_policy(RoleName=role, PolicyName=policy_name, PolicyDocument=json.dumps(document))
+
+
+def delete_owned_role(iam, name: str, *, owned: Callable[[list[dict[str, str]]], bool]) -> bool:
+    """Delete role ``name`` with its attached and inline policies when it exists and ``owned(its tags)``; whether
+    it deleted it (a role gone meanwhile counts as deleted)."""
+    if find_role(iam, name) is None or not owned(iam.list_role_tags(RoleName=name)["Tags"]):
+        return False
+    for policy in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
+        iam.detach_role_policy(RoleName=name, PolicyArn=policy["PolicyArn"])
+    for policy_name in iam.list_role_policies(RoleName=name)["PolicyNames"]:
+        iam.delete_role_policy(RoleName=name, PolicyName=policy_name)
+    try:
+        iam.delete_role(RoleName=name)
+    except ClientError as error:
+        if not aws.error_is(error, "NoSuchEntity"):
+            raise
+    return True

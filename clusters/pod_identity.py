@@ -13,12 +13,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
-
-from botocore.exceptions import ClientError
 
 from cloud import aws
-from clusters.iam_roles import find_role, owned_role
+from clusters.iam_roles import delete_owned_role, ensure_inline_policy, owned_role, policy_document
 from clusters.models import Cluster
 from clusters.ownership import CLUSTER_ID_TAG, iam_name, owned_by
 from clusters.shared_bucket import shared_bucket_name, team_prefix
@@ -92,10 +89,10 @@ def ensure_role(cluster: Cluster, identity: PodIdentity) -> str:
         role = owned_role(iam, cluster, purpose=identity.purpose, trust=pod_identity_trust(cluster),
                           description=f"InstantStart: {identity.service_account} on cluster {cluster.name}")
         trust = pod_identity_trust(cluster)
-        if _document(role["AssumeRolePolicyDocument"]) != trust:
+        if policy_document(role["AssumeRolePolicyDocument"]) != trust:
             iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
         if identity.policy is not None:
-            _ensure_inline_policy(iam, name, identity.purpose, identity.policy(cluster))
+            ensure_inline_policy(iam, name, identity.purpose, identity.policy(cluster))
         attached = {policy["PolicyArn"]
                     for policy in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]}
         for policy_name in identity.managed_policies:
@@ -105,37 +102,11 @@ def ensure_role(cluster: Cluster, identity: PodIdentity) -> str:
     return role["Arn"]
 
 
-def _document(policy: str | dict[str, Any]) -> dict[str, Any]:
-    """A policy document as IAM returns it (boto3 decodes it to a dict; a raw answer is URL-encoded JSON)."""
-    return json.loads(unquote(policy)) if isinstance(policy, str) else policy
-
-
-def _ensure_inline_policy(iam, role: str, policy_name: str, document: dict[str, Any]) -> None:
-    try:
-        current = iam.get_role_policy(RoleName=role, PolicyName=policy_name)["PolicyDocument"]
-    except ClientError as error:
-        if not aws.error_is(error, "NoSuchEntity"):
-            raise
-        current = None
-    if current is None or _document(current) != document:
-        iam.put_role_policy(RoleName=role, PolicyName=policy_name, PolicyDocument=json.dumps(document))
-
-
 def delete_role(cluster: Cluster, identity: PodIdentity) -> str:
     """Delete ``identity``'s role for ``cluster`` with its policies when it exists and carries our tags; returns its
     name when it deleted it, else ``""``."""
     iam = aws.client("iam", region=cluster.region)
     name = iam_name(cluster, identity.purpose)
     with aws.translated("iam", "DeleteRole"):
-        if find_role(iam, name) is None or not owned_by(iam.list_role_tags(RoleName=name)["Tags"], cluster):
-            return ""
-        for policy in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
-            iam.detach_role_policy(RoleName=name, PolicyArn=policy["PolicyArn"])
-        for policy_name in iam.list_role_policies(RoleName=name)["PolicyNames"]:
-            iam.delete_role_policy(RoleName=name, PolicyName=policy_name)
-        try:
-            iam.delete_role(RoleName=name)
-        except ClientError as error:
-            if not aws.error_is(error, "NoSuchEntity"):
-                raise
-    return name
+        deleted = delete_owned_role(iam, name, owned=lambda tags: owned_by(tags, cluster))
+    return name if deleted else ""

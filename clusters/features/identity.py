@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import unquote
 
 from botocore.exceptions import ClientError
 
 from cloud import aws
 from clusters import pod_identity
-from clusters.iam_roles import owned_role
+from clusters.iam_roles import ensure_inline_policy, owned_role, policy_document
 from clusters.models import Cluster
 from clusters.ownership import iam_name
 
@@ -56,11 +55,6 @@ def service_trust(principal: str) -> dict[str, Any]:
         "Effect": "Allow", "Principal": {"Service": [principal]}, "Action": "sts:AssumeRole"}]}
 
 
-def document(policy: str | dict[str, Any]) -> dict[str, Any]:
-    """A policy document as IAM returns it (boto3 decodes it; a raw answer is URL-encoded JSON)."""
-    return json.loads(unquote(policy)) if isinstance(policy, str) else policy
-
-
 def ensure_role(cluster: Cluster, *, purpose: str, trust: dict[str, Any], policy: dict[str, Any],
                 description: str) -> str:
     """The ARN of the role for ``purpose``: created (or adopted when ours), its trust and inline policy brought to
@@ -69,16 +63,9 @@ def ensure_role(cluster: Cluster, *, purpose: str, trust: dict[str, Any], policy
     name = iam_name(cluster, purpose)
     with aws.translated("iam", "CreateRole"):
         role = owned_role(iam, cluster, purpose=purpose, trust=trust, description=description)
-        if document(role["AssumeRolePolicyDocument"]) != trust:
+        if policy_document(role["AssumeRolePolicyDocument"]) != trust:
             iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
-        try:
-            current = document(iam.get_role_policy(RoleName=name, PolicyName=purpose)["PolicyDocument"])
-        except ClientError as error:
-            if not aws.error_is(error, "NoSuchEntity"):
-                raise
-            current = None
-        if current != policy:
-            iam.put_role_policy(RoleName=name, PolicyName=purpose, PolicyDocument=json.dumps(policy))
+        ensure_inline_policy(iam, name, purpose, policy)
     return role["Arn"]
 
 
@@ -99,9 +86,10 @@ def role_summary(cluster: Cluster, purpose: str) -> dict[str, Any] | None:
                 return None
             raise
         try:
-            policy = document(iam.get_role_policy(RoleName=name, PolicyName=purpose)["PolicyDocument"])
+            policy = policy_document(iam.get_role_policy(RoleName=name, PolicyName=purpose)["PolicyDocument"])
         except ClientError as error:
             if not aws.error_is(error, "NoSuchEntity"):
                 raise
             policy = None
-    return {"name": name, "arn": role["Arn"], "trust": document(role["AssumeRolePolicyDocument"]), "policy": policy}
+    return {"name": name, "arn": role["Arn"], "trust": policy_document(role["AssumeRolePolicyDocument"]),
+            "policy": policy}

@@ -22,8 +22,6 @@ Only roles InstantStart made for the cluster are changed: a foreign role is ``se
 
 from __future__ import annotations
 
-import json
-
 from botocore.exceptions import ClientError
 from kubernetes.client.exceptions import ApiException
 
@@ -31,6 +29,7 @@ from accounts.models import Team
 from cloud import aws
 from clusters import storage
 from clusters.features import identity
+from clusters.iam_roles import ensure_inline_policy
 from clusters.ownership import aws_tags, iam_name, owned_by, team_namespace
 from config.errors import Conflict
 from training.mlflow.selectors import team_tracking_server
@@ -125,11 +124,4 @@ def _put_policy(cluster, role: str, policy: dict) -> None:
         if not owned_by(iam.list_role_tags(RoleName=role)["Tags"], cluster):
             raise Conflict(f"The service account's IAM role {role} is not InstantStart's; grant it MLflow access "
                            "yourself.", code="service_account_role_foreign")
-        try:
-            current = identity.document(iam.get_role_policy(RoleName=role, PolicyName=POLICY_NAME)["PolicyDocument"])
-        except ClientError as error:
-            if not aws.error_is(error, "NoSuchEntity"):
-                raise
-            current = None
-        if current != policy:
-            iam.put_role_policy(RoleName=role, PolicyName=POLICY_NAME, PolicyDocument=json.dumps(policy))
+        ensure_inline_policy(iam, role, POLICY_NAME, policy)

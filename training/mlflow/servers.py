@@ -19,8 +19,8 @@ from botocore.exceptions import ClientError
 
 from accounts.models import Team
 from cloud import aws
-from clusters.features.identity import document, service_trust
-from clusters.iam_roles import find_role
+from clusters.features.identity import service_trust
+from clusters.iam_roles import delete_owned_role, find_role, policy_document
 from clusters.ownership import MANAGED_BY, MANAGED_BY_TAG, TEAM_TAG, as_tag_list, tag_dict
 from clusters.shared_bucket import shared_bucket_name, team_prefix
 from config.errors import Conflict
@@ -95,7 +95,7 @@ def ensure_role(team: Team, region: str) -> str:
         if not ours(iam.list_role_tags(RoleName=name)["Tags"], team):
             raise Conflict(f"The IAM role {name} exists but InstantStart did not create it for team {team.slug}.",
                            code="role_name_taken")
-        if document(role["AssumeRolePolicyDocument"]) != trust:
+        if policy_document(role["AssumeRolePolicyDocument"]) != trust:
             iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
         iam.put_role_policy(RoleName=name, PolicyName=ROLE_POLICY, PolicyDocument=json.dumps(role_policy(team, region)))
     return role["Arn"]
@@ -106,16 +106,8 @@ def delete_role(team: Team, region: str) -> str:
     iam = aws.client("iam", region=region)
     name = role_name(team, region)
     with aws.translated("iam", "DeleteRole"):
-        if find_role(iam, name) is None or not ours(iam.list_role_tags(RoleName=name)["Tags"], team):
-            return ""
-        for policy in iam.list_role_policies(RoleName=name)["PolicyNames"]:
-            iam.delete_role_policy(RoleName=name, PolicyName=policy)
-        try:
-            iam.delete_role(RoleName=name)
-        except ClientError as error:
-            if not aws.error_is(error, "NoSuchEntity"):
-                raise
-    return name
+        deleted = delete_owned_role(iam, name, owned=lambda tags: ours(tags, team))
+    return name if deleted else ""
 
 
 def describe(region: str, name: str) -> dict[str, Any] | None:
