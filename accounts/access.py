@@ -20,7 +20,7 @@ from typing import Any
 from django.db import models
 
 from accounts.models import ApiToken, AuditEvent, Membership, Role, Team, User
-from config.errors import NotAuthenticated, NotFound, PermissionDenied
+from config.errors import NotAuthenticated, NotFound, PermissionDenied, TokenReadOnly
 
 TEAM_ACTIONS: dict[str, Role] = {
     "team.view": Role.VIEWER,
@@ -150,7 +150,7 @@ def require(actor: Any, action: str, obj: Any = None) -> None:
         raise NotFound()
     if not can(actor, action, obj):
         if is_read_only(actor):
-            raise PermissionDenied("This API token is read-only.", code="token_read_only")
+            raise TokenReadOnly()
         raise PermissionDenied()
 
 

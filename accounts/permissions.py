@@ -3,6 +3,7 @@
 from rest_framework import exceptions, permissions
 
 from accounts import access
+from config.errors import TokenReadOnly
 
 
 class IsAuthenticatedActor(permissions.BasePermission):
@@ -13,5 +14,5 @@ class IsAuthenticatedActor(permissions.BasePermission):
         if not (user and user.is_authenticated and user.is_active):
             raise exceptions.NotAuthenticated()
         if request.method not in permissions.SAFE_METHODS and access.is_read_only(user):
-            raise exceptions.PermissionDenied("This API token is read-only.", code="token_read_only")
+            raise TokenReadOnly()
         return True

@@ -63,6 +63,13 @@ class PermissionDenied(ApplicationError):
     default_message = "You do not have permission to do this."
 
 
+class TokenReadOnly(PermissionDenied):
+    """A read-only API token asked for a change: every face refuses it with this one code and message."""
+
+    code = "token_read_only"
+    default_message = "This API token is read-only."
+
+
 class NotFound(ApplicationError):
     code = "not_found"
     status = 404

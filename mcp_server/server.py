@@ -22,7 +22,15 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, InputRequiredResult, TextContent
 from mcp_types import Tool as McpTool
 
-from config.errors import ApplicationError, NotAuthenticated, NotFound, PermissionDenied, Throttled, ValidationFailed
+from config.errors import (
+    ApplicationError,
+    NotAuthenticated,
+    NotFound,
+    PermissionDenied,
+    Throttled,
+    TokenReadOnly,
+    ValidationFailed,
+)
 from mcp_server import rest
 from mcp_server.auth import CALLER_SCOPE_KEY, Caller
 from mcp_server.catalog import CATALOG, ToolSpec, WaitSpec
@@ -97,7 +105,7 @@ class CatalogTool:
         if caller is None:
             return error_result(NotAuthenticated().as_dict())
         if caller.read_only and not self.spec.read_only:
-            return error_result(PermissionDenied("This API token is read-only.", code="token_read_only").as_dict())
+            return error_result(TokenReadOnly().as_dict())
         return None
 
     async def send(self, caller: Caller, parts: RequestParts) -> rest.RestResponse:
@@ -271,17 +279,15 @@ def _wait_summary(body: Mapping[str, Any], terminal: bool, waited: float, tool: 
 
 def bind_catalog(specs: Sequence[ToolSpec] = CATALOG) -> dict[str, CatalogTool]:
     """Bind each entry to its operation, checking the catalog is coherent (``ValueError`` otherwise): unique names,
-    ``read_only`` matching the HTTP method, status tools that are read-only catalog tools."""
+    truthful entries (:meth:`ToolSpec.check`), status tools that are read-only catalog tools."""
     tools: dict[str, CatalogTool] = {}
     for spec in specs:
         if spec.name in tools:
             raise ValueError(f"Two catalog tools are named {spec.name!r}.")
+        spec.check()
         bound = (WaitingTool if isinstance(spec, WaitSpec) else CatalogTool)(spec, operation(spec.operation_id))
         if TIMEOUT_ARGUMENT in bound.operation.input_schema["properties"] and isinstance(spec, WaitSpec):
             raise ValueError(f"{spec.name}: {spec.operation_id} already has a {TIMEOUT_ARGUMENT!r} argument.")
-        if spec.read_only != bound.operation.safe:
-            raise ValueError(f"{spec.name}: read_only={spec.read_only} but {spec.operation_id} is "
-                             f"{bound.operation.method}.")
         tools[spec.name] = bound
     for spec in specs:
         if spec.status_tool and not (spec.status_tool in tools and tools[spec.status_tool].spec.read_only):

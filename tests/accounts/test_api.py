@@ -7,9 +7,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from accounts import services
+from accounts import access, services
 from accounts.models import ApiToken, AuditEvent, Membership, Role
 from config.context import Source
+from config.errors import TokenReadOnly
 from operations.models import IdempotencyRecord
 
 
@@ -106,6 +107,32 @@ def test_conflicts_have_stable_codes(cast, api):
     response = api(cast.admin).patch(f"/api/v1/teams/{cast.team.pk}/memberships/{admin_membership.pk}",
                                      {"role": "viewer"})
     assert (response.status_code, response.json()["code"]) == (409, "last_admin")
+
+
+@pytest.mark.parametrize(("method", "path", "body"), [
+    ("POST", "/api/v1/teams", {"name": "Nope", "slug": "nope"}),
+    ("PATCH", "/api/v1/me", {"current_team": None}),
+    ("DELETE", "/api/v1/tokens/{token_id}", None),
+    ("PATCH", "/api/v1/teams/{team_id}", {"description": "changed"}),
+])
+def test_a_read_only_tokens_mutation_is_token_read_only(cast, api, method, path, body):
+    client = api(cast.admin, read_only=True)
+    token = ApiToken.objects.get(user=cast.admin, read_only=True)
+    response = client.request(method, path.format(token_id=token.pk, team_id=cast.team.pk), body)
+    assert response.status_code == TokenReadOnly.status == 403
+    assert response.json() == {"code": "token_read_only", "message": "This API token is read-only.", "fields": {}}
+    token.refresh_from_db()
+    cast.team.refresh_from_db()
+    assert (token.revoked_at, cast.team.description) == (None, "")
+    assert not AuditEvent.objects.filter(source="api").exists()
+
+
+def test_access_require_refuses_a_read_only_token_with_token_read_only(cast):
+    cast.admin.api_token = ApiToken(user=cast.admin, read_only=True)
+    with pytest.raises(TokenReadOnly) as refused:
+        access.require(cast.admin, "team.update", cast.team)
+    assert refused.value.as_dict() == {"code": "token_read_only", "message": "This API token is read-only.",
+                                       "fields": {}}
 
 
 def test_another_teams_ids_are_not_found(cast, api):
