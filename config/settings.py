@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "channels",
     "accounts",
+    "portal",
     "operations",
     "clusters",
     "training",

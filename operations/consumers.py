@@ -12,7 +12,7 @@ A subscriber gets, in this order:
    line was sent. The socket stays open: a failed operation can be retried, and then it is active again.
 
 The group is joined before the snapshot is read, so nothing falls between the snapshot and the live frames.
-Close codes as in ``accounts.consumers``, plus 4400 for an ``after_seq`` that is not a whole number ≥ 0.
+Close codes as in ``portal.consumers``, plus 4400 for an ``after_seq`` that is not a whole number ≥ 0.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 
 from accounts import access
-from accounts.consumers import FollowingConsumer
 from operations.logs import line_payload
 from operations.models import TERMINAL_STATES, Operation, OperationLog
 from operations.transitions import operation_group, summary
+from portal.consumers import FollowingConsumer
 
 #: Most log lines in one replay frame.
 LOG_BATCH = 200

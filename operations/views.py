@@ -24,9 +24,7 @@ from rest_framework.exceptions import NotFound as DrfNotFound
 from rest_framework.request import Request
 
 from accounts import access
-from accounts.forms import SerializerForm
 from accounts.selectors import team_chosen, team_list
-from accounts.views.common import flash_error, next_url, portal_view
 from cloud.aws import default_region
 from config.api.exceptions import error_body
 from config.api.pagination import CreatedCursorPagination
@@ -38,11 +36,11 @@ from operations.api.serializers import (
     OperationRetrySerializer,
 )
 from operations.models import OperationPhase, OperationState
+from portal.forms import SerializerForm
+from portal.views import MAX_LIVE_TEAMS, flash_error, next_url, portal_view
 
 #: Query parameters that narrow the table to something a pushed change cannot be matched against.
 NARROWING_PARAMS = ("state", "active", "kind", "target_type", "target_id", "since", "until", "cursor")
-#: Most team feeds the list page follows at once ("all my teams").
-MAX_LIVE_TEAMS = 10
 ALL_TEAMS = "all"
 
 

@@ -1,10 +1,11 @@
-"""What every portal view shares: login, the 404/403 mapping of ``access`` errors, safe redirects."""
+"""What every portal view shares: login, the 404/403 mapping of ``access`` errors, running a service without a form,
+flashing its error, safe redirects."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib import messages
@@ -13,9 +14,14 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from accounts.forms import PAGE_ERRORS
 from config.api.exceptions import error_body
 from config.errors import ApplicationError, NotFound
+from portal.forms import PAGE_ERRORS
+
+Result = TypeVar("Result")
+
+#: Most team feeds one page follows at once.
+MAX_LIVE_TEAMS = 10
 
 
 def portal_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -35,16 +41,15 @@ def portal_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse
     return wrapped
 
 
-def attempt(action: Callable[[], Any]) -> dict[str, Any] | None:
-    """Run a form-less mutation (revoke, remove). Returns ``None`` on success or the REST error body;
-    page-level errors (404/403) propagate."""
+def perform(action: Callable[[], Result]) -> tuple[Result | None, dict[str, Any] | None]:
+    """Run a service call without a form: ``(result, None)``, or ``(None, error body)`` for an application error.
+    Page-level errors (not found, permission denied) propagate to ``portal_view``."""
     try:
-        action()
+        return action(), None
     except PAGE_ERRORS:
         raise
     except ApplicationError as exc:
-        return error_body(exc)[0]
-    return None
+        return None, error_body(exc)[0]
 
 
 def flash_error(request: HttpRequest, error: dict[str, Any]) -> None:

@@ -57,7 +57,8 @@ def test_the_check_catches_a_collision():
     assert "celery" in installed_modules()
 
 
-PRODUCT_PACKAGES = ("config", "accounts", "operations", "cloud", "clusters", "training", "inference", "mcp_server")
+PRODUCT_PACKAGES = ("config", "accounts", "portal", "operations", "cloud", "clusters", "training", "inference",
+                    "mcp_server")
 
 
 def test_product_code_never_imports_the_sandbox():

@@ -17,7 +17,7 @@ Live batches come from :mod:`training.logs.hub`: one channel-layer subscription 
 out in memory; each socket has a task (:meth:`TrainingLogConsumer._forward`) that drains its buffer.
 
 With ``rank`` only that rank's lines are sent (``seq`` numbers then skip the other ranks' lines). Close codes as
-in ``accounts.consumers`` (4401 not authenticated, 4404 no such job or not the user's team, 4403 access ended),
+in ``portal.consumers`` (4401 not authenticated, 4404 no such job or not the user's team, 4403 access ended),
 plus 4400 for an ``after_seq`` or ``rank`` that is not a whole number ≥ 0.
 """
 
@@ -32,7 +32,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 
 from accounts import access
-from accounts.consumers import FollowingConsumer
+from portal.consumers import FollowingConsumer
 from training.actions import LOGS
 from training.logs import hub, store
 from training.models import TERMINAL_JOB_STATES, TrainingJob

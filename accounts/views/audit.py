@@ -19,10 +19,10 @@ from rest_framework.request import Request
 from accounts import access, selectors
 from accounts.api.filters import AuditEventFilter
 from accounts.models import Team
-from accounts.views.common import portal_view
 from config.api.exceptions import error_body
 from config.api.pagination import CreatedCursorPagination
 from config.context import Source
+from portal.views import portal_view
 
 #: Query parameters that narrow the table to something the live feed cannot match event by event.
 NARROWING_PARAMS = ("actor", "source", "action", "target_type", "target_id", "request_id", "since", "until", "cursor")

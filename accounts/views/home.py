@@ -10,8 +10,8 @@ from django.views.decorators.http import require_POST
 
 from accounts import access, selectors, services
 from accounts.api.serializers import MeUpdateSerializer
-from accounts.forms import SerializerForm
-from accounts.views.common import flash_error, next_url, portal_view
+from portal.forms import SerializerForm
+from portal.views import flash_error, next_url, portal_view
 
 RECENT_EVENTS = 8
 

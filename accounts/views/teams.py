@@ -9,9 +9,9 @@ from django.views.decorators.http import require_POST
 
 from accounts import access, selectors, services
 from accounts.api.serializers import MembershipCreateSerializer, MembershipUpdateSerializer, TeamCreateSerializer
-from accounts.forms import SerializerForm
 from accounts.models import Role, Team
-from accounts.views.common import attempt, flash_error, portal_view
+from portal.forms import SerializerForm
+from portal.views import flash_error, perform, portal_view
 
 MEMBER_ACTIONS = ["membership.create", "membership.update", "membership.delete"]
 
@@ -102,8 +102,8 @@ def member_remove(request: HttpRequest, team_id: int, membership_id: int) -> Htt
     team = selectors.team_get(actor=request.user, team_id=team_id)
     membership = selectors.membership_get(actor=request.user, team=team, membership_id=membership_id)
     leaving = membership.user_id == request.user.pk
-    error = attempt(lambda: services.membership_delete(actor=request.user, membership=membership,
-                                                       source=request.source))
+    _, error = perform(lambda: services.membership_delete(actor=request.user, membership=membership,
+                                                          source=request.source))
     if error:
         flash_error(request, error)
         return redirect("team-detail", team_id=team.pk)

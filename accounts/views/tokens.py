@@ -11,8 +11,8 @@ from django.views.decorators.http import require_POST
 
 from accounts import access, selectors, services
 from accounts.api.serializers import TokenCreateSerializer
-from accounts.forms import SerializerForm
-from accounts.views.common import attempt, flash_error, portal_view
+from portal.forms import SerializerForm
+from portal.views import flash_error, perform, portal_view
 
 
 def _render_list(request: HttpRequest, form: SerializerForm) -> HttpResponse:
@@ -54,7 +54,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
 @portal_view
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     token = selectors.token_get(actor=request.user, token_id=token_id)
-    error = attempt(lambda: services.token_revoke(actor=request.user, token=token, source=request.source))
+    _, error = perform(lambda: services.token_revoke(actor=request.user, token=token, source=request.source))
     if error:
         flash_error(request, error)
     else:

@@ -11,15 +11,14 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 from rest_framework.exceptions import ValidationError
 
-from accounts.views.common import portal_view
 from clusters import selectors
 from clusters.api.feature_serializers import FeaturesUpdateSerializer, capabilities, feature_row
 from clusters.features import observe, services
 from clusters.features.catalog import MEMORY_PERCENTAGE_RANGE, ORDER
 from clusters.services import running_operation
-from clusters.views.common import perform
 from config.api.exceptions import error_body
 from operations import selectors as operation_selectors
+from portal.views import perform, portal_view
 
 
 def _requested(request: HttpRequest) -> tuple[dict | None, dict | None]:

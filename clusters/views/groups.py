@@ -13,8 +13,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts import access
-from accounts.forms import SerializerForm
-from accounts.views.common import flash_error, portal_view
 from clusters import selectors
 from clusters.api.group_serializers import InstanceGroupChangeSerializer, InstanceGroupCreateSerializer
 from clusters.api.group_views import group_of
@@ -22,7 +20,8 @@ from clusters.inspection import capacity, catalog
 from clusters.instance_groups import services
 from clusters.instance_groups.checks import GroupRequest
 from clusters.models import CapacityType, InterfaceMode
-from clusters.views.common import perform
+from portal.forms import SerializerForm
+from portal.views import flash_error, perform, portal_view
 
 #: Fields of the add form that mean "the default" when left blank.
 OPTIONAL = ("ebs_volume_gib", "threads_per_core", "training_plan_arn", "zone")

@@ -9,14 +9,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from accounts import access
-from accounts.forms import SerializerForm
 from accounts.models import Team
 from accounts.selectors import team_chosen
-from accounts.views.common import portal_view
 from cloud.aws import default_region
 from clusters import inspection, services
 from clusters.api.serializers import ClusterImportSerializer
-from clusters.views.common import perform
+from portal.forms import SerializerForm
+from portal.views import perform, portal_view
 
 
 def _team(request: HttpRequest) -> Team | None:

@@ -16,8 +16,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import access
-from accounts.forms import PAGE_ERRORS, SerializerForm
-from accounts.views.common import next_url, portal_view
 from clusters import node_actions, nodes, selectors
 from clusters.api.node_serializers import NODE_ACTIONS, NodeBatchSerializer, NodeReplaceSerializer
 from clusters.api.node_views import NodeQuery
@@ -25,6 +23,8 @@ from clusters.models import Cluster
 from config.api.exceptions import error_body
 from config.errors import ApplicationError
 from operations.models import ACTIVE_STATES, OperationPhase
+from portal.forms import PAGE_ERRORS, SerializerForm
+from portal.views import next_url, portal_view
 
 _SERIALIZERS = {node_actions.REBOOT: NodeBatchSerializer, node_actions.REPLACE: NodeReplaceSerializer,
                 node_actions.DELETE: NodeBatchSerializer}

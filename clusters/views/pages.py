@@ -16,14 +16,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import access
-from accounts.forms import SerializerForm
 from accounts.selectors import team_list
-from accounts.views.common import flash_error, next_url, portal_view
 from clusters import selectors, services
 from clusters.api.serializers import ClusterDeleteSerializer, VolumeCreateSerializer
 from clusters.models import Cluster, ClusterOrigin, StorageKind
-from clusters.views.common import MAX_LIVE_TEAMS, perform
 from operations.models import ACTIVE_STATES, OperationPhase
+from portal.forms import SerializerForm
+from portal.views import MAX_LIVE_TEAMS, flash_error, next_url, perform, portal_view
 
 ALL_TEAMS = "all"
 #: Most operations the detail page lists (the operations page has them all).

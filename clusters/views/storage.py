@@ -8,12 +8,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from accounts.forms import SerializerForm
-from accounts.views.common import flash_error, portal_view
 from clusters import selectors, services
 from clusters.api.serializers import VolumeCreateSerializer
-from clusters.views.common import perform
 from clusters.views.pages import render_detail_with_volume_errors
+from portal.forms import SerializerForm
+from portal.views import flash_error, perform, portal_view
 
 
 @require_POST

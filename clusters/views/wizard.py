@@ -19,10 +19,8 @@ from django.shortcuts import redirect, render
 from rest_framework import serializers
 
 from accounts import access
-from accounts.forms import SerializerForm, json_from_form
 from accounts.models import Team
 from accounts.selectors import team_chosen
-from accounts.views.common import portal_view
 from cloud.aws import default_region
 from clusters import inspection, services
 from clusters.api.serializers import ClusterCreateSerializer
@@ -30,6 +28,8 @@ from clusters.inspection.capacity import hyperpod_usage
 from clusters.models import CapacityType
 from config.api.exceptions import error_body
 from config.errors import ApplicationError
+from portal.forms import SerializerForm, json_from_form
+from portal.views import portal_view
 
 #: The steps loaded as partials, in order; each one's partial empties the ones after it.
 STEPS = ("zone", "type", "capacity", "review")

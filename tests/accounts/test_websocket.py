@@ -91,8 +91,8 @@ async def test_session_cookie_from_a_foreign_origin_is_refused(cast):
 
 
 async def test_a_revoked_token_or_removed_member_stops_receiving(cast, token_for, monkeypatch):
-    from accounts import consumers
     from accounts.models import ApiToken, Membership
+    from portal import consumers
 
     monkeypatch.setattr(consumers, "RECHECK_SECONDS", 0)
     token = await sync_to_async(token_for)(cast.viewer)

@@ -7,12 +7,12 @@ import pytest
 from channels.db import database_sync_to_async as in_thread
 from channels.testing import WebsocketCommunicator
 
-from accounts import consumers as account_consumers
 from accounts.models import Membership
 from config.asgi import application
 from config.realtime import publish_now
 from operations import consumers, logs, services, transitions
 from operations.models import OperationLog, OperationState
+from portal import consumers as following
 from tests.accounts.test_websocket import feed, session_cookie
 from tests.operations.helpers import fail_first_phase, start
 
@@ -196,7 +196,7 @@ async def test_a_bad_after_seq_is_refused(cast, token_for, query):
 
 
 async def test_a_removed_member_is_closed_on_the_next_event(cast, token_for, monkeypatch):
-    monkeypatch.setattr(account_consumers, "RECHECK_SECONDS", 0)
+    monkeypatch.setattr(following, "RECHECK_SECONDS", 0)
     operation = await in_thread(start)(cast)
     communicator = await opened(stream(operation.pk, token=await in_thread(token_for)(cast.viewer)))
     await frames_until_quiet(communicator)
@@ -227,7 +227,7 @@ async def test_the_team_feed_forwards_operation_changes(cast, token_for):
 
 
 async def test_the_team_feed_stops_operation_frames_when_access_ends(cast, token_for, monkeypatch):
-    monkeypatch.setattr(account_consumers, "RECHECK_SECONDS", 0)
+    monkeypatch.setattr(following, "RECHECK_SECONDS", 0)
     communicator = await opened(feed(cast.team.pk, token=await in_thread(token_for)(cast.viewer)))
     await communicator.receive_json_from()
     await in_thread(Membership.objects.filter(team=cast.team, user=cast.viewer).delete)()

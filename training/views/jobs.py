@@ -15,10 +15,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts import access
-from accounts.views.common import flash_error, portal_view
 from clusters import selectors as cluster_selectors
-from clusters.views.common import perform
 from config.context import Source
+from portal.views import flash_error, perform, portal_view
 from training import actions, selectors, services
 from training.models import ACTIVE_JOB_STATES, JobState, TrainingJob
 

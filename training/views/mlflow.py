@@ -16,14 +16,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts import access
-from accounts.forms import SerializerForm
 from accounts.selectors import team_chosen
-from accounts.views.common import flash_error, portal_view
 from cloud.aws import default_region
 from clusters.inspection.catalog import regions
-from clusters.views.common import perform
 from config.errors import ValidationFailed
 from operations.models import ACTIVE_STATES, Operation
+from portal.forms import SerializerForm
+from portal.views import flash_error, perform, portal_view
 from training import selectors as job_selectors
 from training.actions import MLFLOW_MANAGE, MLFLOW_VIEW, VIEW
 from training.api.mlflow_serializers import TrackingServerAttachSerializer, TrackingServerCreateSerializer

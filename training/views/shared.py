@@ -13,9 +13,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from accounts import access
-from accounts.views.common import portal_view
 from clusters import selectors as cluster_selectors
 from config.errors import ApplicationError
+from portal.views import portal_view
 from training import actions, shared_files
 from training.recipes import SHARED_MOUNT
 

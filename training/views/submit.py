@@ -17,13 +17,13 @@ from django.shortcuts import redirect, render
 from rest_framework.exceptions import ValidationError
 
 from accounts import access
-from accounts.forms import PAGE_ERRORS
-from accounts.views.common import portal_view
 from clusters import selectors as cluster_selectors
 from clusters.models import Cluster, ClusterState, InstanceGroup
 from config.api.exceptions import error_body
 from config.context import Source
 from config.errors import ApplicationError
+from portal.forms import PAGE_ERRORS
+from portal.views import portal_view
 from training import actions, recipes, services
 from training.api.job_serializers import TrainingJobSubmitSerializer
 from training.views.recipe_form import config_from_post, field_rows, split_errors

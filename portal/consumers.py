@@ -1,0 +1,94 @@
+"""The base of every WebSocket stream: a subscription that ``access`` admits at the door and re-checks while it lasts.
+
+It lives here, beside the portal's other shared face helpers, and not in ``config.realtime`` (which publishes to
+the channel groups): deciding who may follow asks ``accounts.access`` and reads ``ApiToken`` rows, and ``config``
+stays below every app, importing none. Streams: the team feed (``accounts.consumers``), an operation's progress
+(``operations.consumers``), a training job's log (``training.consumers``).
+
+Close codes: 4401 not authenticated, 4404 not something the user can see (the same answer for an id that does not
+exist, so ids are not probed), 4403 when access ends while subscribed (membership removed, token revoked or expired;
+asked again at most every ``RECHECK_SECONDS``, when an event is delivered).
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.utils import timezone
+
+from accounts import access
+from accounts.models import ApiToken
+
+#: How long a subscription is trusted before access is asked again (membership, token revocation).
+RECHECK_SECONDS = 5.0
+
+
+def token_is_live(user: Any) -> bool:
+    """False when the user authenticated with an API token that has since been revoked or has expired."""
+    token = getattr(user, "api_token", None)
+    return token is None or ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True,
+                                                    expires_at__gt=timezone.now()).exists()
+
+
+class FollowingConsumer(AsyncJsonWebsocketConsumer, metaclass=abc.ABCMeta):
+    """A subscription to channel groups, allowed by ``access``.
+
+    Subclasses read their route in :meth:`may_follow` (run in a worker thread, roles and the token re-read
+    each time, so a removed member or a revoked token is refused even on a long-lived socket), name the
+    groups to join in :meth:`subscription_groups`, send their first frames in :meth:`subscribed`, and call
+    :meth:`still_allowed` before forwarding each event.
+    """
+
+    @abc.abstractmethod
+    def may_follow(self, user: Any) -> bool:
+        """May ``user`` follow this route's stream (read from ``self.scope``)?"""
+
+    @abc.abstractmethod
+    def subscription_groups(self) -> list[str]:
+        """The channel groups this subscription joins."""
+
+    async def subscribed(self) -> None:
+        """Send what a new subscriber gets before live events (the groups are joined already)."""
+
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        if not await self._allowed():
+            await self.close(code=4404)
+            return
+        self.checked_at = time.monotonic()
+        self.joined = self.subscription_groups()
+        for group in self.joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        await self.subscribed()
+
+    async def disconnect(self, code):
+        for group in getattr(self, "joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong"})
+
+    async def still_allowed(self) -> bool:
+        """Ask ``access`` again once ``RECHECK_SECONDS`` have passed; close with 4403 when access has ended."""
+        if time.monotonic() - self.checked_at <= RECHECK_SECONDS:
+            return True
+        if not await self._allowed():
+            await self.close(code=4403)
+            return False
+        self.checked_at = time.monotonic()
+        return True
+
+    @database_sync_to_async
+    def _allowed(self) -> bool:
+        user = self.scope["user"]
+        access.forget_roles(user)
+        return token_is_live(user) and self.may_follow(user)
