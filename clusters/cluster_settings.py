@@ -23,8 +23,9 @@ from clusters.instance_groups import mirror
 from clusters.instance_groups.hyperpod_update import IN_SERVICE, described
 from clusters.models import Cluster
 from clusters.phases.common import cluster_of
-from clusters.services import claim_idle, replayed_operation, require_idle
+from clusters.services import claim_idle, require_idle
 from config.errors import ValidationFailed
+from operations import idempotency
 from operations.context import StepContext
 from operations.models import Operation
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
@@ -56,7 +57,7 @@ def settings_update(*, actor: User, cluster: Cluster, changes: dict[str, Any], s
                     idempotency_key: str | None = None) -> tuple[dict[str, Any], Operation | None]:
     """Apply the settings the caller changed; ``(actual settings, None)`` when nothing differs."""
     access.require(actor, "cluster.settings", cluster)
-    replayed = replayed_operation(cluster.team, idempotency_key)
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return settings_of(mirror.require_active(cluster)), replayed
     found = mirror.require_active(cluster)
@@ -86,7 +87,7 @@ def software_update(*, actor: User, cluster: Cluster, groups: list[str], source:
     """Start ``cluster.software`` for ``groups`` (every group when empty); ``unknown_instance_group`` names
     groups the cluster does not have."""
     access.require(actor, "cluster.settings", cluster)
-    replayed = replayed_operation(cluster.team, idempotency_key)
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return replayed
     found = mirror.require_active(cluster)

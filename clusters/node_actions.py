@@ -40,8 +40,9 @@ from clusters import nodes
 from clusters.instance_groups import mirror
 from clusters.models import Cluster, ClusterState
 from clusters.phases.common import cluster_of
-from clusters.services import claim_idle, replayed_operation, require_idle
+from clusters.services import claim_idle, require_idle
 from config.errors import Conflict, ValidationFailed
+from operations import idempotency
 from operations.context import StepContext
 from operations.models import Operation
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
@@ -126,7 +127,7 @@ def node_batch(*, actor: User, cluster: Cluster, action: str, node_ids: list[str
     if action not in ACTIONS:
         raise ValueError(action)
     access.require(actor, f"node.{action}", cluster)
-    replayed = replayed_operation(cluster.team, idempotency_key)
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return replayed
     node_ids = _check_list(action, node_ids)

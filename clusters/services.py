@@ -26,6 +26,7 @@ from clusters.models import (
 from clusters.ownership import team_namespace
 from clusters.spec import ClusterSpec
 from config.errors import Conflict, ValidationFailed
+from operations import idempotency
 from operations.models import ACTIVE_STATES, Operation
 from operations.services import operation_start
 
@@ -41,12 +42,6 @@ access.register_team_action("storage.create", Role.OPERATOR)
 access.register_team_action("storage.delete", Role.OPERATOR)
 
 CLUSTER_AUDIT_FIELDS = ("name", "region", "state", "origin")
-
-
-def replayed_operation(team: Team, idempotency_key: str | None) -> Operation | None:
-    if not idempotency_key:
-        return None
-    return Operation.objects.filter(team=team, idempotency_key=idempotency_key).first()
 
 
 def _name_taken(name: str) -> ValidationFailed:
@@ -85,7 +80,7 @@ def cluster_create(*, actor: User, team: Team, spec: ClusterSpec, source: str,
     fields). With an ``idempotency_key`` already used in the team, the first cluster and operation come back.
     """
     access.require(actor, "cluster.create", team)
-    replayed = replayed_operation(team, idempotency_key)
+    replayed = idempotency.replayed(team, idempotency_key)
     if replayed is not None:
         return Cluster.objects.get(pk=replayed.params["cluster_id"]), replayed
     checked = preflight.check_create(team=team, spec=spec)
@@ -116,7 +111,7 @@ def cluster_import(*, actor: User, team: Team, region: str, eks_name: str, sourc
     deletes nothing. ``cluster_already_tracked`` when a live cluster of any team already tracks it.
     """
     access.require(actor, "cluster.import", team)
-    replayed = replayed_operation(team, idempotency_key)
+    replayed = idempotency.replayed(team, idempotency_key)
     if replayed is not None:
         return Cluster.objects.get(pk=replayed.params["cluster_id"]), replayed
     tracked = Cluster.objects.filter(region=region, eks_name=eks_name).exclude(state=ClusterState.DELETED).first()
@@ -166,10 +161,9 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
     changes it.
     """
     access.require(actor, "cluster.delete", cluster)
-    if idempotency_key:
-        replayed = replayed_operation(cluster.team, idempotency_key)
-        if replayed is not None:
-            return replayed
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
+    if replayed is not None:
+        return replayed
     if cluster.state == ClusterState.DELETED:
         raise Conflict(f"Cluster {cluster.name} is already deleted.", code="cluster_deleted")
     if confirm != cluster.name:
@@ -224,7 +218,7 @@ def volume_create(*, actor: User, cluster: Cluster, name: str, kind: str, source
     driver, or a new FSx for Lustre file system of ``capacity_gib``; either becomes a PV/PVC named ``name`` in the
     team's namespace."""
     access.require(actor, "storage.create", cluster)
-    replayed = replayed_operation(cluster.team, idempotency_key)
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return StorageVolume.objects.get(pk=replayed.params["volume_id"]), replayed
     if cluster.state != ClusterState.ACTIVE:
@@ -261,7 +255,7 @@ def volume_delete(*, actor: User, volume: StorageVolume, source: str,
                   idempotency_key: str | None = None) -> Operation:
     """Remove a volume's PV/PVC (and its FSx file system when InstantStart created it; never a bucket)."""
     access.require(actor, "storage.delete", volume)
-    replayed = replayed_operation(volume.team, idempotency_key)
+    replayed = idempotency.replayed(volume.team, idempotency_key)
     if replayed is not None:
         return replayed
     if volume.state in {StorageState.DELETING, StorageState.DELETED}:

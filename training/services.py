@@ -19,6 +19,7 @@ from accounts import access, audit
 from accounts.models import User
 from clusters.models import Cluster, ClusterState
 from config.errors import Conflict, ValidationFailed
+from operations import idempotency
 from operations.models import Operation, OperationState
 from operations.services import operation_cancel, operation_start
 from training import actions, mlflow, planning
@@ -52,10 +53,9 @@ def training_job_submit(*, actor: User, cluster: Cluster, recipe: str, config: d
                         resubmitted_from: TrainingJob | None = None) -> tuple[TrainingJob, Operation]:
     """Check the submission and start ``training_job.submit``; returns the job and its operation."""
     access.require(actor, actions.SUBMIT, cluster)
-    if idempotency_key:
-        replayed = Operation.objects.filter(team=cluster.team, idempotency_key=idempotency_key).first()
-        if replayed is not None:
-            return TrainingJob.objects.get(pk=replayed.params["job_id"]), replayed
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
+    if replayed is not None:
+        return TrainingJob.objects.get(pk=replayed.params["job_id"]), replayed
     _require_active(cluster)
     name = name or default_name(recipe)
     plan = planning.plan_job(cluster=cluster, recipe=recipe, name=name, config=config)

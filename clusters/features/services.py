@@ -19,8 +19,9 @@ from clusters.features import diff, observe, pipeline
 from clusters.features.base import FeatureObservation
 from clusters.features.catalog import FEATURES, ORDER
 from clusters.models import Cluster, ClusterFeature, ClusterState, FeatureState
-from clusters.services import claim_idle, replayed_operation, require_idle
+from clusters.services import claim_idle, require_idle
 from config.errors import Conflict
+from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_start
 
@@ -68,7 +69,7 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
     """Apply the fields the user changed (``requested``, already shape-checked): no operation when the actual state
     already matches, else one operation touching only the differing features, in dependency order."""
     access.require(actor, "feature.update", cluster)
-    replayed = replayed_operation(cluster.team, idempotency_key)
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return FeatureUpdate(dict(replayed.params.get("changes", {})), replayed)
     _require_changeable(cluster)

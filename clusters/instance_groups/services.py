@@ -22,9 +22,10 @@ from clusters.instance_groups import mirror, pipelines, specs
 from clusters.instance_groups.checks import GroupRequest, check_add
 from clusters.instance_groups.hyperpod_update import group_details
 from clusters.models import Cluster, InstanceGroup
-from clusters.services import claim_idle, replayed_operation, require_idle
+from clusters.services import claim_idle, require_idle
 from clusters.spec import ClusterSpec
 from config.errors import Conflict, ValidationFailed
+from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_start
 
@@ -49,7 +50,7 @@ def group_add(*, actor: User, cluster: Cluster, request: GroupRequest, source: s
               idempotency_key: str | None = None) -> tuple[InstanceGroup, Operation]:
     """Check ``request`` (:func:`clusters.instance_groups.checks.check_add`) and start ``instance_group.add``."""
     access.require(actor, "instance_group.create", cluster)
-    replayed = replayed_operation(cluster.team, idempotency_key)
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return InstanceGroup.objects.get(pk=replayed.params["group_id"]), replayed
     found = mirror.require_active(cluster)
@@ -108,7 +109,7 @@ def group_update(*, actor: User, group: InstanceGroup, changes: dict[str, Any], 
     as AWS has it now. ``(group, None)`` when nothing differs."""
     cluster = group.cluster
     access.require(actor, "instance_group.update", cluster)
-    replayed = replayed_operation(cluster.team, idempotency_key)
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return group, replayed
     found = mirror.require_active(cluster)
@@ -173,7 +174,7 @@ def group_delete(*, actor: User, group: InstanceGroup, source: str,
     endpoints are pinned to the group, and ``instance_group_deleting`` when it is already going."""
     cluster = group.cluster
     access.require(actor, "instance_group.delete", cluster)
-    replayed = replayed_operation(cluster.team, idempotency_key)
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return replayed
     mirror.require_active(cluster)

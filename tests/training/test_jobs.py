@@ -150,3 +150,15 @@ def test_a_straggling_rank_is_flagged_from_its_reported_throughput(api, cast, cl
     assert [(rank["rank"], rank["straggler"]) for rank in job.ranks] == [(0, False), (1, True)]
     assert job.ranks[1]["throughput"] < job.ranks[0]["throughput"] / 2
     assert job.metrics["source"] == "logs" and job.metrics["step"] == 20
+
+
+@pytest.mark.django_db
+def test_a_key_another_member_used_answers_with_the_first_job(api, cast, cluster):
+    body = {"cluster": cluster.pk, "recipe": "pytorch", "name": "keyed", "config": {"script": "train.py"}}
+    first = api(cast.operator).post(JOBS, body, HTTP_IDEMPOTENCY_KEY="submit-1")
+    again = api(cast.admin).post(JOBS, {**body, "name": "other"}, HTTP_IDEMPOTENCY_KEY="submit-1")
+    assert first.status_code == again.status_code == 202, again.content
+    assert "Idempotent-Replayed" not in again  # not the first user's stored response: the team's first operation
+    assert (again.json()["job"]["id"], again.json()["operation"]["id"]) == (first.json()["job"]["id"],
+                                                                            first.json()["operation"]["id"])
+    assert TrainingJob.objects.count() == 1 and _jobs_on(cluster) == []

@@ -8,6 +8,7 @@ import json
 import pytest
 
 import tests.matrix  # noqa: F401  (loads the matrix slices in their order)
+from accounts.models import Membership, Role
 from cloud import aws
 from operations.models import Operation, OperationState
 from tests.matrix_mlflow import sandbox_server
@@ -173,3 +174,14 @@ def test_the_mlflow_page_without_a_team_sends_people_to_their_teams(make_user):
     browser.force_login(make_user("teamless"))
     response = browser.get("/training/mlflow/")
     assert response.status_code == 302 and response.url == "/teams/"
+
+
+def test_a_create_key_another_admin_used_answers_with_the_first_server(api, cast, sandbox, make_user):
+    other = make_user("ines")
+    Membership.objects.create(team=cast.team, user=other, role=Role.ADMIN)
+    body = {"team": cast.team.pk, "region": "us-west-2"}
+    first = api(cast.admin).post("/api/v1/mlflow-servers", body, HTTP_IDEMPOTENCY_KEY="mlflow-1")
+    again = api(other).post("/api/v1/mlflow-servers", {**body, "size": "Large"}, HTTP_IDEMPOTENCY_KEY="mlflow-1")
+    assert first.status_code == again.status_code == 202, again.content
+    assert again.json() == first.json()
+    assert TrackingServer.objects.count() == 1 and Operation.objects.filter(kind="mlflow.create").count() == 1

@@ -23,6 +23,7 @@ from accounts.models import Team, User
 from cloud import mlflow as gateway
 from clusters.inspection.catalog import regions
 from config.errors import Conflict, ValidationFailed
+from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_start
 from training.actions import MLFLOW_MANAGE
@@ -62,12 +63,11 @@ def tracking_server_create(*, actor: User, team: Team, region: str, size: str = 
     and the ``mlflow.create`` operation that makes it ``ready``. A repeated ``idempotency_key`` returns the first
     call's server and operation."""
     access.require(actor, MLFLOW_MANAGE, team)
-    if idempotency_key:
-        replayed = Operation.objects.filter(team=team, idempotency_key=idempotency_key).first()
-        if replayed is not None and replayed.kind == pipeline.CREATE_KIND:
-            server = TrackingServer.objects.filter(pk=replayed.params["tracking_server_id"]).first()
-            if server is not None:
-                return server, replayed
+    replayed = idempotency.replayed(team, idempotency_key)
+    if replayed is not None and replayed.kind == pipeline.CREATE_KIND:
+        server = TrackingServer.objects.filter(pk=replayed.params["tracking_server_id"]).first()
+        if server is not None:
+            return server, replayed
     _check_region(region)
     if size not in servers.sizes():
         raise ValidationFailed.for_field("size", "invalid_choice", f"Choose one of {', '.join(servers.sizes())}.")
