@@ -52,6 +52,16 @@ def register_team_action(action: str, least_role: Role) -> None:
     TEAM_ACTIONS[action] = least_role
 
 
+def least_role(action: str) -> Role | None:
+    """The least team role allowed to perform ``action``; ``None`` for a personal action (any signed-in user, on
+    their own things). Raises ``ValueError`` for an action nobody declared."""
+    if action in PERSONAL_ACTIONS:
+        return None
+    if action not in TEAM_ACTIONS:
+        raise ValueError(f"unknown action {action!r}; register it in accounts.access")
+    return TEAM_ACTIONS[action]
+
+
 def is_read_only(actor: Any) -> bool:
     """True when the actor authenticated with a read-only API token."""
     token = getattr(actor, "api_token", None)

@@ -25,7 +25,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="whoami",
         operation_id="me_retrieve",
-        read_only=True,
+        action="user.view_self",
         description=(
             "Who you are acting as: the user behind the API token, every team they belong to with their role in "
             "it (viewer, operator, admin), their current team, and the token itself (including whether it is "
@@ -35,7 +35,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_teams",
         operation_id="teams_list",
-        read_only=True,
+        action="team.view",
         description=(
             "List the teams you belong to (every team for platform superusers), by name, with your role and what "
             "you may do in each (`capabilities`)." + PAGINATED
@@ -44,7 +44,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_team",
         operation_id="teams_retrieve",
-        read_only=True,
+        action="team.view",
         description=(
             "Get one team by id: name, slug, description, member count, your role and `capabilities`. "
             "Not found when the team does not exist or you are not a member."
@@ -53,7 +53,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="create_team",
         operation_id="teams_create",
-        read_only=False,
+        action="team.create",
         status_tool="get_team",
         description=(
             "Create a team; you become its admin. `slug` is 1-40 lowercase letters, digits and hyphens, starts and "
@@ -64,7 +64,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit_events",
         operation_id="audit_events_list",
-        read_only=True,
+        action="audit.view",
         description=(
             "Read the audit trail of your teams, newest first: who changed what and when, through which face "
             "(`portal`, `api`, `mcp`, `system`), with before/after values. Filter by `team` id, `actor` username, "
@@ -75,7 +75,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_operations",
         operation_id="operations_list",
-        read_only=True,
+        action="operation.view",
         description=(
             "List the long-running operations of your teams (cluster creation, deletion, updates, demo "
             "environments…), newest first, each with its phases. Filter by `team` id, `state` (repeatable), "
@@ -88,7 +88,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_operation",
         operation_id="operations_retrieve",
-        read_only=True,
+        action="operation.view",
         description=(
             "Get one operation by id, as it is now: `state`, `terminal`, the current `phase` and `status_reason`, "
             "`error_code`/`error_message` when it failed, every phase with its state, attempts and error, and "
@@ -101,7 +101,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     WaitSpec(
         name="wait_for_operation",
         operation_id="operations_retrieve",
-        read_only=True,
+        action="operation.view",
         description=(
             "Wait until an operation is terminal (`succeeded`, `failed` or `cancelled`) or `timeout_seconds` pass "
             "(default 60, at most 900), looking every half second to two seconds and sending progress notifications "
@@ -117,7 +117,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_operation_logs",
         operation_id="operation_logs_list",
-        read_only=True,
+        action="operation.view",
         description=(
             "Read an operation's log, oldest first: what each phase sent and saw, warnings (retried throttling, "
             "slow resources) and errors with the provider's message. Filter by `phase` (slug) and `level`; "
@@ -127,10 +127,10 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="retry_operation",
         operation_id="operations_retry",
-        read_only=False,
+        action="operation.retry",
         status_tool="wait_for_operation",
         description=(
-            "Retry a `failed` operation (operators and admins): only its failed phase runs again; the phases that "
+            "Retry a `failed` operation: only its failed phase runs again; the phases that "
             "succeeded are not redone. Fix the cause first (read `error_code`/`error_message` and the log). `phase` "
             "is optional and, when given, must be the failed phase's slug (`unknown_phase`, `phase_not_failed`). "
             "An operation that is not failed is refused with `operation_not_retryable`. Answers at once with the "
@@ -140,12 +140,12 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="cancel_operation",
         operation_id="operations_cancel",
-        read_only=False,
+        action="operation.cancel",
         destructive=True,
         idempotent=True,
         status_tool="wait_for_operation",
         description=(
-            "Cancel an operation that has not finished (operators and admins). A pending one is cancelled at once; "
+            "Cancel an operation that has not finished. A pending one is cancelled at once; "
             "a running one becomes `cancelling` while a worker undoes what its phases made (best effort, last phase "
             "first), then `cancelled`. Cancelling a cancelling operation changes nothing; an operation that already "
             "succeeded, failed or was cancelled is refused with `operation_finished`. Only cancel what the user asked "
@@ -155,10 +155,10 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="start_demo_operation",
         operation_id="demo_operations_create",
-        read_only=False,
+        action="operation.demo",
         status_tool="wait_for_operation",
         description=(
-            "Start a demo operation in the sandbox (operators and admins): it builds a small EKS environment (S3 "
+            "Start a demo operation in the sandbox: it builds a small EKS environment (S3 "
             "bucket, network, IAM role, EKS control plane, add-on) in five phases, to watch an operation work. "
             "`name` is 2-32 lowercase letters, digits and hyphens; `team` defaults to your current team. Refused "
             "with `demo_disabled` against real AWS. Answers at once with the new operation (`pending`); it is not "

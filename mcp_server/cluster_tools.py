@@ -18,13 +18,13 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_regions",
         operation_id="inspect_regions",
-        read_only=True,
+        action="cluster.inspect",
         description="List the AWS regions where HyperPod clusters can be created." + _TEAM,
     ),
     ToolSpec(
         name="list_availability_zones",
         operation_id="inspect_zones",
-        read_only=True,
+        action="cluster.inspect",
         description=(
             "List a region's availability zones with `name` (e.g. us-west-2a) and `zone_id` (e.g. usw2-az1). Zone "
             "names differ between AWS accounts, ids do not: compare ids when matching a training plan's zone. "
@@ -34,7 +34,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_instance_types",
         operation_id="inspect_instance_types",
-        read_only=True,
+        action="cluster.inspect",
         description=(
             "List the HyperPod instance types (ml.*) offered in a region, or in one `zone`, with `zones` offering "
             "each, vCPUs, memory, `accelerator_count`/`accelerator_type`/`accelerator_memory_gib` (GPUs or "
@@ -45,7 +45,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_cluster_quotas",
         operation_id="inspect_quotas",
-        read_only=True,
+        action="cluster.inspect",
         description=(
             "List the account's HyperPod quotas in a region: for each instance type, `value` is how many instances "
             "all clusters of the account may use (\"<type> for cluster usage\"). `create_cluster` refuses a count "
@@ -55,7 +55,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_training_plans",
         operation_id="inspect_training_plans",
-        read_only=True,
+        action="cluster.inspect",
         description=(
             "List the region's SageMaker training plans (reserved capacity) with instance type, `zone`, "
             "`total_count`, `available_count` and time window. A cluster created with capacity type "
@@ -66,7 +66,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_import_candidates",
         operation_id="inspect_import_candidates",
-        read_only=True,
+        action="cluster.inspect",
         description=(
             "List the EKS clusters of a region, each with the HyperPod cluster it orchestrates (if any), that "
             "`import_cluster` can import; `tracked` ones are already managed by InstantStart." + _TEAM
@@ -75,7 +75,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_clusters",
         operation_id="clusters_list",
-        read_only=True,
+        action="cluster.view",
         description=(
             "List the clusters of your teams with `state` (`creating`, `importing`, `active`, `failed`, "
             "`deleting`), region, origin (`created` or `imported`), EKS and HyperPod facts and node/GPU counts. "
@@ -85,7 +85,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_cluster",
         operation_id="clusters_retrieve",
-        read_only=True,
+        action="cluster.view",
         description=(
             "Get one cluster: state, EKS (name, ARN, version, endpoint, OIDC issuer) and HyperPod (name, ARN, status, "
             "node recovery) facts, node and GPU counts, the network (VPC, subnets by role and zone, gateways, route "
@@ -97,10 +97,10 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="create_cluster",
         operation_id="clusters_create",
-        read_only=False,
+        action="cluster.create",
         status_tool="wait_for_operation",
         description=(
-            "Create a HyperPod cluster on a new EKS cluster (team admins). Give only decisions: `name` (1-63 letters, "
+            "Create a HyperPod cluster on a new EKS cluster. Give only decisions: `name` (1-63 letters, "
             "digits, hyphens), `region`, `zone`, `instance_type` and `instance_count` for the accelerated group, "
             "`capacity_type` (`on-demand`, `spot`, `training-plan` with `training_plan_arn`), optional "
             "`fsx_capacity_gib` (1200 or a multiple of 2400), `deep_health_checks`, `kubernetes_version`. Choose "
@@ -115,11 +115,11 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="import_cluster",
         operation_id="clusters_import",
-        read_only=False,
+        action="cluster.import",
         status_tool="wait_for_operation",
         description=(
-            "Import an existing EKS cluster `eks_name` of `region` (and the HyperPod cluster it orchestrates) "
-            "(team admins): InstantStart grants itself access through an EKS access entry and records the "
+            "Import an existing EKS cluster `eks_name` of `region` (and the HyperPod cluster it orchestrates): "
+            "InstantStart grants itself access through an EKS access entry and records the "
             "cluster's facts, network, dependencies and storage. It tags, changes and deletes nothing else. Pick "
             "from `list_import_candidates`." + _TEAM + _LONG
         ),
@@ -127,11 +127,11 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="refresh_cluster",
         operation_id="clusters_refresh",
-        read_only=False,
+        action="cluster.refresh",
         idempotent=True,
         status_tool="get_cluster",
         description=(
-            "Re-read a cluster from AWS and Kubernetes (operators and admins), update what InstantStart records and "
+            "Re-read a cluster from AWS and Kubernetes, update what InstantStart records and "
             "return `drift`: each `field` whose `recorded` value differs from the `actual` one (version changed, "
             "subnet missing, add-on gone…)." + _ACTIVE
         ),
@@ -139,11 +139,11 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="delete_cluster",
         operation_id="clusters_delete",
-        read_only=False,
+        action="cluster.delete",
         destructive=True,
         status_tool="wait_for_operation",
         description=(
-            "Delete a cluster (team admins). `confirm` must repeat the cluster's name; only call this when the user "
+            "Delete a cluster. `confirm` must repeat the cluster's name; only call this when the user "
             "asked for this cluster to be deleted. A cluster InstantStart created is deleted in reverse (storage, "
             "hyperpod, dependencies, eks, network), removing only resources carrying InstantStart's tags. An "
             "imported cluster is only forgotten (`operation` is null, nothing in AWS changes) unless "
@@ -154,14 +154,14 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_cluster_operations",
         operation_id="cluster_operations_list",
-        read_only=True,
+        action="cluster.view",
         description="List the operations that created, imported or deleted a cluster, newest first." + _ACTIVE
         + PAGINATED,
     ),
     ToolSpec(
         name="get_active_cluster",
         operation_id="active_cluster_retrieve",
-        read_only=True,
+        action="cluster.view",
         description=(
             "Get your active cluster in a team (null when you chose none): the cluster tools use when you leave "
             "`cluster_id` out." + _TEAM
@@ -170,7 +170,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="set_active_cluster",
         operation_id="active_cluster_set",
-        read_only=False,
+        action="cluster.activate",
         idempotent=True,
         status_tool="get_active_cluster",
         description=(
@@ -181,7 +181,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_cluster_volumes",
         operation_id="cluster_volumes_list",
-        read_only=True,
+        action="storage.view",
         description=(
             "List a cluster's storage volumes: S3 buckets mounted through the Mountpoint S3 CSI driver and FSx for "
             "Lustre file systems, each with its `pvc_name` and `namespace` (what pods mount) and `state`. The "
@@ -191,10 +191,10 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="create_cluster_volume",
         operation_id="cluster_volumes_create",
-        read_only=False,
+        action="storage.create",
         status_tool="wait_for_operation",
         description=(
-            "Add a volume to an active cluster (operators and admins): `kind` `s3` mounts `bucket` (optionally only "
+            "Add a volume to an active cluster: `kind` `s3` mounts `bucket` (optionally only "
             "`prefix`); `kind` `fsx` creates an FSx for Lustre file system of `capacity_gib` (1200 or a multiple of "
             "2400). `name` names the PersistentVolumeClaim in your team's namespace." + _ACTIVE
             + " Answers at once with `volume` and `operation`; the volume is usable once `wait_for_operation` "
@@ -204,11 +204,11 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="delete_cluster_volume",
         operation_id="cluster_volumes_destroy",
-        read_only=False,
+        action="storage.delete",
         destructive=True,
         status_tool="wait_for_operation",
         description=(
-            "Remove a volume (operators and admins): its PV and PVC, and its FSx file system when InstantStart "
+            "Remove a volume: its PV and PVC, and its FSx file system when InstantStart "
             "created it. S3 buckets and their data are never deleted. Only call this when the user asked." + _ACTIVE
         ),
     ),

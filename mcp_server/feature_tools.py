@@ -14,7 +14,7 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_advanced_features",
         operation_id="cluster_features_retrieve",
-        read_only=True,
+        action="feature.view",
         description=(
             "Read a cluster's managed features — training_operator, inference_operator, observability, "
             "tiered_checkpointing (with `settings.memory_percentage`), autoscaling — as they actually are now (read "
@@ -26,12 +26,12 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="update_advanced_features",
         operation_id="cluster_features_update",
-        read_only=False,
+        action="feature.update",
         idempotent=True,
         destructive=True,
         status_tool="wait_for_operation",
         description=(
-            "Change managed features (team admins). Pass ONLY the features and fields to change, e.g. "
+            "Change managed features. Pass ONLY the features and fields to change, e.g. "
             "`{\"tiered_checkpointing\": {\"enabled\": true, \"memory_percentage\": 20}}` or "
             "`{\"training_operator\": {\"enabled\": false}}`; never resend unchanged ones. `memory_percentage` is "
             "1-100. Disabling removes exactly what enabling made (add-on, roles, service account, workspace)." + _DIFF
@@ -41,11 +41,11 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="enable_autoscaling",
         operation_id="cluster_autoscaling_enable",
-        read_only=False,
+        action="feature.update",
         idempotent=True,
         status_tool="wait_for_operation",
         description=(
-            "Turn on HyperPod-managed Karpenter autoscaling (team admins): the cluster role, AutoScaling on the "
+            "Turn on HyperPod-managed Karpenter autoscaling: the cluster role, AutoScaling on the "
             "HyperPod cluster, and a NodePool per instance group, so groups scale from zero for pending pods. It "
             "manages HyperPod instance groups only, not general EC2 capacity." + _DIFF + _ACTIVE
         ),
@@ -53,12 +53,12 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="disable_autoscaling",
         operation_id="cluster_autoscaling_disable",
-        read_only=False,
+        action="feature.update",
         idempotent=True,
         destructive=True,
         status_tool="wait_for_operation",
         description=(
-            "Turn HyperPod autoscaling off (team admins): removes our NodePools and node classes, disables "
+            "Turn HyperPod autoscaling off: removes our NodePools and node classes, disables "
             "AutoScaling and deletes its role. Running nodes stay." + _DIFF + _ACTIVE
         ),
     ),

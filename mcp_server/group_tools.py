@@ -17,7 +17,7 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_instance_groups",
         operation_id="cluster_instance_groups_list",
-        read_only=True,
+        action="instance_group.view",
         description=(
             "List a cluster's HyperPod instance groups: instance type, `capacity_type` (on-demand, spot, "
             "training-plan), `interface_mode` (standard or efa-only), zone, `current_count` against "
@@ -27,10 +27,10 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="add_instance_group",
         operation_id="cluster_instance_groups_create",
-        read_only=False,
+        action="instance_group.create",
         status_tool="wait_for_operation",
         description=(
-            "Add an instance group (admins). `name` is unique in the cluster; `instance_type` must be offered in the "
+            "Add an instance group. `name` is unique in the cluster; `instance_type` must be offered in the "
             "zone (`list_instance_types`); `zone` defaults to the cluster's and a training plan's zone wins. "
             "`capacity_type`, `training_plan_arn` and `interface_mode` are fixed for the group's lifetime; "
             "`efa-only` needs a type with EFA and spot cannot use a training plan. `instance_count` may be 0 only "
@@ -40,11 +40,11 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="scale_instance_group",
         operation_id="cluster_instance_groups_update",
-        read_only=False,
+        action="instance_group.update",
         idempotent=True,
         status_tool="wait_for_operation",
         description=(
-            "Change an instance group (admins), passing only what changes: `instance_count` scales it (0 is allowed: "
+            "Change an instance group, passing only what changes: `instance_count` scales it (0 is allowed: "
             "the group keeps its settings and scales back up later); "
             "`deep_health_checks` turns on-start deep health checks on or off. Capacity type, training plan, "
             "interface mode, instance type and zone cannot change (`immutable_field`): add a new group instead. "
@@ -54,40 +54,40 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="delete_instance_group",
         operation_id="cluster_instance_groups_destroy",
-        read_only=False,
+        action="instance_group.delete",
         destructive=True,
         status_tool="wait_for_operation",
         description=(
-            "Delete an instance group and its instances (admins). Refused with `instance_group_in_use`, naming "
+            "Delete an instance group and its instances. Refused with `instance_group_in_use`, naming "
             "them, while training jobs or endpoints are pinned to it." + _ACTIVE + _LONG.split(" When")[0]
         ),
     ),
     ToolSpec(
         name="get_cluster_settings",
         operation_id="cluster_settings_retrieve",
-        read_only=True,
+        action="cluster.view",
         description="Read a cluster's HyperPod settings now: `node_recovery`, `node_provisioning_mode`, "
                     "`autoscaling`, `status`." + _ACTIVE,
     ),
     ToolSpec(
         name="update_cluster_settings",
         operation_id="cluster_settings_update",
-        read_only=False,
+        action="cluster.settings",
         idempotent=True,
         status_tool="wait_for_operation",
         description=(
-            "Change a cluster's HyperPod settings (admins), passing only what changes: `node_recovery` "
+            "Change a cluster's HyperPod settings, passing only what changes: `node_recovery` "
             "(`Automatic` or `None`; it must stay Automatic while managed autoscaling is on)." + _ACTIVE + _LONG
         ),
     ),
     ToolSpec(
         name="update_cluster_software",
         operation_id="cluster_software_update",
-        read_only=False,
+        action="cluster.settings",
         status_tool="wait_for_operation",
         description=(
             "Update the HyperPod software (the AMI and its patches) of the named instance `groups`, or of every "
-            "group when none are named (admins). Instances are updated in place and rejoin." + _ACTIVE
+            "group when none are named. Instances are updated in place and rejoin." + _ACTIVE
             + _LONG.split(" When")[0]
         ),
     ),

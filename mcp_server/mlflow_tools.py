@@ -2,6 +2,7 @@
 reported metrics."""
 
 from mcp_server.specs import PAGINATED, ToolSpec
+from training import actions
 
 _TEAM = " `team` (id) defaults to your current team; `region` to the deployment's."
 
@@ -9,7 +10,7 @@ MLFLOW_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_mlflow_servers",
         operation_id="mlflow_servers_list",
-        read_only=True,
+        action=actions.MLFLOW_VIEW,
         description=(
             "List the MLflow tracking servers of your teams (at most one per team and region): `state` (creating, "
             "ready, failed, deleting — jobs report only to a `ready` one), SageMaker's `status`, `arn`, `url`, "
@@ -19,17 +20,17 @@ MLFLOW_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_mlflow_server",
         operation_id="mlflow_servers_retrieve",
-        read_only=True,
+        action=actions.MLFLOW_VIEW,
         description="Get one MLflow tracking server by id (`server_id`): state, status, ARN, URL, artifact store.",
     ),
     ToolSpec(
         name="create_mlflow_server",
         operation_id="mlflow_servers_create",
-        read_only=False,
+        action=actions.MLFLOW_MANAGE,
         idempotent=True,
         status_tool="wait_for_operation",
         description=(
-            "Create the team's SageMaker managed MLflow tracking server in a region (team admins): an IAM role "
+            "Create the team's SageMaker managed MLflow tracking server in a region: an IAM role "
             "limited to the team's prefix of the shared bucket, then the server (`size` Small, Medium or Large; "
             "about 20 minutes). Returns `operation`: it is not ready until `wait_for_operation` reports `succeeded`. "
             "Jobs submitted afterwards in that region report throughput and loss to it. Check "
@@ -39,10 +40,10 @@ MLFLOW_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="attach_mlflow_server",
         operation_id="mlflow_servers_attach",
-        read_only=False,
+        action=actions.MLFLOW_MANAGE,
         status_tool="get_mlflow_server",
         description=(
-            "Attach an existing, running tracking server of this AWS account by `arn` (team admins); it is `ready` "
+            "Attach an existing, running tracking server of this AWS account by `arn`; it is `ready` "
             "at once. Refusals: `invalid_arn`, `region_mismatch`, `tracking_server_not_found`, "
             "`tracking_server_not_active`, `tracking_server_exists`." + _TEAM
         ),
@@ -50,11 +51,11 @@ MLFLOW_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="detach_mlflow_server",
         operation_id="mlflow_servers_destroy",
-        read_only=False,
+        action=actions.MLFLOW_MANAGE,
         destructive=True,
         status_tool="wait_for_operation",
         description=(
-            "Detach a tracking server (team admins). One attached by ARN is only forgotten (`operation` null). One "
+            "Detach a tracking server. One attached by ARN is only forgotten (`operation` null). One "
             "InstantStart created is DELETED with its IAM role (its runs go; its S3 artifacts stay) by `operation`; "
             "confirm with the user first. `tracking_server_busy` while it is being created or deleted."
         ),
@@ -62,7 +63,7 @@ MLFLOW_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_training_job_metrics",
         operation_id="training_job_metrics_retrieve",
-        read_only=True,
+        action=actions.VIEW,
         description=(
             "A training job's reported throughput and loss by step (`series`, at most 500 points each) and its "
             "`latest` numbers: from its MLflow run when the team has a tracking server (`source: mlflow`), else "

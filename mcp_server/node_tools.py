@@ -20,7 +20,7 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_cluster_nodes",
         operation_id="cluster_nodes_list",
-        read_only=True,
+        action="node.view",
         description=(
             "List a cluster's nodes: instance id, logical id, instance group, type, zone, HyperPod `status` "
             "(Pending, DeepHealthCheckInProgress, Running, ShuttingDown, Failure…) and `status_message`, the "
@@ -34,10 +34,10 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="reboot_cluster_nodes",
         operation_id="cluster_nodes_reboot",
-        read_only=False,
+        action="node.reboot",
         status_tool="wait_for_operation",
         description=(
-            "Reboot nodes (operators and admins): the first remedy for a node that misbehaves. Only Running nodes; "
+            "Reboot nodes: the first remedy for a node that misbehaves. Only Running nodes; "
             "the operation finishes when each is Running, Ready and Schedulable again. Pods on them are disrupted."
             + _IDS + _REFUSALS + ", `node_not_running`." + _ACTIVE + _LONG
         ),
@@ -45,11 +45,11 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="replace_cluster_nodes",
         operation_id="cluster_nodes_replace",
-        read_only=False,
+        action="node.replace",
         destructive=True,
         status_tool="wait_for_operation",
         description=(
-            "Replace nodes with new instances (operators and admins) — when a reboot did not help. DATA LOSS: the "
+            "Replace nodes with new instances — when a reboot did not help. DATA LOSS: the "
             "old instance is terminated and everything on its instance store and root volume is lost (shared FSx "
             "and S3 storage are not touched); set `confirm_data_loss` to true only after the user agreed (else "
             "`confirmation_required`). The replacement keeps the logical id; the operation finishes when it is "
@@ -59,11 +59,11 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="delete_cluster_nodes",
         operation_id="cluster_nodes_delete",
-        read_only=False,
+        action="node.delete",
         destructive=True,
         status_tool="wait_for_operation",
         description=(
-            "Delete nodes (team admins): HyperPod terminates them and lowers their instance group's count, so they "
+            "Delete nodes: HyperPod terminates them and lowers their instance group's count, so they "
             "are not replaced; their local data is lost and their pods are evicted. Only call this when the user "
             "asked. The operation finishes when they are gone from HyperPod and Kubernetes." + _IDS + _REFUSALS
             + ", `node_shutting_down`." + _ACTIVE + _LONG

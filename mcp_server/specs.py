@@ -1,6 +1,8 @@
 """What a catalog entry is: :class:`ToolSpec` (one REST call) and :class:`WaitSpec` (a repeated read).
 
-The catalogs themselves live in ``mcp_server.catalog`` and the per-app tool modules it gathers.
+The catalogs themselves live in ``mcp_server.catalog`` and the per-app tool modules it gathers. What the REST API
+already says is derived, not restated: whether a tool only reads comes from its operation's HTTP method, and who may
+call it from the least role of its permission action (``accounts.access``).
 """
 
 from __future__ import annotations
@@ -9,11 +11,24 @@ from dataclasses import dataclass
 
 from mcp_types import ToolAnnotations
 
+from accounts import access
+from accounts.models import Role
+from mcp_server.openapi import Operation, operation
+
+#: The sentence a tool's description ends with, by the least role of its action (viewer-level tools have none).
+ROLE_SENTENCES: dict[Role, str] = {
+    Role.OPERATOR: "Only the team's operators and admins may call this.",
+    Role.ADMIN: "Only the team's admins may call this.",
+}
+
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool. ``read_only`` must match the operation's HTTP method (checked when the server is built).
+    """One tool, calling the REST operation ``operation_id``; :meth:`check` says whether the entry is truthful (the
+    server checks every entry when it is built).
 
+    ``action``: the permission action (``accounts.access``) the operation requires — a team action, whose least role
+    the description states, or a personal one; ``None`` when any signed-in user may call it.
     ``destructive``: may remove or overwrite something (``False`` for purely additive changes).
     ``idempotent``: repeating the call with the same arguments has no further effect.
     ``status_tool``: required for a mutating tool, forbidden for a read-only one; the read-only catalog tool that
@@ -23,23 +38,47 @@ class ToolSpec:
     name: str
     operation_id: str
     description: str
-    read_only: bool
+    action: str | None
     destructive: bool = False
     idempotent: bool = False
     status_tool: str | None = None
 
-    def __post_init__(self) -> None:
+    @property
+    def operation(self) -> Operation:
+        """The REST operation (``LookupError`` when no operation has ``operation_id``)."""
+        return operation(self.operation_id)
+
+    @property
+    def read_only(self) -> bool:
+        """True when the operation's HTTP method changes nothing (``GET``)."""
+        return self.operation.safe
+
+    @property
+    def least_role(self) -> Role | None:
+        """The least team role that may call the tool; ``None`` when every signed-in user may."""
+        return access.least_role(self.action) if self.action else None
+
+    def check(self) -> None:
+        """Raise ``ValueError`` unless the entry is truthful: a read-only tool is neither destructive nor has a status
+        tool, a mutating one names its status tool, and the action is declared."""
         if self.read_only and (self.destructive or self.status_tool):
             raise ValueError(f"{self.name}: a read-only tool is neither destructive nor has a status tool.")
         if not self.read_only and not self.status_tool:
             raise ValueError(f"{self.name}: a mutating tool must name the status tool that decides completion.")
+        if self.action is not None:
+            access.least_role(self.action)  # ValueError for an action nobody declared
 
     @property
     def agent_description(self) -> str:
-        """The description the agent sees; a mutating tool's ends with its status tool."""
+        """The description the agent sees: who may call the tool (for operator- and admin-level actions) and, for a
+        mutating tool, its status tool."""
+        text = self.description
+        role = self.least_role
+        if role is not None and role in ROLE_SENTENCES:
+            text = f"{text} {ROLE_SENTENCES[role]}"
         if self.status_tool is None:
-            return self.description
-        return f"{self.description}\n\nCompletion is decided by `{self.status_tool}`: call it to confirm the result."
+            return text
+        return f"{text}\n\nCompletion is decided by `{self.status_tool}`: call it to confirm the result."
 
     @property
     def waits(self) -> bool:
@@ -71,11 +110,13 @@ class WaitSpec(ToolSpec):
     max_timeout: int = 900
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        if not self.read_only:
-            raise ValueError(f"{self.name}: a waiting tool only reads.")
         if not 0 <= self.default_timeout <= self.max_timeout:
             raise ValueError(f"{self.name}: default_timeout must be between 0 and max_timeout.")
+
+    def check(self) -> None:
+        if not self.read_only:
+            raise ValueError(f"{self.name}: a waiting tool only reads.")
+        super().check()
 
     @property
     def waits(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mcp_server.specs import PAGINATED, ToolSpec
+from training import actions
 
 _FOLLOW = (" Answers at once with the `job` and its `operation`; follow the job with `get_training_job` (state, "
            "recovery budget) and `get_training_job_logs`.")
@@ -11,7 +12,7 @@ TRAINING_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_recipes",
         operation_id="training_recipes_list",
-        read_only=True,
+        action=None,
         description=(
             "List the training recipes (pytorch, llama-factory, ms-swift, verl, custom): each recipe's path — the "
             "HyperPod training operator (HyperPodPyTorchJob) or KubeRay (RayJob) —, its default image and its "
@@ -23,22 +24,22 @@ TRAINING_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="submit_training_job",
         operation_id="training_jobs_create",
-        read_only=False,
+        action=actions.SUBMIT,
         status_tool="get_training_job",
         description=(
-            "Submit a training job (operators): `cluster` (id), `recipe` (from `list_recipes`), optional `name`, "
+            "Submit a training job: `cluster` (id), `recipe` (from `list_recipes`), optional `name`, "
             "and `config` with the recipe's fields. Everything is checked before anything is created; refusals "
             "name the field: `unknown_recipe`, `required`, `invalid_yaml`, `unknown_command_type`, "
             "`path_outside_shared_bucket`, `too_many_gpus`, `too_many_efa`, `unknown_instance_group`, "
             "`elastic_spot_group`, `elastic_tiered_checkpointing`, `elastic_checkpointless`, "
             "`training_job_name_taken`. `operator_missing` means the cluster lacks the training operator (enable the "
-            "`training_operator` feature with `update_cluster_features`) or KubeRay." + _FOLLOW
+            "`training_operator` feature with `update_advanced_features`) or KubeRay." + _FOLLOW
         ),
     ),
     ToolSpec(
         name="list_training_jobs",
         operation_id="training_jobs_list",
-        read_only=True,
+        action=actions.VIEW,
         description=(
             "List training jobs of your teams, newest first (filters: `team`, `cluster`, `state` — pending, "
             "submitting, running, stopping, succeeded, failed, stopped — and `recipe`), each with its recovery "
@@ -48,7 +49,7 @@ TRAINING_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_training_job",
         operation_id="training_jobs_retrieve",
-        read_only=True,
+        action=actions.VIEW,
         description=(
             "Get one training job: `state` and `status_reason`, `terminal`, the recovery budget (`restarts_used`, "
             "`restarts_total`, `restarts_remaining`) and every recovery (`recoveries`: reason such as JobHanging or "
@@ -60,7 +61,7 @@ TRAINING_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_training_job_logs",
         operation_id="training_job_logs",
-        read_only=True,
+        action=actions.LOGS,
         description=(
             "Read a training job's log lines across ranks, in order (`seq`): `tail` for the last N lines, or "
             "`after_seq` to continue from the `next_seq` of the previous answer (follow a running job by calling "
@@ -71,22 +72,22 @@ TRAINING_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="cancel_training_job",
         operation_id="training_jobs_cancel",
-        read_only=False,
+        action=actions.CANCEL,
         destructive=True,
         idempotent=True,
         status_tool="get_training_job",
         description=(
-            "Stop a running training job (operators): its object is deleted and the pods stop gracefully; the job "
+            "Stop a running training job: its object is deleted and the pods stop gracefully; the job "
             "ends `stopped`. Refused with `training_job_finished` when it has already ended."
         ),
     ),
     ToolSpec(
         name="resubmit_training_job",
         operation_id="training_jobs_resubmit",
-        read_only=False,
+        action=actions.SUBMIT,
         status_tool="get_training_job",
         description=(
-            "Submit a finished job's configuration again as a new job (operators), named `name` or "
+            "Submit a finished job's configuration again as a new job, named `name` or "
             "`<name>-r<N>`; every check runs again. Refused with `training_job_active` while the job still runs."
             + _FOLLOW
         ),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from config.errors import ValidationFailed
@@ -64,7 +66,7 @@ def test_unplaceable_arguments_are_refused_with_field_codes():
 
 
 def test_every_mutating_operation_documents_the_idempotency_key_header():
-    """Documented where ``operations.idempotency.idempotent`` wraps the view — which must be every mutation."""
+    """Documented where ``config.api.idempotency.idempotent`` wraps the view — which must be every mutation."""
     schema = openapi_schema()
     parameter = schema["components"]["parameters"]["IdempotencyKey"]
     assert (parameter["name"], parameter["in"], parameter["required"]) == ("Idempotency-Key", "header", False)
@@ -105,7 +107,7 @@ def test_catalog_is_coherent():
                            "cancel_operation", "start_demo_operation", *CLUSTER_TOOL_NAMES,
                            *TRAINING_TOOL_NAMES]
     for tool in tools.values():
-        assert tool.spec.read_only == tool.operation.safe
+        assert tool.spec.read_only is (tool.operation.method == "GET"), tool.spec.name
         annotations = tool.spec.annotations
         assert annotations.open_world_hint is False
         assert annotations.read_only_hint is tool.spec.read_only
@@ -118,28 +120,61 @@ def test_catalog_is_coherent():
 
 def test_entries_must_be_truthful():
     with pytest.raises(ValueError, match="status tool"):
-        ToolSpec(name="x", operation_id="teams_create", description="d", read_only=False)
+        bind_catalog([ToolSpec(name="x", operation_id="teams_create", description="d", action="team.create")])
     with pytest.raises(ValueError, match="read-only tool"):
-        ToolSpec(name="x", operation_id="teams_list", description="d", read_only=True, destructive=True)
-    with pytest.raises(ValueError, match="read_only=True but teams_destroy is DELETE"):
-        bind_catalog([ToolSpec(name="x", operation_id="teams_destroy", description="d", read_only=True)])
+        bind_catalog([ToolSpec(name="x", operation_id="teams_list", description="d", action=None, destructive=True)])
+    with pytest.raises(ValueError, match="read-only tool"):
+        bind_catalog([ToolSpec(name="x", operation_id="teams_list", description="d", action=None,
+                               status_tool="get_team")])
+    with pytest.raises(ValueError, match=r"unknown action 'team\.rename'"):
+        bind_catalog([ToolSpec(name="x", operation_id="teams_retrieve", description="d", action="team.rename")])
     with pytest.raises(ValueError, match="not a read-only catalog tool"):
-        bind_catalog([ToolSpec(name="x", operation_id="teams_create", description="d", read_only=False,
+        bind_catalog([ToolSpec(name="x", operation_id="teams_create", description="d", action="team.create",
                                status_tool="get_team")])
     with pytest.raises(ValueError, match="Two catalog tools"):
         bind_catalog([CATALOG[0], CATALOG[0]])
 
 
+def test_read_only_is_the_operations_http_method():
+    assert ToolSpec(name="x", operation_id="teams_retrieve", description="d", action="team.view").read_only
+    assert not ToolSpec(name="x", operation_id="teams_destroy", description="d", action="team.delete",
+                        status_tool="get_team").read_only
+    assert not ToolSpec(name="x", operation_id="teams_update", description="d", action="team.update",
+                        status_tool="get_team").annotations.read_only_hint
+
+
+def test_the_description_says_who_may_call_the_tool_from_its_actions_role():
+    def described(action: str | None) -> str:
+        return ToolSpec(name="x", operation_id="teams_update", description="Rename a team.", action=action,
+                        status_tool="get_team").agent_description
+
+    assert described("team.update").startswith("Rename a team. Only the team's admins may call this.\n\n")
+    assert described("operation.retry").startswith("Rename a team. Only the team's operators and admins may call this.")
+    assert described("team.view").startswith("Rename a team.\n\n")
+    assert described("team.create").startswith("Rename a team.\n\n")
+    assert described(None).startswith("Rename a team.\n\n")
+
+
+def test_descriptions_leave_the_role_to_the_action():
+    """Who may call a tool is said once, from its action's role: a hand-written "(admins)" would drift from it."""
+    restated = re.compile(r"\((team )?(viewers|members|operators|admins)( and admins)?\)", re.IGNORECASE)
+    for spec in CATALOG:
+        assert not restated.search(spec.description), spec.name
+    tools = {spec.name: spec for spec in CATALOG}
+    assert tools["create_cluster"].agent_description.count("Only the team's admins may call this.") == 1
+    assert "Only the team's operators and admins may call this." in tools["submit_training_job"].agent_description
+    assert "may call this" not in tools["get_cluster"].agent_description
+
+
 def test_waiting_tools_must_be_truthful():
     with pytest.raises(ValueError, match="only reads"):
-        WaitSpec(name="x", operation_id="operations_retry", description="d", read_only=False, status_tool="y")
+        bind_catalog([WaitSpec(name="x", operation_id="operations_retry", description="d", action="operation.retry",
+                               status_tool="get_operation")])
     with pytest.raises(ValueError, match="default_timeout"):
-        WaitSpec(name="x", operation_id="operations_retrieve", description="d", read_only=True, default_timeout=5,
-                 max_timeout=4)
-    with pytest.raises(ValueError, match="read_only=True but operations_retry is POST"):
-        bind_catalog([WaitSpec(name="x", operation_id="operations_retry", description="d", read_only=True)])
-    tool = bind_catalog([WaitSpec(name="x", operation_id="operations_retrieve", description="d", read_only=True,
-                                  default_timeout=5, max_timeout=30)])["x"]
+        WaitSpec(name="x", operation_id="operations_retrieve", description="d", action="operation.view",
+                 default_timeout=5, max_timeout=4)
+    tool = bind_catalog([WaitSpec(name="x", operation_id="operations_retrieve", description="d",
+                                  action="operation.view", default_timeout=5, max_timeout=30)])["x"]
     assert tool.input_schema["properties"]["timeout_seconds"] | {"description": ""} == {
         "type": "integer", "minimum": 0, "maximum": 30, "default": 5, "description": ""}
     assert tool.spec.annotations.read_only_hint is True
