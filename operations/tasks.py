@@ -14,8 +14,8 @@ from celery import shared_task
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from config.api.idempotency import purge_expired
 from operations import engine
-from operations.idempotency import purge_expired
 
 logger = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from accounts import selectors, services
 from accounts.api import serializers as s
 from accounts.api.filters import AuditEventFilter
 from accounts.models import Membership
+from config.api.idempotency import idempotent
 from config.api.pagination import NameCursorPagination
 from config.api.serializers import validated
-from operations.idempotency import idempotent
 
 
 class MeView(APIView):

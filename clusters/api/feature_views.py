@@ -12,10 +12,10 @@ from clusters.api import feature_serializers as s
 from clusters.features import observe, services
 from clusters.features.catalog import AUTOSCALING
 from clusters.services import running_operation
+from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
-from operations.idempotency import HEADER, idempotent
 
 TAGS = ["features"]
 

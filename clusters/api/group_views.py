@@ -13,11 +13,11 @@ from clusters.api import group_serializers as s
 from clusters.instance_groups import services
 from clusters.instance_groups.checks import GroupRequest
 from clusters.models import InstanceGroup
+from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
 from config.errors import NotFound
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
-from operations.idempotency import HEADER, idempotent
 
 TAGS = ["instance groups"]
 

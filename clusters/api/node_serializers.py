@@ -1,12 +1,15 @@
-"""Shapes of the nodes REST resources; the portal's batch form validates with the same input serializers."""
+"""Shapes of the nodes REST resources; the portal's batch form and node table check their input with the same
+serializers and the same ``NodeQuery``."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
+from clusters import nodes
 from clusters.api.serializers import ClusterSerializer
 from clusters.node_actions import DATA_LOSS_WARNING
 from config.api.serializers import StrictSerializer
+from config.errors import ValidationFailed
 from operations.api.serializers import OperationSerializer
 
 NODE_ACTIONS = ["node.reboot", "node.replace", "node.delete"]
@@ -28,6 +31,26 @@ class NodeBatchSerializer(StrictSerializer):
 class NodeReplaceSerializer(NodeBatchSerializer):
     confirm_data_loss = serializers.BooleanField(default=False, help_text=(
         f"{DATA_LOSS_WARNING} Must be true (else `confirmation_required`)."))
+
+
+class NodeQuery:
+    """The list's query parameters, checked (``invalid_choice`` for an unknown status)."""
+
+    def __init__(self, params):
+        self.instance_group = (params.get("instance_group") or "").strip()
+        self.statuses = [value for value in params.getlist("status") if value]
+        unknown = [value for value in self.statuses if value not in nodes.node_statuses()]
+        if unknown:
+            raise ValidationFailed.for_field("status", "invalid_choice", f"Not a HyperPod node status: "
+                                             f"{', '.join(unknown)} (one of {', '.join(nodes.node_statuses())}).")
+        self.cursor = params.get("cursor") or None
+        raw = params.get("page_size") or ""
+        self.page_size = min(int(raw), nodes.MAX_PAGE_SIZE) if raw.isdigit() and int(raw) > 0 else \
+            nodes.DEFAULT_PAGE_SIZE
+
+    def page(self, cluster) -> nodes.NodePage:
+        return nodes.node_page(cluster, instance_group=self.instance_group, statuses=self.statuses,
+                               cursor=self.cursor, page_size=self.page_size)
 
 
 # Outputs ----------------------------------------------------------------------------------------------------------

@@ -15,11 +15,10 @@ from clusters import node_actions, nodes, selectors
 from clusters.api import node_serializers as s
 from clusters.api.serializers import ClusterSerializer
 from clusters.node_actions import DELETE, REBOOT, REPLACE
+from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
-from config.errors import ValidationFailed
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
-from operations.idempotency import HEADER, idempotent
 
 TAGS = ["nodes"]
 LIST_PARAMETERS = [
@@ -30,26 +29,6 @@ LIST_PARAMETERS = [
     OpenApiParameter("page_size", OpenApiTypes.INT, description=f"Nodes per page (default "
                      f"{nodes.DEFAULT_PAGE_SIZE}, at most {nodes.MAX_PAGE_SIZE})."),
 ]
-
-
-class NodeQuery:
-    """The list's query parameters, checked (``invalid_choice`` for an unknown status)."""
-
-    def __init__(self, params):
-        self.instance_group = (params.get("instance_group") or "").strip()
-        self.statuses = [value for value in params.getlist("status") if value]
-        unknown = [value for value in self.statuses if value not in nodes.node_statuses()]
-        if unknown:
-            raise ValidationFailed.for_field("status", "invalid_choice", f"Not a HyperPod node status: "
-                                             f"{', '.join(unknown)} (one of {', '.join(nodes.node_statuses())}).")
-        self.cursor = params.get("cursor") or None
-        raw = params.get("page_size") or ""
-        self.page_size = min(int(raw), nodes.MAX_PAGE_SIZE) if raw.isdigit() and int(raw) > 0 else \
-            nodes.DEFAULT_PAGE_SIZE
-
-    def page(self, cluster) -> nodes.NodePage:
-        return nodes.node_page(cluster, instance_group=self.instance_group, statuses=self.statuses,
-                               cursor=self.cursor, page_size=self.page_size)
 
 
 def _link(request, cursor: str | None) -> str | None:
@@ -67,7 +46,7 @@ class NodeListView(APIView):
         and instance id."""
         cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
         access.require(request.user, "node.view", cluster)
-        page = NodeQuery(request.query_params).page(cluster)
+        page = s.NodeQuery(request.query_params).page(cluster)
         return Response({
             "next": _link(request, page.next_cursor),
             "previous": _link(request, page.previous_cursor),

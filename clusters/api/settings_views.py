@@ -9,10 +9,10 @@ from rest_framework.views import APIView
 
 from clusters import cluster_settings, selectors
 from clusters.api import group_serializers as s
+from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
-from operations.idempotency import HEADER, idempotent
 
 TAGS = ["clusters"]
 

@@ -19,12 +19,12 @@ from clusters import inspection, preflight, selectors, services
 from clusters.api import serializers as s
 from clusters.api.filters import ClusterFilter
 from clusters.models import Cluster, StorageVolume
+from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from config.errors import ValidationFailed
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
-from operations.idempotency import HEADER, idempotent
 
 TAGS = ["clusters"]
 REGION = OpenApiParameter("region", OpenApiTypes.STR, description="AWS region; the deployment's default when omitted.")

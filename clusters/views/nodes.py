@@ -17,8 +17,7 @@ from django.views.decorators.http import require_POST
 
 from accounts import access
 from clusters import node_actions, nodes, selectors
-from clusters.api.node_serializers import NODE_ACTIONS, NodeBatchSerializer, NodeReplaceSerializer
-from clusters.api.node_views import NodeQuery
+from clusters.api.node_serializers import NODE_ACTIONS, NodeBatchSerializer, NodeQuery, NodeReplaceSerializer
 from clusters.models import Cluster
 from config.api.exceptions import error_body
 from config.errors import ApplicationError

@@ -1,9 +1,9 @@
-"""The ``Idempotency-Key`` mechanism for mutating REST endpoints (F-OPS-5).
+"""The ``Idempotency-Key`` mechanism that every mutating REST endpoint of every app uses.
 
 Same user, same key and same request (method, path, body) → the original 2xx response, replayed with
 ``Idempotent-Replayed: true``. Same key with a different request → ``idempotency_key_reused`` (409).
 A key whose first request is still running → ``idempotency_in_progress`` (409). Keys live
-``IDEMPOTENCY_TTL``; failed requests free their key.
+``IDEMPOTENCY_TTL``; failed requests free their key. Each key use is an ``operations.models.IdempotencyRecord``.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ view honours ``Idempotency-Key`` documents that header."""
 
 from __future__ import annotations
 
-from operations.idempotency import HEADER as IDEMPOTENCY_HEADER
-from operations.idempotency import MAX_KEY_LENGTH
+from config.api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from config.api.idempotency import MAX_KEY_LENGTH
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -68,7 +68,7 @@ MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 def add_idempotency_key_header(result: dict, generator, request, public) -> dict:
     """drf-spectacular postprocessing hook: add ``components.parameters.IdempotencyKey`` and reference it from every
-    mutating operation whose view method is wrapped by ``operations.idempotency.idempotent`` — the header is
+    mutating operation whose view method is wrapped by ``config.api.idempotency.idempotent`` — the header is
     documented exactly where it is honoured (``tests/mcp_server/test_catalog.py`` checks that is everywhere)."""
     honoured = {
         (path, method.lower())

@@ -10,12 +10,12 @@ from rest_framework.views import APIView
 
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
+from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination, SeqCursorPagination
 from config.api.serializers import validated
 from operations import demo, selectors, services
 from operations.api import serializers as s
 from operations.api.filters import OperationFilter, OperationLogFilter
-from operations.idempotency import HEADER, idempotent
 from operations.models import Operation, OperationLog
 
 

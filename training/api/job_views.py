@@ -12,12 +12,12 @@ from rest_framework.views import APIView
 from accounts import access
 from clusters import selectors as cluster_selectors
 from clusters.models import Cluster
+from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from config.errors import NotFound
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
-from operations.idempotency import HEADER, idempotent
 from training import actions, recipes, selectors, services, shared_files
 from training.api import job_serializers as s
 from training.models import JobState, TrainingJob

@@ -13,12 +13,12 @@ from rest_framework.views import APIView
 from accounts import access
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
+from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from config.errors import ValidationFailed
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
-from operations.idempotency import HEADER, idempotent
 from training import selectors as job_selectors
 from training.actions import VIEW
 from training.api import mlflow_serializers as s
