@@ -179,7 +179,7 @@ def _run(operation: Operation, pipeline: Pipeline, lease: str) -> float | None:
         phases = list(OperationPhase.objects.filter(operation=operation).order_by("index"))
         phase = next((phase for phase in phases if phase.state != PhaseState.SUCCEEDED), None)
         if phase is None:
-            _finish(operation, pipeline, lease)
+            _finish(operation, lease)
             return None
         if phase.state == PhaseState.PENDING:
             _start_phase(operation, pipeline, phase, lease)
@@ -282,17 +282,13 @@ def _fail(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease
                                error_message=error.message, error_detail=detail)
         transitions.move(operation, OperationState.FAILED, lease=lease, error_code=error.code,
                          error_message=f"{spec.title}: {error.message}", status_reason=f"{spec.title} failed")
-        if pipeline.on_finished is not None:
-            pipeline.on_finished(operation)
         logs.append(operation.pk, f"{spec.title}: failed — {error.message}", phase=phase.slug, level=LogLevel.ERROR)
 
 
-def _finish(operation: Operation, pipeline: Pipeline, lease: str) -> None:
+def _finish(operation: Operation, lease: str) -> None:
     with transaction.atomic():
         transitions.move(operation, OperationState.SUCCEEDED, lease=lease, phase="", deadline_at=None,
                          status_reason="Completed")
-        if pipeline.on_finished is not None:
-            pipeline.on_finished(operation)
         logs.append(operation.pk, "Succeeded.")
 
 
@@ -322,8 +318,6 @@ def _cancel(operation: Operation, pipeline: Pipeline, lease: str) -> None:
     with transaction.atomic():
         transitions.move(operation, OperationState.CANCELLED, lease=lease, deadline_at=None,
                          status_reason="Cancelled")
-        if pipeline.on_finished is not None:
-            pipeline.on_finished(operation)
         logs.append(operation.pk, "Cancelled.")
 
 

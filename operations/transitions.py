@@ -2,7 +2,8 @@
 
 * :func:`move` changes an operation's state along ``OPERATION_TRANSITIONS``: the UPDATE only matches the row if it
   is still in the state the caller read (and, for workers, still leased to them). A transition that is not
-  allowed, or a row that changed meanwhile, is a ``StateChanged`` conflict — never a silent overwrite.
+  allowed, or a row that changed meanwhile, is a ``StateChanged`` conflict — never a silent overwrite. The move that
+  makes an operation terminal runs its pipeline's ``on_finished`` in the same transaction: nowhere else calls it.
 * :func:`move_phase` does the same for a phase along ``PHASE_TRANSITIONS``.
 * :func:`save` writes other fields of a leased operation (heartbeat, next poll, outputs) and :func:`save_phase`
   of its phases, failing with :class:`LeaseLost` when another worker took the operation over.
@@ -27,6 +28,7 @@ from operations.models import (
     OperationPhase,
     PhaseState,
 )
+from operations.pipeline import pipeline_for
 
 
 class LeaseLost(Exception):
@@ -59,13 +61,28 @@ def move(operation: Operation, to: str, *, lease: str | None = None, conflict_co
     rows = Operation.objects.filter(pk=operation.pk, state=current)
     if lease is not None:
         rows = rows.filter(claimed_by=lease)
-    if not rows.update(**changes):
-        if lease is not None and not Operation.objects.filter(pk=operation.pk, claimed_by=lease).exists():
-            raise LeaseLost(operation.pk)
-        raise StateChanged("The operation changed meanwhile; reload it and try again.", code=conflict_code)
-    _apply(operation, changes)
+    with transaction.atomic():
+        if not rows.update(**changes):
+            if lease is not None and not Operation.objects.filter(pk=operation.pk, claimed_by=lease).exists():
+                raise LeaseLost(operation.pk)
+            raise StateChanged("The operation changed meanwhile; reload it and try again.", code=conflict_code)
+        _apply(operation, changes)
+        if to in TERMINAL_STATES:
+            _run_finish_hook(operation)
     publish(operation)
     return operation
+
+
+def _run_finish_hook(operation: Operation) -> None:
+    """The pipeline's ``on_finished``, in the transaction that made ``operation`` terminal — the one place it runs,
+    whichever way the operation ended (a step's success or failure, a worker's cancel, a pending cancel). An
+    operation of a kind this process does not know (abandoned by the engine) has no hook to run."""
+    try:
+        pipeline = pipeline_for(operation.kind)
+    except LookupError:
+        return
+    if pipeline.on_finished is not None:
+        pipeline.on_finished(operation)
 
 
 def save(operation: Operation, *, lease: str, **changes: Any) -> Operation:

@@ -20,7 +20,7 @@ from accounts.models import User
 from clusters.models import Cluster, ClusterState
 from config.errors import Conflict, ValidationFailed
 from operations import idempotency
-from operations.models import Operation, OperationState
+from operations.models import Operation
 from operations.services import operation_cancel, operation_start
 from training import actions, mlflow, planning
 from training.lifecycle import pipeline
@@ -102,10 +102,8 @@ def training_job_cancel(*, actor: User, job: TrainingJob, source: str) -> Traini
         before = {"state": job.state}
         job.state, job.status_reason = JobState.STOPPING, f"Stop requested by {actor.get_username()}"
         job.save(update_fields=["state", "status_reason", "updated_at"])
-        operation = operation_cancel(actor=actor, operation=job.operation, source=source)
-        if operation.state == OperationState.CANCELLED:
-            pipeline.job_finished(operation)
-            job.refresh_from_db()
+        operation_cancel(actor=actor, operation=job.operation, source=source)
+        job.refresh_from_db()
         audit.record(actor=actor, source=source, action=actions.CANCEL, target=job, team=job.team, before=before,
                      after={"state": job.state})
     return job
