@@ -266,6 +266,8 @@ class InstanceGroup(models.Model):
     converges to and ``current_count`` how many instances run now. ``deleted`` rows are gone from AWS."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="instance_groups")
+    #: The cluster's team, kept on the row so access checks need no join.
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="+")
     name = models.CharField(max_length=63)
     instance_type = models.CharField(max_length=32)
     capacity_type = models.CharField(max_length=16, choices=CapacityType.choices, default=CapacityType.ON_DEMAND)

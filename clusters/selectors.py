@@ -7,7 +7,8 @@ from django.db.models import QuerySet
 from accounts import access
 from accounts.models import Team, User
 from accounts.selectors import get_visible
-from clusters.models import ActiveCluster, Cluster, ClusterState, StorageState, StorageVolume
+from clusters.models import ActiveCluster, Cluster, ClusterState, InstanceGroup, StorageState, StorageVolume
+from config.errors import NotFound
 from operations.models import Operation
 
 
@@ -52,3 +53,19 @@ def volume_list(*, actor: User, cluster: Cluster, include_deleted: bool = False)
 
 def volume_get(*, actor: User, cluster: Cluster, volume_id: int | str) -> StorageVolume:
     return get_visible(volume_list(actor=actor, cluster=cluster, include_deleted=True), volume_id, "volume")
+
+
+def group_list(*, actor: User, cluster: Cluster) -> QuerySet[InstanceGroup]:
+    """The live instance groups of ``cluster`` that the actor may see, by name."""
+    return (access.visible(actor, InstanceGroup).filter(cluster=cluster, deleted=False)
+            .select_related("cluster").order_by("name"))
+
+
+def group_get(*, actor: User, cluster_id: int | str, name: str) -> InstanceGroup:
+    """One live instance group by cluster id and name; ``NotFound`` when the actor cannot see the cluster or the
+    cluster has no such group."""
+    cluster = cluster_get(actor=actor, cluster_id=cluster_id)
+    group = group_list(actor=actor, cluster=cluster).filter(name=name).first()
+    if group is None:
+        raise NotFound(f"Cluster {cluster.name} has no instance group {name}.")
+    return group

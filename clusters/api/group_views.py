@@ -15,19 +15,10 @@ from clusters.instance_groups.checks import GroupRequest
 from clusters.models import InstanceGroup
 from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
-from config.errors import NotFound
 from operations import selectors as operation_selectors
 from operations.api.serializers import OperationSerializer
 
 TAGS = ["instance groups"]
-
-
-def group_of(request, cluster_id: int, name: str) -> InstanceGroup:
-    cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-    group = InstanceGroup.objects.filter(cluster=cluster, name=name, deleted=False).select_related("cluster").first()
-    if group is None:
-        raise NotFound(f"Cluster {cluster.name} has no instance group {name}.")
-    return group
 
 
 def group_operation(request, group: InstanceGroup, operation) -> Response:
@@ -45,7 +36,7 @@ class GroupListCreateView(APIView):
     def get(self, request, cluster_id: int):
         """The cluster's instance groups as last mirrored from HyperPod (current and target count, status)."""
         cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-        groups = InstanceGroup.objects.filter(cluster=cluster, deleted=False).select_related("cluster")
+        groups = selectors.group_list(actor=request.user, cluster=cluster)
         return Response(s.InstanceGroupSerializer(groups, many=True, context={"request": request}).data)
 
     @extend_schema(operation_id="cluster_instance_groups_create", request=s.InstanceGroupCreateSerializer,
@@ -65,7 +56,7 @@ class GroupDetailView(APIView):
                    tags=TAGS)
     def get(self, request, cluster_id: int, name: str):
         """One instance group."""
-        group = group_of(request, cluster_id, name)
+        group = selectors.group_get(actor=request.user, cluster_id=cluster_id, name=name)
         return Response(s.InstanceGroupSerializer(group, context={"request": request}).data)
 
     @extend_schema(operation_id="cluster_instance_groups_update", request=s.InstanceGroupChangeSerializer,
@@ -75,7 +66,7 @@ class GroupDetailView(APIView):
     def patch(self, request, cluster_id: int, name: str):
         """Change a group (admins), sending only the fields you change: ``instance_count`` scales it. Answers
         ``changed: false`` (200) when AWS already has it so; ``immutable_field`` names a fixed field."""
-        group = group_of(request, cluster_id, name)
+        group = selectors.group_get(actor=request.user, cluster_id=cluster_id, name=name)
         data = validated(s.InstanceGroupChangeSerializer, request)
         group, operation = services.group_update(actor=request.user, group=group, changes=dict(data),
                                                  source=request.source, idempotency_key=request.headers.get(HEADER))
@@ -86,7 +77,7 @@ class GroupDetailView(APIView):
     @idempotent()
     def delete(self, request, cluster_id: int, name: str):
         """Delete a group (admins); refused while jobs or endpoints are pinned to it."""
-        group = group_of(request, cluster_id, name)
+        group = selectors.group_get(actor=request.user, cluster_id=cluster_id, name=name)
         operation = services.group_delete(actor=request.user, group=group, source=request.source,
                                           idempotency_key=request.headers.get(HEADER))
         return group_operation(request, group, operation)

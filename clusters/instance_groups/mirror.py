@@ -95,7 +95,8 @@ def mirror(cluster: Cluster, described: dict[str, Any], *, ours: frozenset[str] 
             values = _values(described, details, zones)
             row = rows.get(name)
             if row is None:
-                row = InstanceGroup.objects.create(cluster=cluster, name=name, managed=name in ours, **values)
+                row = InstanceGroup.objects.create(cluster=cluster, team_id=cluster.team_id, name=name,
+                                                   managed=name in ours, **values)
             else:
                 for field, value in values.items():
                     setattr(row, field, value)

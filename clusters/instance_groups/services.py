@@ -70,7 +70,7 @@ def group_add(*, actor: User, cluster: Cluster, request: GroupRequest, source: s
 def _start_add(actor: User, cluster: Cluster, checked: GroupRequest, source: str,
                idempotency_key: str | None) -> tuple[InstanceGroup, Operation]:
     group = InstanceGroup.objects.create(
-        cluster=cluster, name=checked.name, instance_type=checked.instance_type,
+        cluster=cluster, team_id=cluster.team_id, name=checked.name, instance_type=checked.instance_type,
         capacity_type=checked.capacity_type, training_plan_arn=checked.training_plan_arn,
         interface_mode=checked.interface_mode, zone=checked.zone, target_count=checked.instance_count,
         threads_per_core=checked.threads_per_core, ebs_volume_gib=checked.ebs_volume_gib, status="Pending",

@@ -15,7 +15,6 @@ from django.views.decorators.http import require_POST
 from accounts import access
 from clusters import selectors
 from clusters.api.group_serializers import InstanceGroupChangeSerializer, InstanceGroupCreateSerializer
-from clusters.api.group_views import group_of
 from clusters.inspection import capacity, catalog
 from clusters.instance_groups import services
 from clusters.instance_groups.checks import GroupRequest
@@ -65,7 +64,7 @@ def group_add(request: HttpRequest, cluster_id: int) -> HttpResponse:
 @portal_view
 def group_change(request: HttpRequest, cluster_id: int, name: str) -> HttpResponse:
     """Apply the fields the dialog sent (only the changed ones); "No changes" when AWS already has them."""
-    group = group_of(request, cluster_id, name)
+    group = selectors.group_get(actor=request.user, cluster_id=cluster_id, name=name)
     form = SerializerForm(InstanceGroupChangeSerializer, request.POST)
     changed = form.submit(lambda **data: services.group_update(actor=request.user, group=group, changes=data,
                                                                source=request.source))
@@ -81,7 +80,7 @@ def group_change(request: HttpRequest, cluster_id: int, name: str) -> HttpRespon
 @require_POST
 @portal_view
 def group_delete(request: HttpRequest, cluster_id: int, name: str) -> HttpResponse:
-    group = group_of(request, cluster_id, name)
+    group = selectors.group_get(actor=request.user, cluster_id=cluster_id, name=name)
     _, error = perform(lambda: services.group_delete(actor=request.user, group=group, source=request.source))
     if error:
         flash_error(request, error)

@@ -74,7 +74,7 @@ def _render_detail(request: HttpRequest, cluster: Cluster, *, volume_form: Seria
         "section": "clusters", "cluster": cluster, "network": network, "subnets": subnets,
         "dependencies": list(selectors.dependency_list(cluster=cluster)),
         "volumes": list(selectors.volume_list(actor=request.user, cluster=cluster)),
-        "groups": list(cluster.instance_groups.filter(deleted=False)),
+        "groups": list(selectors.group_list(actor=request.user, cluster=cluster)),
         "operations": operations, "current_operation": current,
         "is_active_choice": active is not None and active.pk == cluster.pk,
         "caps": {action.replace(".", "_"): allowed

@@ -112,7 +112,7 @@ def tracked_hyperpod_cluster(team, *, cloud: bool = True, instance_type: str = "
     cluster = Cluster.objects.create(team=team, name="matrix", region="us-west-2", state="active",
                                      eks_name="matrix", hyperpod_name="matrix")
     if not cloud:
-        InstanceGroup.objects.create(cluster=cluster, name="workers", instance_type=instance_type)
+        InstanceGroup.objects.create(cluster=cluster, team=team, name="workers", instance_type=instance_type)
         return cluster
     with instant_clock():
         eks = make_eks_cluster("matrix")

@@ -61,10 +61,11 @@ def build_fake_cluster(make_team, monkeypatch) -> Cluster:
     monkeypatch.setattr(constraints, "operator_served", lambda cluster, path: True)
     cluster = Cluster.objects.create(team=make_team("Vision"), name="alpha", region="us-west-2", state="active",
                                      eks_name="alpha")
-    InstanceGroup.objects.create(cluster=cluster, name="controller", instance_type="ml.m5.xlarge", target_count=1)
-    InstanceGroup.objects.create(cluster=cluster, name="gpu", instance_type="ml.p5.48xlarge", target_count=2)
-    InstanceGroup.objects.create(cluster=cluster, name="spot", instance_type="ml.g5.12xlarge", capacity_type="spot",
-                                 target_count=1)
+    for name, instance_type, capacity_type, count in [("controller", "ml.m5.xlarge", "on-demand", 1),
+                                                       ("gpu", "ml.p5.48xlarge", "on-demand", 2),
+                                                       ("spot", "ml.g5.12xlarge", "spot", 1)]:
+        InstanceGroup.objects.create(cluster=cluster, team=cluster.team, name=name, instance_type=instance_type,
+                                     capacity_type=capacity_type, target_count=count)
     return cluster
 
 

@@ -18,7 +18,7 @@ from rest_framework.exceptions import ValidationError
 
 from accounts import access
 from clusters import selectors as cluster_selectors
-from clusters.models import Cluster, ClusterState, InstanceGroup
+from clusters.models import Cluster, ClusterState
 from config.api.exceptions import error_body
 from config.context import Source
 from config.errors import ApplicationError
@@ -50,7 +50,7 @@ def _context(request: HttpRequest, *, recipe: dict[str, Any], cluster: Cluster |
              values: dict[str, Any], error: dict[str, Any] | None) -> dict[str, Any]:
     catalog = recipes.catalog_payload(cluster.region if cluster else None)
     placed, top, others = split_errors(recipe["fields"], error)
-    groups = list(InstanceGroup.objects.filter(cluster=cluster, deleted=False).order_by("name")) if cluster else []
+    groups = list(cluster_selectors.group_list(actor=request.user, cluster=cluster)) if cluster else []
     return {"section": "training", "catalog": catalog, "recipe": recipe, "cluster": cluster, "clusters": clusters,
             "groups": groups, "rows": field_rows(recipe["fields"], values, placed), "values": values,
             "error": error, "other_errors": others, "top_errors": top, "mount": recipes.SHARED_MOUNT,
