@@ -6,42 +6,30 @@
 * ``require(actor, action, obj)`` — ``NotFound`` when the actor cannot see ``obj``, ``PermissionDenied``
   when it can see it but may not act.
 
-Team actions name the least role that may perform them (``TEAM_ACTIONS``); later apps register theirs
-with ``register_team_action``. Personal actions (``PERSONAL_ACTIONS``) concern the actor's own things.
+Team actions name the least role that may perform them (``TEAM_ACTIONS``). Each app declares its own as named
+constants and a ``TEAM_ACTIONS`` mapping in its ``actions`` module, which is discovered when the apps are ready
+(:func:`register_declared_actions`). Personal actions (``PERSONAL_ACTIONS``) concern the actor's own things.
 A read-only API token limits its bearer to viewer-level actions and read-only personal actions.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from django.db import models
 
+from accounts import actions
 from accounts.models import ApiToken, AuditEvent, Membership, Role, Team, User
+from config import discovery
 from config.errors import NotAuthenticated, NotFound, PermissionDenied, TokenReadOnly
 
-TEAM_ACTIONS: dict[str, Role] = {
-    "team.view": Role.VIEWER,
-    "team.update": Role.ADMIN,
-    "team.delete": Role.ADMIN,
-    "membership.view": Role.VIEWER,
-    "membership.create": Role.ADMIN,
-    "membership.update": Role.ADMIN,
-    "membership.delete": Role.ADMIN,
-    "audit.view": Role.VIEWER,
-}
+#: Team action → the least role allowed; filled from every app's ``actions.TEAM_ACTIONS`` when the apps are ready.
+TEAM_ACTIONS: dict[str, Role] = {}
 
-#: Personal actions → whether they change state (a read-only token may only do the others).
-PERSONAL_ACTIONS: dict[str, bool] = {
-    "team.create": True,
-    "token.view": False,
-    "token.create": True,
-    "token.revoke": True,
-    "user.view_self": False,
-    "user.switch_team": True,
-}
+#: Personal action → whether it changes state (a read-only token may only do the others).
+PERSONAL_ACTIONS: dict[str, bool] = actions.PERSONAL_ACTIONS
 
 
 def register_team_action(action: str, least_role: Role) -> None:
@@ -52,13 +40,20 @@ def register_team_action(action: str, least_role: Role) -> None:
     TEAM_ACTIONS[action] = least_role
 
 
+def register_declared_actions() -> None:
+    """Register the team actions every installed app declares in its ``actions`` module."""
+    for declared in discovery.declared("actions", "TEAM_ACTIONS"):
+        for action, role in declared.items():
+            register_team_action(action, role)
+
+
 def least_role(action: str) -> Role | None:
     """The least team role allowed to perform ``action``; ``None`` for a personal action (any signed-in user, on
     their own things). Raises ``ValueError`` for an action nobody declared."""
     if action in PERSONAL_ACTIONS:
         return None
     if action not in TEAM_ACTIONS:
-        raise ValueError(f"unknown action {action!r}; register it in accounts.access")
+        raise ValueError(f"unknown action {action!r}; declare it in its app's actions.TEAM_ACTIONS")
     return TEAM_ACTIONS[action]
 
 
@@ -98,7 +93,10 @@ def team_id_of(obj: Any) -> int | None:
     return getattr(obj, "team_id", None)
 
 
-def visible(actor: Any, model: type[models.Model]) -> models.QuerySet:
+ModelT = TypeVar("ModelT", bound=models.Model)
+
+
+def visible(actor: Any, model: type[ModelT]) -> models.QuerySet[ModelT]:
     """Rows of ``model`` the actor may see. Anonymous actors see nothing."""
     queryset = model._default_manager.all()
     if not getattr(actor, "is_authenticated", False):
@@ -123,13 +121,13 @@ def can_see(actor: Any, obj: models.Model) -> bool:
     if not getattr(actor, "is_authenticated", False):
         return False
     if isinstance(obj, ApiToken):
-        return obj.user_id == actor.pk
+        return bool(obj.user_id == actor.pk)
     if actor.is_superuser:
         return True
     if isinstance(obj, User):
         return obj.pk == actor.pk or visible(actor, User).filter(pk=obj.pk).exists()
     if isinstance(obj, AuditEvent) and obj.team_id is None:
-        return obj.actor_id == actor.pk
+        return bool(obj.actor_id == actor.pk)
     return team_id_of(obj) in roles(actor)
 
 
@@ -143,7 +141,7 @@ def can(actor: Any, action: str, obj: Any = None) -> bool:
         return obj is None or not isinstance(obj, ApiToken) or obj.user_id == actor.pk
     least_role = TEAM_ACTIONS.get(action)
     if least_role is None:
-        raise ValueError(f"unknown action {action!r}; register it in accounts.access")
+        raise ValueError(f"unknown action {action!r}; declare it in its app's actions.TEAM_ACTIONS")
     if is_read_only(actor) and least_role != Role.VIEWER:
         return False
     if actor.is_superuser:
@@ -169,6 +167,10 @@ def can_administer_platform(actor: Any) -> bool:
     return bool(getattr(actor, "is_authenticated", False) and actor.is_active and actor.is_superuser)
 
 
-def capabilities(actor: Any, obj: Any, actions: Iterable[str]) -> dict[str, bool]:
-    """``{action: allowed}`` so the portal and clients can hide what the actor may not do."""
-    return {action: can(actor, action, obj) for action in actions}
+def capabilities(actor: Any, obj: Any, actions: Iterable[str],
+                 state_allows: Callable[[str, Any], bool] | None = None) -> dict[str, bool]:
+    """``{action: allowed}`` so the portal and clients offer only what the actor may do now: what ``can`` allows
+    and, given the object's state rule ``state_allows(action, obj)``, what its state allows — the rule its service
+    enforces with a 409 (as AWX's ``user_capabilities``: no delete while it is being deleted)."""
+    return {action: can(actor, action, obj) and (state_allows is None or state_allows(action, obj))
+            for action in actions}

@@ -5,6 +5,8 @@ class AccountsConfig(AppConfig):
     name = "accounts"
     verbose_name = "Accounts and audit"
 
-    def ready(self):
-        from accounts import schema  # noqa: F401 - registers the OpenAPI auth extension
+    def ready(self) -> None:
+        from accounts import access, schema  # noqa: F401 - schema registers the OpenAPI auth extension
         from config import converters  # noqa: F401 - registers the <id:…> URL converter
+
+        access.register_declared_actions()

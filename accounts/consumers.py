@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accounts import access
+from accounts import access, actions
 from accounts.models import Team
 from config.realtime import team_group
 from portal.consumers import FollowingConsumer
@@ -19,7 +19,7 @@ class TeamFeedConsumer(FollowingConsumer):
     def may_follow(self, user: Any) -> bool:
         self.team_id = int(self.scope["url_route"]["kwargs"]["team_id"])
         team = Team.objects.filter(pk=self.team_id).first()
-        return team is not None and access.can(user, "team.view", team)
+        return team is not None and access.can(user, actions.TEAM_VIEW, team)
 
     def subscription_groups(self) -> list[str]:
         return [team_group(self.team_id)]
@@ -27,10 +27,10 @@ class TeamFeedConsumer(FollowingConsumer):
     async def subscribed(self) -> None:
         await self.send_json({"type": "subscribed", "team": self.team_id})
 
-    async def audit_event(self, message):
+    async def audit_event(self, message: dict[str, Any]) -> None:
         if await self.still_allowed():
             await self.send_json({"type": "audit.event", "event": message["payload"]})
 
-    async def operation_updated(self, message):
+    async def operation_updated(self, message: dict[str, Any]) -> None:
         if await self.still_allowed():
             await self.send_json({"type": "operation", "operation": message["payload"]})

@@ -10,10 +10,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
-from accounts import access, audit
+from accounts import access, actions, audit
 from accounts.models import ApiToken, Membership, Role, Team, User
 from accounts.tokens import display_prefix, generate_secret, hash_secret
-from config.errors import Conflict, NotFound, ValidationFailed
+from config.errors import Conflict, InvalidFields, NotFound, ValidationFailed
 
 TEAM_AUDIT_FIELDS = ["name", "slug", "description"]
 MUTABLE_TEAM_FIELDS = ["name", "description"]
@@ -21,18 +21,17 @@ MUTABLE_TEAM_FIELDS = ["name", "description"]
 
 def _unique_team_fields(*, name: str | None, slug: str | None, exclude: Team | None = None) -> None:
     others = Team.objects.exclude(pk=exclude.pk) if exclude else Team.objects.all()
-    fields = {}
+    taken = InvalidFields()
     if name is not None and others.filter(name__iexact=name).exists():
-        fields["name"] = [{"code": "unique", "message": "A team with this name already exists."}]
+        taken.add("name", "unique", "A team with this name already exists.")
     if slug is not None and others.filter(slug=slug).exists():
-        fields["slug"] = [{"code": "unique", "message": "A team with this slug already exists."}]
-    if fields:
-        raise ValidationFailed(fields=fields)
+        taken.add("slug", "unique", "A team with this slug already exists.")
+    taken.raise_if_any()
 
 
 def team_create(*, actor: User, name: str, slug: str, description: str = "", source: str) -> Team:
     """Create a team; the creator becomes its admin and, if they had none, it becomes their current team."""
-    access.require(actor, "team.create")
+    access.require(actor, actions.TEAM_CREATE)
     _unique_team_fields(name=name, slug=slug)
     try:
         with transaction.atomic():
@@ -42,7 +41,7 @@ def team_create(*, actor: User, name: str, slug: str, description: str = "", sou
                 User.objects.filter(pk=actor.pk).update(current_team=team)
                 actor.current_team = team
             audit.record(
-                actor=actor, source=source, action="team.create", target=team, team=team,
+                actor=actor, source=source, action=actions.TEAM_CREATE, target=team, team=team,
                 after=audit.snapshot(team, TEAM_AUDIT_FIELDS),
             )
     except IntegrityError:
@@ -55,7 +54,7 @@ def team_create(*, actor: User, name: str, slug: str, description: str = "", sou
 def team_update(*, actor: User, team: Team, source: str, **changes: str) -> Team:
     """Change the name or description; only the fields given are touched. The slug is fixed at creation: it
     names the team's Kubernetes namespaces and cloud tags."""
-    access.require(actor, "team.update", team)
+    access.require(actor, actions.TEAM_UPDATE, team)
     changes = {key: value for key, value in changes.items()
                if key in MUTABLE_TEAM_FIELDS and getattr(team, key) != value}
     if not changes:
@@ -75,7 +74,7 @@ def _team_save(*, actor: User, team: Team, changes: dict[str, str], source: str)
             setattr(team, key, value)
         team.save(update_fields=list(changes))
         audit.record(
-            actor=actor, source=source, action="team.update", target=team, team=team,
+            actor=actor, source=source, action=actions.TEAM_UPDATE, target=team, team=team,
             before=before, after=audit.snapshot(team, list(changes)),
         )
     return team
@@ -83,11 +82,11 @@ def _team_save(*, actor: User, team: Team, changes: dict[str, str], source: str)
 
 def team_delete(*, actor: User, team: Team, source: str) -> None:
     """Delete a team that owns nothing but its memberships; anything else it owns is a conflict."""
-    access.require(actor, "team.delete", team)
+    access.require(actor, actions.TEAM_DELETE, team)
     try:
         with transaction.atomic():
             audit.record(
-                actor=actor, source=source, action="team.delete", target=team, team=None,
+                actor=actor, source=source, action=actions.TEAM_DELETE, target=team, team=None,
                 before=audit.snapshot(team, TEAM_AUDIT_FIELDS) | {"id": team.pk},
             )
             team.delete()
@@ -108,7 +107,7 @@ def _other_admins(membership: Membership) -> bool:
 
 def membership_create(*, actor: User, team: Team, username: str, role: str, source: str) -> Membership:
     """Add an existing user (by username or e-mail) to the team with ``role``."""
-    access.require(actor, "membership.create", team)
+    access.require(actor, actions.MEMBERSHIP_CREATE, team)
     user = User.objects.filter(is_active=True, username=username).first() or (
         User.objects.filter(is_active=True, email__iexact=username).first() if "@" in username else None
     )
@@ -118,7 +117,7 @@ def membership_create(*, actor: User, team: Team, username: str, role: str, sour
         with transaction.atomic():
             membership = Membership.objects.create(team=team, user=user, role=role)
             audit.record(
-                actor=actor, source=source, action="membership.create", target=membership, team=team,
+                actor=actor, source=source, action=actions.MEMBERSHIP_CREATE, target=membership, team=team,
                 after={"user": user.username, "role": role},
             )
     except IntegrityError:
@@ -128,7 +127,7 @@ def membership_create(*, actor: User, team: Team, username: str, role: str, sour
 
 def membership_update(*, actor: User, membership: Membership, role: str, source: str) -> Membership:
     """Change a member's role. The last admin of a team cannot be demoted."""
-    access.require(actor, "membership.update", membership)
+    access.require(actor, actions.MEMBERSHIP_UPDATE, membership)
     if membership.role == role:
         return membership
     with transaction.atomic():
@@ -140,7 +139,7 @@ def membership_update(*, actor: User, membership: Membership, role: str, source:
         membership.role = role
         membership.save(update_fields=["role"])
         audit.record(
-            actor=actor, source=source, action="membership.update", target=membership, team=membership.team,
+            actor=actor, source=source, action=actions.MEMBERSHIP_UPDATE, target=membership, team=membership.team,
             before=before, after={"role": role},
         )
     return membership
@@ -149,16 +148,16 @@ def membership_update(*, actor: User, membership: Membership, role: str, source:
 def membership_delete(*, actor: User, membership: Membership, source: str) -> None:
     """Remove a member. Admins may remove anyone; any member may leave. The last admin cannot go."""
     if membership.user_id == actor.pk and not access.is_read_only(actor):
-        access.require(actor, "membership.view", membership)
+        access.require(actor, actions.MEMBERSHIP_VIEW, membership)
     else:
-        access.require(actor, "membership.delete", membership)
+        access.require(actor, actions.MEMBERSHIP_DELETE, membership)
     with transaction.atomic():
         Team.objects.select_for_update().get(pk=membership.team_id)
         membership = Membership.objects.select_for_update().select_related("user", "team").get(pk=membership.pk)
         if membership.role == Role.ADMIN and not _other_admins(membership):
             raise Conflict("A team needs at least one admin; promote someone else first.", code="last_admin")
         audit.record(
-            actor=actor, source=source, action="membership.delete", target=membership, team=membership.team,
+            actor=actor, source=source, action=actions.MEMBERSHIP_DELETE, target=membership, team=membership.team,
             before={"user": membership.user.username, "role": membership.role},
         )
         User.objects.filter(pk=membership.user_id, current_team_id=membership.team_id).update(current_team=None)
@@ -181,7 +180,7 @@ def token_create(
 
     Issued through an API token, the new token may not outlive the issuing one, so a leaked short-lived token
     cannot mint itself a long-lived successor."""
-    access.require(actor, "token.create")
+    access.require(actor, actions.TOKEN_CREATE)
     days = expires_in_days or settings.INSTANTSTART_TOKEN_DEFAULT_DAYS
     if not 1 <= days <= settings.INSTANTSTART_TOKEN_MAX_DAYS:
         raise ValidationFailed.for_field(
@@ -201,7 +200,7 @@ def token_create(
             key_hash=hash_secret(secret), expires_at=expires_at,
         )
         audit.record(
-            actor=actor, source=source, action="token.create", target=token,
+            actor=actor, source=source, action=actions.TOKEN_CREATE, target=token,
             after={"name": name, "read_only": read_only, "expires_at": token.expires_at.isoformat()},
         )
     return IssuedToken(token=token, secret=secret)
@@ -209,14 +208,14 @@ def token_create(
 
 def token_revoke(*, actor: User, token: ApiToken, source: str) -> ApiToken:
     """Revoke a token (final). Revoking an already revoked token changes nothing."""
-    access.require(actor, "token.revoke", token)
+    access.require(actor, actions.TOKEN_REVOKE, token)
     if token.revoked_at is not None:
         return token
     with transaction.atomic():
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
         audit.record(
-            actor=actor, source=source, action="token.revoke", target=token,
+            actor=actor, source=source, action=actions.TOKEN_REVOKE, target=token,
             after={"revoked_at": token.revoked_at.isoformat()},
         )
     return token
@@ -224,7 +223,7 @@ def token_revoke(*, actor: User, token: ApiToken, source: str) -> ApiToken:
 
 def user_switch_team(*, actor: User, team: Team | None, source: str) -> User:
     """Make ``team`` the actor's current team (the default for portal pages and MCP tools)."""
-    access.require(actor, "user.switch_team")
+    access.require(actor, actions.USER_SWITCH_TEAM)
     if team is not None and not access.can_see(actor, team):
         raise NotFound("No such team.")
     if actor.current_team_id == (team.pk if team else None):
@@ -234,7 +233,7 @@ def user_switch_team(*, actor: User, team: Team | None, source: str) -> User:
         User.objects.filter(pk=actor.pk).update(current_team=team)
         actor.current_team = team
         audit.record(
-            actor=actor, source=source, action="user.switch_team", target=actor, team=team,
+            actor=actor, source=source, action=actions.USER_SWITCH_TEAM, target=actor, team=team,
             before=before, after={"current_team": team.pk if team else None},
         )
     return actor
@@ -247,6 +246,6 @@ def first_admin_ensure(*, username: str, password: str, email: str = "") -> tupl
         return existing, False
     with transaction.atomic():
         user = User.objects.create_superuser(username=username, email=email, password=password)
-        audit.record(actor=None, source="system", action="user.create_first_admin", target=user,
+        audit.record(actor=None, source="system", action=actions.USER_CREATE_FIRST_ADMIN, target=user,
                      after={"username": username})
     return user, True

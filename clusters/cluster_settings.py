@@ -17,10 +17,12 @@ from typing import Any
 from django.db import transaction
 
 from accounts import access, audit
-from accounts.models import Role, User
+from accounts.models import User
 from cloud import aws
+from clusters import actions
 from clusters.instance_groups import mirror
 from clusters.instance_groups.hyperpod_update import IN_SERVICE, described
+from clusters.instance_groups.update_cluster import update_cluster
 from clusters.models import Cluster
 from clusters.phases.common import cluster_of
 from clusters.services import claim_idle, require_idle
@@ -28,10 +30,8 @@ from config.errors import ValidationFailed
 from operations import idempotency
 from operations.context import StepContext
 from operations.models import Operation
-from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
+from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 from operations.services import operation_start
-
-access.register_team_action("cluster.settings", Role.ADMIN)
 
 SETTINGS_KIND = "cluster.settings"
 SOFTWARE_KIND = "cluster.software"
@@ -49,14 +49,14 @@ def settings_of(found: dict[str, Any]) -> dict[str, Any]:
 
 
 def settings_get(*, actor: User, cluster: Cluster) -> dict[str, Any]:
-    access.require(actor, "cluster.view", cluster)
+    access.require(actor, actions.CLUSTER_VIEW, cluster)
     return settings_of(mirror.require_active(cluster))
 
 
 def settings_update(*, actor: User, cluster: Cluster, changes: dict[str, Any], source: str,
                     idempotency_key: str | None = None) -> tuple[dict[str, Any], Operation | None]:
     """Apply the settings the caller changed; ``(actual settings, None)`` when nothing differs."""
-    access.require(actor, "cluster.settings", cluster)
+    access.require(actor, actions.CLUSTER_SETTINGS, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return settings_of(mirror.require_active(cluster)), replayed
@@ -77,7 +77,7 @@ def settings_update(*, actor: User, cluster: Cluster, changes: dict[str, Any], s
             params={"cluster_id": cluster.pk, "region": cluster.region,
                     "members": {MEMBERS[field]: value for field, value in changed.items()}},
             source=source, target=cluster, idempotency_key=idempotency_key)
-        audit.record(actor=actor, source=source, action="cluster.settings", target=cluster, team=cluster.team,
+        audit.record(actor=actor, source=source, action=actions.CLUSTER_SETTINGS, target=cluster, team=cluster.team,
                      before={field: actual[field] for field in changed}, after=changed)
     return actual, operation
 
@@ -86,7 +86,7 @@ def software_update(*, actor: User, cluster: Cluster, groups: list[str], source:
                     idempotency_key: str | None = None) -> Operation:
     """Start ``cluster.software`` for ``groups`` (every group when empty); ``unknown_instance_group`` names
     groups the cluster does not have."""
-    access.require(actor, "cluster.settings", cluster)
+    access.require(actor, actions.CLUSTER_SETTINGS, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return replayed
@@ -103,7 +103,7 @@ def software_update(*, actor: User, cluster: Cluster, groups: list[str], source:
             actor=actor, team=cluster.team, kind=SOFTWARE_KIND, title=f"Update software of {cluster.name}",
             params={"cluster_id": cluster.pk, "region": cluster.region, "groups": sorted(groups)},
             source=source, target=cluster, idempotency_key=idempotency_key)
-        audit.record(actor=actor, source=source, action="cluster.software_update", target=cluster,
+        audit.record(actor=actor, source=source, action=actions.CLUSTER_SOFTWARE_UPDATE, target=cluster,
                      team=cluster.team, after={"groups": sorted(groups) or names})
     return operation
 
@@ -117,8 +117,7 @@ def submit_settings(ctx: StepContext) -> None:
     if all(found.get(member) == value for member, value in ctx.params["members"].items()):
         ctx.log("The settings are already in effect; nothing to send.")
         return
-    with aws.translated("sagemaker", "UpdateCluster"):
-        ctx.client("sagemaker").update_cluster(ClusterName=cluster.hyperpod_arn, **ctx.params["members"])
+    update_cluster(cluster, ctx.params["members"])
     ctx.log(f"UpdateCluster sent: {', '.join(f'{key}={value}' for key, value in ctx.params['members'].items())}.")
 
 
@@ -150,11 +149,11 @@ def submit_software(ctx: StepContext) -> None:
     ctx.log(f"Software update requested for {', '.join(ctx.params['groups']) or 'every group'}.")
 
 
-SETTINGS = register(Pipeline(kind=SETTINGS_KIND, phases=(
+SETTINGS = Pipeline(kind=SETTINGS_KIND, phases=(
     Phase(slug="hyperpod", title="HyperPod settings", submit=submit_settings, poll=poll_in_service,
           timeout=timedelta(hours=1), poll_interval=15),
-)))
-SOFTWARE = register(Pipeline(kind=SOFTWARE_KIND, phases=(
+))
+SOFTWARE = Pipeline(kind=SOFTWARE_KIND, phases=(
     Phase(slug="hyperpod", title="HyperPod software update", submit=submit_software, poll=poll_in_service,
           timeout=timedelta(hours=6), poll_interval=60),
-)))
+))

@@ -41,7 +41,7 @@ from clusters.phases import lifecycle
 from clusters.phases.common import cluster_of
 from config.errors import ValidationFailed
 from operations.context import StepContext
-from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
+from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 
 KIND = "cluster.import"
 CLUSTER_ADMIN_POLICY = "arn:{partition}:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -248,7 +248,7 @@ def poll_discover(ctx: StepContext) -> Progress:
     return Progress.finished("discovered")
 
 
-PIPELINE = register(Pipeline(
+PIPELINE = Pipeline(
     kind=KIND,
     phases=(
         Phase("access", "Access entry", submit_access, poll_access, undo_access,
@@ -257,4 +257,4 @@ PIPELINE = register(Pipeline(
     ),
     on_finished=lifecycle.finished(ClusterState.IMPORTING, ClusterState.ACTIVE),
     on_retried=lifecycle.retried(ClusterState.IMPORTING),
-))
+)

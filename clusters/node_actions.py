@@ -34,18 +34,18 @@ import botocore.session
 from django.db import transaction
 
 from accounts import access, audit
-from accounts.models import Role, User
+from accounts.models import User
 from cloud import aws
 from clusters import nodes
 from clusters.instance_groups import mirror
 from clusters.models import Cluster, ClusterState
 from clusters.phases.common import cluster_of
 from clusters.services import claim_idle, require_idle
-from config.errors import Conflict, ValidationFailed
+from config.errors import Conflict, InvalidFields, ValidationFailed
 from operations import idempotency
 from operations.context import StepContext
 from operations.models import Operation
-from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
+from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 from operations.services import operation_start
 
 REBOOT, REPLACE, DELETE = "reboot", "replace", "delete"
@@ -59,10 +59,6 @@ _CALLS = {
 DATA_LOSS_WARNING = ("Replacing a node terminates its instance: everything on its instance store and root volume is "
                      "lost. Shared storage (FSx, S3) is not touched.")
 
-access.register_team_action("node.view", Role.VIEWER)
-access.register_team_action("node.reboot", Role.OPERATOR)
-access.register_team_action("node.replace", Role.OPERATOR)
-access.register_team_action("node.delete", Role.ADMIN)
 
 
 def kind(action: str) -> str:
@@ -96,23 +92,21 @@ def _check_nodes(action: str, cluster: Cluster, node_ids: list[str]) -> list[dic
     summaries = {summary["InstanceId"]: summary for summary in nodes.hyperpod_nodes(
         aws.client("sagemaker", region=cluster.region), cluster.hyperpod_name)} if cluster.hyperpod_name else {}
     unknown = [node_id for node_id in node_ids if node_id not in summaries]
-    errors = []
+    refused = InvalidFields()
     if unknown:
-        errors.append({"code": "unknown_node", "message": f"Cluster {cluster.name} has no node "
-                                                          f"{', '.join(unknown)}."})
+        refused.add("node_ids", "unknown_node", f"Cluster {cluster.name} has no node {', '.join(unknown)}.")
     known = [summaries[node_id] for node_id in node_ids if node_id in summaries]
     status = {summary["InstanceId"]: (summary.get("InstanceStatus") or {}).get("Status", "") for summary in known}
     if action in (REBOOT, REPLACE):
         idle = [f"{node_id} ({state})" for node_id, state in status.items() if state != nodes.RUNNING]
         if idle:
-            errors.append({"code": "node_not_running", "message": f"Only Running nodes can be "
-                                                                  f"{_CALLS[action][2]}ed: {', '.join(idle)}."})
+            refused.add("node_ids", "node_not_running",
+                        f"Only Running nodes can be {_CALLS[action][2]}ed: {', '.join(idle)}.")
     else:
         going = [node_id for node_id, state in status.items() if state == "ShuttingDown"]
         if going:
-            errors.append({"code": "node_shutting_down", "message": f"Already shutting down: {', '.join(going)}."})
-    if errors:
-        raise ValidationFailed(errors[0]["message"], fields={"node_ids": errors})
+            refused.add("node_ids", "node_shutting_down", f"Already shutting down: {', '.join(going)}.")
+    refused.raise_if_any()
     return known
 
 
@@ -311,7 +305,7 @@ def _record_counts(cluster: Cluster) -> None:
 
 _TIMEOUTS = {REBOOT: timedelta(hours=1), REPLACE: timedelta(hours=3), DELETE: timedelta(hours=1)}
 
-PIPELINES = {action: register(Pipeline(kind=kind(action), phases=(
+PIPELINES = {action: Pipeline(kind=kind(action), phases=(
     Phase(slug=action, title=f"{_CALLS[action][3]} nodes", submit=_submit(action), poll=_poll(action),
           timeout=_TIMEOUTS[action], poll_interval=15),
-))) for action in ACTIONS}
+)) for action in ACTIONS}

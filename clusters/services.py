@@ -12,8 +12,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts import access, audit
-from accounts.models import Role, Team, User
-from clusters import drift, importing, pipelines, preflight, storage, usage
+from accounts.models import Team, User
+from clusters import actions, drift, importing, pipelines, preflight, storage, usage
 from clusters.models import (
     ActiveCluster,
     Cluster,
@@ -29,17 +29,6 @@ from config.errors import Conflict, ValidationFailed
 from operations import idempotency
 from operations.models import ACTIVE_STATES, Operation
 from operations.services import operation_start
-
-access.register_team_action("cluster.view", Role.VIEWER)
-access.register_team_action("cluster.activate", Role.VIEWER)
-access.register_team_action("cluster.inspect", Role.VIEWER)
-access.register_team_action("cluster.refresh", Role.OPERATOR)
-access.register_team_action("cluster.create", Role.ADMIN)
-access.register_team_action("cluster.import", Role.ADMIN)
-access.register_team_action("cluster.delete", Role.ADMIN)
-access.register_team_action("storage.view", Role.VIEWER)
-access.register_team_action("storage.create", Role.OPERATOR)
-access.register_team_action("storage.delete", Role.OPERATOR)
 
 CLUSTER_AUDIT_FIELDS = ("name", "region", "state", "origin")
 
@@ -79,7 +68,7 @@ def cluster_create(*, actor: User, team: Team, spec: ClusterSpec, source: str,
     Nothing is written and nothing is sent to AWS when a check fails (``ValidationFailed`` with the failing
     fields). With an ``idempotency_key`` already used in the team, the first cluster and operation come back.
     """
-    access.require(actor, "cluster.create", team)
+    access.require(actor, actions.CLUSTER_CREATE, team)
     replayed = idempotency.replayed(team, idempotency_key)
     if replayed is not None:
         return Cluster.objects.get(pk=replayed.params["cluster_id"]), replayed
@@ -96,7 +85,7 @@ def cluster_create(*, actor: User, team: Team, spec: ClusterSpec, source: str,
                 actor=actor, team=team, kind=pipelines.CREATE_KIND, title=f"Create cluster {spec.name}",
                 params={"cluster_id": cluster.pk, **params}, source=source, target=cluster,
                 idempotency_key=idempotency_key)
-            audit.record(actor=actor, source=source, action="cluster.create", target=cluster, team=team,
+            audit.record(actor=actor, source=source, action=actions.CLUSTER_CREATE, target=cluster, team=team,
                          after={**_snapshot(cluster), "spec": params})
     except IntegrityError:
         raise _name_taken(spec.name) from None
@@ -110,7 +99,7 @@ def cluster_import(*, actor: User, team: Team, region: str, eks_name: str, sourc
     The import grants the control plane access through an EKS access entry and records what it finds; it tags and
     deletes nothing. ``cluster_already_tracked`` when a live cluster of any team already tracks it.
     """
-    access.require(actor, "cluster.import", team)
+    access.require(actor, actions.CLUSTER_IMPORT, team)
     replayed = idempotency.replayed(team, idempotency_key)
     if replayed is not None:
         return Cluster.objects.get(pk=replayed.params["cluster_id"]), replayed
@@ -131,7 +120,7 @@ def cluster_import(*, actor: User, team: Team, region: str, eks_name: str, sourc
                 actor=actor, team=team, kind=importing.KIND, title=f"Import cluster {eks_name}",
                 params={"cluster_id": cluster.pk, "region": region, "eks_name": eks_name}, source=source,
                 target=cluster, idempotency_key=idempotency_key)
-            audit.record(actor=actor, source=source, action="cluster.import", target=cluster, team=team,
+            audit.record(actor=actor, source=source, action=actions.CLUSTER_IMPORT, target=cluster, team=team,
                          after=_snapshot(cluster))
     except IntegrityError:
         raise _name_taken(eks_name) from None
@@ -141,11 +130,11 @@ def cluster_import(*, actor: User, team: Team, region: str, eks_name: str, sourc
 def cluster_refresh(*, actor: User, cluster: Cluster, source: str) -> list[drift.Difference]:
     """Re-read the cluster from AWS and Kubernetes, update the record and return what differed (also kept in
     ``cluster.drift``)."""
-    access.require(actor, "cluster.refresh", cluster)
+    access.require(actor, actions.CLUSTER_REFRESH, cluster)
     if cluster.state == ClusterState.DELETED:
         raise Conflict(f"Cluster {cluster.name} was deleted.", code="cluster_deleted")
     differences = drift.refresh(cluster)
-    audit.record(actor=actor, source=source, action="cluster.refresh", target=cluster, team=cluster.team,
+    audit.record(actor=actor, source=source, action=actions.CLUSTER_REFRESH, target=cluster, team=cluster.team,
                  after={"drift": [difference.as_dict() for difference in differences]})
     return differences
 
@@ -160,7 +149,7 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
     ``cluster_in_use`` (listing them) while jobs or endpoints run on it, and ``cluster_busy`` while an operation
     changes it.
     """
-    access.require(actor, "cluster.delete", cluster)
+    access.require(actor, actions.CLUSTER_DELETE, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return replayed
@@ -182,7 +171,7 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
             cluster.state, cluster.deleted_at = ClusterState.DELETED, now
             cluster.save(update_fields=["state", "deleted_at", "updated_at"])
             cluster.volumes.exclude(state=StorageState.DELETED).update(state=StorageState.DELETED, updated_at=now)
-            audit.record(actor=actor, source=source, action="cluster.forget", target=cluster, team=cluster.team,
+            audit.record(actor=actor, source=source, action=actions.CLUSTER_FORGET, target=cluster, team=cluster.team,
                          before=before, after=_snapshot(cluster))
             return None
         cluster.state = ClusterState.DELETING
@@ -192,7 +181,7 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
             params={"cluster_id": cluster.pk, "region": cluster.region, "name": cluster.name,
                     "imported": cluster.origin == ClusterOrigin.IMPORTED},
             source=source, target=cluster, idempotency_key=idempotency_key)
-        audit.record(actor=actor, source=source, action="cluster.delete", target=cluster, team=cluster.team,
+        audit.record(actor=actor, source=source, action=actions.CLUSTER_DELETE, target=cluster, team=cluster.team,
                      before=before, after={**_snapshot(cluster), "operation": operation.pk})
     return operation
 
@@ -200,13 +189,13 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
 def active_cluster_set(*, actor: User, cluster: Cluster, source: str) -> ActiveCluster:
     """Make ``cluster`` the actor's active cluster in its team — the default of portal pages and MCP tools. It
     changes only the actor's own choice."""
-    access.require(actor, "cluster.activate", cluster)
+    access.require(actor, actions.CLUSTER_ACTIVATE, cluster)
     if cluster.state in {ClusterState.DELETING, ClusterState.DELETED}:
         raise Conflict(f"Cluster {cluster.name} is {cluster.state}.", code="cluster_deleted")
     with transaction.atomic():
         choice, _ = ActiveCluster.objects.update_or_create(user=actor, team=cluster.team,
                                                            defaults={"cluster": cluster})
-        audit.record(actor=actor, source=source, action="cluster.activate", target=cluster, team=cluster.team,
+        audit.record(actor=actor, source=source, action=actions.CLUSTER_ACTIVATE, target=cluster, team=cluster.team,
                      after={"active_cluster": cluster.pk})
     return choice
 
@@ -217,7 +206,7 @@ def volume_create(*, actor: User, cluster: Cluster, name: str, kind: str, source
     """Add a volume to an active cluster: an S3 bucket (optionally a prefix) mounted through the Mountpoint S3 CSI
     driver, or a new FSx for Lustre file system of ``capacity_gib``; either becomes a PV/PVC named ``name`` in the
     team's namespace."""
-    access.require(actor, "storage.create", cluster)
+    access.require(actor, actions.STORAGE_CREATE, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return StorageVolume.objects.get(pk=replayed.params["volume_id"]), replayed
@@ -242,7 +231,7 @@ def volume_create(*, actor: User, cluster: Cluster, name: str, kind: str, source
                 actor=actor, team=cluster.team, kind=storage.CREATE_KIND, title=f"Add volume {name} to {cluster.name}",
                 params={"cluster_id": cluster.pk, "volume_id": volume.pk, "region": cluster.region},
                 source=source, target=volume, idempotency_key=idempotency_key)
-            audit.record(actor=actor, source=source, action="storage.create", target=volume, team=cluster.team,
+            audit.record(actor=actor, source=source, action=actions.STORAGE_CREATE, target=volume, team=cluster.team,
                          after={"name": name, "kind": kind, "bucket": bucket, "prefix": prefix,
                                 "capacity_gib": capacity_gib})
     except IntegrityError:
@@ -254,7 +243,7 @@ def volume_create(*, actor: User, cluster: Cluster, name: str, kind: str, source
 def volume_delete(*, actor: User, volume: StorageVolume, source: str,
                   idempotency_key: str | None = None) -> Operation:
     """Remove a volume's PV/PVC (and its FSx file system when InstantStart created it; never a bucket)."""
-    access.require(actor, "storage.delete", volume)
+    access.require(actor, actions.STORAGE_DELETE, volume)
     replayed = idempotency.replayed(volume.team, idempotency_key)
     if replayed is not None:
         return replayed
@@ -269,6 +258,6 @@ def volume_delete(*, actor: User, volume: StorageVolume, source: str,
             actor=actor, team=volume.team, kind=storage.DELETE_KIND, title=f"Remove volume {volume.name}",
             params={"cluster_id": volume.cluster_id, "volume_id": volume.pk, "region": volume.cluster.region},
             source=source, target=volume, idempotency_key=idempotency_key)
-        audit.record(actor=actor, source=source, action="storage.delete", target=volume, team=volume.team,
+        audit.record(actor=actor, source=source, action=actions.STORAGE_DELETE, target=volume, team=volume.team,
                      before={"name": volume.name, "kind": volume.kind}, after={"state": volume.state})
     return operation

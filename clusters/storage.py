@@ -36,7 +36,7 @@ from clusters.phases.common import cluster_of
 from config.errors import ApplicationError, Conflict
 from operations.context import StepContext
 from operations.models import Operation, OperationState
-from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
+from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 
 S3_DRIVER = "s3.csi.aws.com"
 FSX_DRIVER = "fsx.csi.aws.com"
@@ -390,11 +390,11 @@ def _volume_retried(working: StorageState):
     return update
 
 
-CREATE = register(Pipeline(kind=CREATE_KIND, on_finished=_volume_finished,
+CREATE = Pipeline(kind=CREATE_KIND, on_finished=_volume_finished,
                            on_retried=_volume_retried(StorageState.CREATING), phases=(
     Phase(slug="volume", title="Volume", submit=_submit_create, poll=_poll_create, timeout=timedelta(hours=1),
-          poll_interval=10),)))
-DELETE = register(Pipeline(kind=DELETE_KIND, on_finished=_volume_finished,
+          poll_interval=10),))
+DELETE = Pipeline(kind=DELETE_KIND, on_finished=_volume_finished,
                            on_retried=_volume_retried(StorageState.DELETING), phases=(
     Phase(slug="volume", title="Volume", submit=_submit_delete, poll=_poll_delete, timeout=timedelta(hours=1),
-          poll_interval=10),)))
+          poll_interval=10),))

@@ -11,6 +11,7 @@ answer has a ``terminal`` flag until it is true or the agent's ``timeout_seconds
 
 from __future__ import annotations
 
+from accounts import actions as account_actions
 from mcp_server.cluster_tools import CLUSTER_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
@@ -18,6 +19,7 @@ from mcp_server.mlflow_tools import MLFLOW_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
 from mcp_server.training_tools import TRAINING_TOOLS
+from operations import actions as operation_actions
 
 __all__ = ["CATALOG", "ToolSpec", "WaitSpec"]
 
@@ -25,7 +27,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="whoami",
         operation_id="me_retrieve",
-        action="user.view_self",
+        action=account_actions.USER_VIEW_SELF,
         description=(
             "Who you are acting as: the user behind the API token, every team they belong to with their role in "
             "it (viewer, operator, admin), their current team, and the token itself (including whether it is "
@@ -35,7 +37,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_teams",
         operation_id="teams_list",
-        action="team.view",
+        action=account_actions.TEAM_VIEW,
         description=(
             "List the teams you belong to (every team for platform superusers), by name, with your role and what "
             "you may do in each (`capabilities`)." + PAGINATED
@@ -44,7 +46,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_team",
         operation_id="teams_retrieve",
-        action="team.view",
+        action=account_actions.TEAM_VIEW,
         description=(
             "Get one team by id: name, slug, description, member count, your role and `capabilities`. "
             "Not found when the team does not exist or you are not a member."
@@ -53,7 +55,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="create_team",
         operation_id="teams_create",
-        action="team.create",
+        action=account_actions.TEAM_CREATE,
         status_tool="get_team",
         description=(
             "Create a team; you become its admin. `slug` is 1-40 lowercase letters, digits and hyphens, starts and "
@@ -64,7 +66,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit_events",
         operation_id="audit_events_list",
-        action="audit.view",
+        action=account_actions.AUDIT_VIEW,
         description=(
             "Read the audit trail of your teams, newest first: who changed what and when, through which face "
             "(`portal`, `api`, `mcp`, `system`), with before/after values. Filter by `team` id, `actor` username, "
@@ -75,7 +77,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_operations",
         operation_id="operations_list",
-        action="operation.view",
+        action=operation_actions.OPERATION_VIEW,
         description=(
             "List the long-running operations of your teams (cluster creation, deletion, updates, demo "
             "environments…), newest first, each with its phases. Filter by `team` id, `state` (repeatable), "
@@ -88,7 +90,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_operation",
         operation_id="operations_retrieve",
-        action="operation.view",
+        action=operation_actions.OPERATION_VIEW,
         description=(
             "Get one operation by id, as it is now: `state`, `terminal`, the current `phase` and `status_reason`, "
             "`error_code`/`error_message` when it failed, every phase with its state, attempts and error, and "
@@ -101,7 +103,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     WaitSpec(
         name="wait_for_operation",
         operation_id="operations_retrieve",
-        action="operation.view",
+        action=operation_actions.OPERATION_VIEW,
         description=(
             "Wait until an operation is terminal (`succeeded`, `failed` or `cancelled`) or `timeout_seconds` pass "
             "(default 60, at most 900), looking every half second to two seconds and sending progress notifications "
@@ -117,7 +119,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_operation_logs",
         operation_id="operation_logs_list",
-        action="operation.view",
+        action=operation_actions.OPERATION_VIEW,
         description=(
             "Read an operation's log, oldest first: what each phase sent and saw, warnings (retried throttling, "
             "slow resources) and errors with the provider's message. Filter by `phase` (slug) and `level`; "
@@ -127,7 +129,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="retry_operation",
         operation_id="operations_retry",
-        action="operation.retry",
+        action=operation_actions.OPERATION_RETRY,
         status_tool="wait_for_operation",
         description=(
             "Retry a `failed` operation: only its failed phase runs again; the phases that "
@@ -140,7 +142,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="cancel_operation",
         operation_id="operations_cancel",
-        action="operation.cancel",
+        action=operation_actions.OPERATION_CANCEL,
         destructive=True,
         idempotent=True,
         status_tool="wait_for_operation",
@@ -155,7 +157,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="start_demo_operation",
         operation_id="demo_operations_create",
-        action="operation.demo",
+        action=operation_actions.OPERATION_DEMO,
         status_tool="wait_for_operation",
         description=(
             "Start a demo operation in the sandbox: it builds a small EKS environment (S3 "

@@ -6,6 +6,7 @@ team is used (``mcp_server.server`` fills it in), and ``no_active_cluster`` says
 
 from __future__ import annotations
 
+from clusters import actions as cluster_actions
 from mcp_server.specs import PAGINATED, ToolSpec
 
 _TEAM = " `team` (id) defaults to your current team."
@@ -18,13 +19,13 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_regions",
         operation_id="inspect_regions",
-        action="cluster.inspect",
+        action=cluster_actions.CLUSTER_INSPECT,
         description="List the AWS regions where HyperPod clusters can be created." + _TEAM,
     ),
     ToolSpec(
         name="list_availability_zones",
         operation_id="inspect_zones",
-        action="cluster.inspect",
+        action=cluster_actions.CLUSTER_INSPECT,
         description=(
             "List a region's availability zones with `name` (e.g. us-west-2a) and `zone_id` (e.g. usw2-az1). Zone "
             "names differ between AWS accounts, ids do not: compare ids when matching a training plan's zone. "
@@ -34,7 +35,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_instance_types",
         operation_id="inspect_instance_types",
-        action="cluster.inspect",
+        action=cluster_actions.CLUSTER_INSPECT,
         description=(
             "List the HyperPod instance types (ml.*) offered in a region, or in one `zone`, with `zones` offering "
             "each, vCPUs, memory, `accelerator_count`/`accelerator_type`/`accelerator_memory_gib` (GPUs or "
@@ -45,7 +46,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_cluster_quotas",
         operation_id="inspect_quotas",
-        action="cluster.inspect",
+        action=cluster_actions.CLUSTER_INSPECT,
         description=(
             "List the account's HyperPod quotas in a region: for each instance type, `value` is how many instances "
             "all clusters of the account may use (\"<type> for cluster usage\"). `create_cluster` refuses a count "
@@ -55,7 +56,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_training_plans",
         operation_id="inspect_training_plans",
-        action="cluster.inspect",
+        action=cluster_actions.CLUSTER_INSPECT,
         description=(
             "List the region's SageMaker training plans (reserved capacity) with instance type, `zone`, "
             "`total_count`, `available_count` and time window. A cluster created with capacity type "
@@ -66,7 +67,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_import_candidates",
         operation_id="inspect_import_candidates",
-        action="cluster.inspect",
+        action=cluster_actions.CLUSTER_INSPECT,
         description=(
             "List the EKS clusters of a region, each with the HyperPod cluster it orchestrates (if any), that "
             "`import_cluster` can import; `tracked` ones are already managed by InstantStart." + _TEAM
@@ -75,7 +76,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_clusters",
         operation_id="clusters_list",
-        action="cluster.view",
+        action=cluster_actions.CLUSTER_VIEW,
         description=(
             "List the clusters of your teams with `state` (`creating`, `importing`, `active`, `failed`, "
             "`deleting`), region, origin (`created` or `imported`), EKS and HyperPod facts and node/GPU counts. "
@@ -85,7 +86,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_cluster",
         operation_id="clusters_retrieve",
-        action="cluster.view",
+        action=cluster_actions.CLUSTER_VIEW,
         description=(
             "Get one cluster: state, EKS (name, ARN, version, endpoint, OIDC issuer) and HyperPod (name, ARN, status, "
             "node recovery) facts, node and GPU counts, the network (VPC, subnets by role and zone, gateways, route "
@@ -97,7 +98,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="create_cluster",
         operation_id="clusters_create",
-        action="cluster.create",
+        action=cluster_actions.CLUSTER_CREATE,
         status_tool="wait_for_operation",
         description=(
             "Create a HyperPod cluster on a new EKS cluster. Give only decisions: `name` (1-63 letters, "
@@ -115,7 +116,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="import_cluster",
         operation_id="clusters_import",
-        action="cluster.import",
+        action=cluster_actions.CLUSTER_IMPORT,
         status_tool="wait_for_operation",
         description=(
             "Import an existing EKS cluster `eks_name` of `region` (and the HyperPod cluster it orchestrates): "
@@ -127,7 +128,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="refresh_cluster",
         operation_id="clusters_refresh",
-        action="cluster.refresh",
+        action=cluster_actions.CLUSTER_REFRESH,
         idempotent=True,
         status_tool="get_cluster",
         description=(
@@ -139,7 +140,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="delete_cluster",
         operation_id="clusters_delete",
-        action="cluster.delete",
+        action=cluster_actions.CLUSTER_DELETE,
         destructive=True,
         status_tool="wait_for_operation",
         description=(
@@ -154,14 +155,14 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_cluster_operations",
         operation_id="cluster_operations_list",
-        action="cluster.view",
+        action=cluster_actions.CLUSTER_VIEW,
         description="List the operations that created, imported or deleted a cluster, newest first." + _ACTIVE
         + PAGINATED,
     ),
     ToolSpec(
         name="get_active_cluster",
         operation_id="active_cluster_retrieve",
-        action="cluster.view",
+        action=cluster_actions.CLUSTER_VIEW,
         description=(
             "Get your active cluster in a team (null when you chose none): the cluster tools use when you leave "
             "`cluster_id` out." + _TEAM
@@ -170,7 +171,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="set_active_cluster",
         operation_id="active_cluster_set",
-        action="cluster.activate",
+        action=cluster_actions.CLUSTER_ACTIVATE,
         idempotent=True,
         status_tool="get_active_cluster",
         description=(
@@ -181,7 +182,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_cluster_volumes",
         operation_id="cluster_volumes_list",
-        action="storage.view",
+        action=cluster_actions.STORAGE_VIEW,
         description=(
             "List a cluster's storage volumes: S3 buckets mounted through the Mountpoint S3 CSI driver and FSx for "
             "Lustre file systems, each with its `pvc_name` and `namespace` (what pods mount) and `state`. The "
@@ -191,7 +192,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="create_cluster_volume",
         operation_id="cluster_volumes_create",
-        action="storage.create",
+        action=cluster_actions.STORAGE_CREATE,
         status_tool="wait_for_operation",
         description=(
             "Add a volume to an active cluster: `kind` `s3` mounts `bucket` (optionally only "
@@ -204,7 +205,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="delete_cluster_volume",
         operation_id="cluster_volumes_destroy",
-        action="storage.delete",
+        action=cluster_actions.STORAGE_DELETE,
         destructive=True,
         status_tool="wait_for_operation",
         description=(

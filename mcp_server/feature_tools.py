@@ -3,6 +3,7 @@
 ``cluster_id`` defaults to the caller's active cluster (filled in by ``mcp_server.server``).
 """
 
+from clusters import actions as cluster_actions
 from mcp_server.specs import ToolSpec
 
 _ACTIVE = " `cluster_id` defaults to your active cluster."
@@ -14,7 +15,7 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_advanced_features",
         operation_id="cluster_features_retrieve",
-        action="feature.view",
+        action=cluster_actions.FEATURE_VIEW,
         description=(
             "Read a cluster's managed features — training_operator, inference_operator, observability, "
             "tiered_checkpointing (with `settings.memory_percentage`), autoscaling — as they actually are now (read "
@@ -26,7 +27,7 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="update_advanced_features",
         operation_id="cluster_features_update",
-        action="feature.update",
+        action=cluster_actions.FEATURE_UPDATE,
         idempotent=True,
         destructive=True,
         status_tool="wait_for_operation",
@@ -41,7 +42,7 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="enable_autoscaling",
         operation_id="cluster_autoscaling_enable",
-        action="feature.update",
+        action=cluster_actions.FEATURE_UPDATE,
         idempotent=True,
         status_tool="wait_for_operation",
         description=(
@@ -53,7 +54,7 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="disable_autoscaling",
         operation_id="cluster_autoscaling_disable",
-        action="feature.update",
+        action=cluster_actions.FEATURE_UPDATE,
         idempotent=True,
         destructive=True,
         status_tool="wait_for_operation",

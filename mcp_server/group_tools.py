@@ -6,6 +6,7 @@ answers ``changed: false`` without starting anything when they already match.
 
 from __future__ import annotations
 
+from clusters import actions as cluster_actions
 from mcp_server.specs import ToolSpec
 
 _ACTIVE = " `cluster_id` defaults to your active cluster."
@@ -17,7 +18,7 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_instance_groups",
         operation_id="cluster_instance_groups_list",
-        action="instance_group.view",
+        action=cluster_actions.INSTANCE_GROUP_VIEW,
         description=(
             "List a cluster's HyperPod instance groups: instance type, `capacity_type` (on-demand, spot, "
             "training-plan), `interface_mode` (standard or efa-only), zone, `current_count` against "
@@ -27,7 +28,7 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="add_instance_group",
         operation_id="cluster_instance_groups_create",
-        action="instance_group.create",
+        action=cluster_actions.INSTANCE_GROUP_CREATE,
         status_tool="wait_for_operation",
         description=(
             "Add an instance group. `name` is unique in the cluster; `instance_type` must be offered in the "
@@ -40,7 +41,7 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="scale_instance_group",
         operation_id="cluster_instance_groups_update",
-        action="instance_group.update",
+        action=cluster_actions.INSTANCE_GROUP_UPDATE,
         idempotent=True,
         status_tool="wait_for_operation",
         description=(
@@ -54,7 +55,7 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="delete_instance_group",
         operation_id="cluster_instance_groups_destroy",
-        action="instance_group.delete",
+        action=cluster_actions.INSTANCE_GROUP_DELETE,
         destructive=True,
         status_tool="wait_for_operation",
         description=(
@@ -65,14 +66,14 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_cluster_settings",
         operation_id="cluster_settings_retrieve",
-        action="cluster.view",
+        action=cluster_actions.CLUSTER_VIEW,
         description="Read a cluster's HyperPod settings now: `node_recovery`, `node_provisioning_mode`, "
                     "`autoscaling`, `status`." + _ACTIVE,
     ),
     ToolSpec(
         name="update_cluster_settings",
         operation_id="cluster_settings_update",
-        action="cluster.settings",
+        action=cluster_actions.CLUSTER_SETTINGS,
         idempotent=True,
         status_tool="wait_for_operation",
         description=(
@@ -83,7 +84,7 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="update_cluster_software",
         operation_id="cluster_software_update",
-        action="cluster.settings",
+        action=cluster_actions.CLUSTER_SETTINGS,
         status_tool="wait_for_operation",
         description=(
             "Update the HyperPod software (the AMI and its patches) of the named instance `groups`, or of every "

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from clusters import actions as cluster_actions
 from mcp_server.specs import PAGINATED, ToolSpec
 
 _ACTIVE = " `cluster_id` defaults to your active cluster."
@@ -20,7 +21,7 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_cluster_nodes",
         operation_id="cluster_nodes_list",
-        action="node.view",
+        action=cluster_actions.NODE_VIEW,
         description=(
             "List a cluster's nodes: instance id, logical id, instance group, type, zone, HyperPod `status` "
             "(Pending, DeepHealthCheckInProgress, Running, ShuttingDown, Failure…) and `status_message`, the "
@@ -34,7 +35,7 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="reboot_cluster_nodes",
         operation_id="cluster_nodes_reboot",
-        action="node.reboot",
+        action=cluster_actions.NODE_REBOOT,
         status_tool="wait_for_operation",
         description=(
             "Reboot nodes: the first remedy for a node that misbehaves. Only Running nodes; "
@@ -45,7 +46,7 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="replace_cluster_nodes",
         operation_id="cluster_nodes_replace",
-        action="node.replace",
+        action=cluster_actions.NODE_REPLACE,
         destructive=True,
         status_tool="wait_for_operation",
         description=(
@@ -59,7 +60,7 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="delete_cluster_nodes",
         operation_id="cluster_nodes_delete",
-        action="node.delete",
+        action=cluster_actions.NODE_DELETE,
         destructive=True,
         status_tool="wait_for_operation",
         description=(

@@ -17,6 +17,7 @@ Close codes as in ``portal.consumers``, plus 4400 for an ``after_seq`` that is n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
@@ -24,6 +25,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 
 from accounts import access
+from operations import actions
 from operations.logs import line_payload
 from operations.models import TERMINAL_STATES, Operation, OperationLog
 from operations.transitions import operation_group, summary
@@ -33,7 +35,7 @@ from portal.consumers import FollowingConsumer
 LOG_BATCH = 200
 
 
-def _after_seq(scope: dict[str, Any]) -> int | None:
+def _after_seq(scope: Mapping[str, Any]) -> int | None:
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("after_seq", ["0"])
     value = values[-1].strip()
     return int(value) if value.isdigit() and len(value) <= 10 else None
@@ -44,11 +46,12 @@ def _moment(value: str | None) -> datetime | None:
 
 
 class OperationConsumer(FollowingConsumer):
-    async def connect(self):
-        self.last_seq = _after_seq(self.scope)
-        if self.last_seq is None:
+    async def connect(self) -> None:
+        last_seq = _after_seq(self.scope)
+        if last_seq is None:
             await self.close(code=4400)
             return
+        self.last_seq = last_seq
         self.updated_at: datetime | None = None
         self.ended = False
         await super().connect()
@@ -56,7 +59,7 @@ class OperationConsumer(FollowingConsumer):
     def may_follow(self, user: Any) -> bool:
         self.operation_id = int(self.scope["url_route"]["kwargs"]["operation_id"])
         operation = Operation.objects.filter(pk=self.operation_id).first()
-        return operation is not None and access.can(user, "operation.view", operation)
+        return operation is not None and access.can(user, actions.OPERATION_VIEW, operation)
 
     def subscription_groups(self) -> list[str]:
         return [operation_group(self.operation_id)]
@@ -71,7 +74,7 @@ class OperationConsumer(FollowingConsumer):
         await self._replay()
         await self._track_end(snapshot["state"])
 
-    async def operation_updated(self, message):
+    async def operation_updated(self, message: dict[str, Any]) -> None:
         if not await self.still_allowed():
             return
         payload = message["payload"]
@@ -82,7 +85,7 @@ class OperationConsumer(FollowingConsumer):
         await self.send_json({"type": "operation", "operation": payload})
         await self._track_end(payload["state"])
 
-    async def operation_log(self, message):
+    async def operation_log(self, message: dict[str, Any]) -> None:
         if not await self.still_allowed():
             return
         line = message["payload"]

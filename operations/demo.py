@@ -21,20 +21,22 @@ from __future__ import annotations
 import json
 import secrets
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from botocore.exceptions import ClientError
 from django.conf import settings
 from django.db import transaction
 
 from accounts import access, audit
-from accounts.models import Role, Team, User
+from accounts.models import Team, User
 from cloud import aws
 from config.errors import PermissionDenied
-from operations import services
+from operations import actions, services
 from operations.context import StepContext
 from operations.models import Operation
-from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
+from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 
 KIND = "demo.environment"
 ADDON = "eks-pod-identity-agent"
@@ -45,10 +47,9 @@ EKS_TRUST = {
 }
 EKS_CLUSTER_POLICY = "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"
 
-access.register_team_action("operation.demo", Role.OPERATOR)
 
 
-def _tags(ctx: StepContext, role: str) -> list[dict]:
+def _tags(ctx: StepContext, role: str) -> list[dict[str, str]]:
     return [{"Key": OWNER_TAG, "Value": str(ctx.operation_id)}, {"Key": "instantstart:role", "Value": role},
             {"Key": "Name", "Value": f"{ctx.params['name']}-{role}"}]
 
@@ -93,10 +94,12 @@ def undo_bucket(ctx: StepContext) -> None:
 # network ---------------------------------------------------------------------------------------------------------
 
 
-def _owned(ctx: StepContext, describe, key: str, role: str, extra: list | None = None) -> list[dict]:
+def _owned(ctx: StepContext, describe: Callable[..., dict[str, Any]], key: str, role: str,
+           extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     filters = [{"Name": f"tag:{OWNER_TAG}", "Values": [str(ctx.operation_id)]},
                {"Name": "tag:instantstart:role", "Values": [role]}, *(extra or [])]
-    return describe(Filters=filters)[key]
+    found: list[dict[str, Any]] = describe(Filters=filters)[key]
+    return found
 
 
 def submit_network(ctx: StepContext) -> None:
@@ -180,9 +183,10 @@ def undo_role(ctx: StepContext) -> None:
 # cluster ---------------------------------------------------------------------------------------------------------
 
 
-def _cluster(ctx: StepContext) -> dict | None:
+def _cluster(ctx: StepContext) -> dict[str, Any] | None:
     try:
-        return ctx.client("eks").describe_cluster(name=ctx.intent["cluster_name"])["cluster"]
+        cluster: dict[str, Any] = ctx.client("eks").describe_cluster(name=ctx.intent["cluster_name"])["cluster"]
+        return cluster
     except ClientError as error:
         if aws.error_is(error, "ResourceNotFoundException"):
             return None
@@ -227,9 +231,11 @@ def undo_cluster(ctx: StepContext) -> None:
 # addon -----------------------------------------------------------------------------------------------------------
 
 
-def _addon(ctx: StepContext) -> dict | None:
+def _addon(ctx: StepContext) -> dict[str, Any] | None:
     try:
-        return ctx.client("eks").describe_addon(clusterName=ctx.outputs["cluster_name"], addonName=ADDON)["addon"]
+        addon: dict[str, Any] = ctx.client("eks").describe_addon(clusterName=ctx.outputs["cluster_name"],
+                                                                 addonName=ADDON)["addon"]
+        return addon
     except ClientError as error:
         if aws.error_is(error, "ResourceNotFoundException"):
             return None
@@ -261,7 +267,7 @@ def undo_addon(ctx: StepContext) -> None:
         ctx.client("eks").delete_addon(clusterName=ctx.outputs["cluster_name"], addonName=ADDON)
 
 
-PIPELINE = register(Pipeline(
+PIPELINE = Pipeline(
     kind=KIND,
     phases=(
         Phase("bucket", "Shared bucket", submit_bucket, poll_bucket, undo_bucket,
@@ -274,13 +280,13 @@ PIPELINE = register(Pipeline(
         Phase("addon", "Pod identity agent", submit_addon, poll_addon, undo_addon,
               timeout=timedelta(minutes=15), poll_interval=5),
     ),
-))
+)
 
 
 def demo_start(*, actor: User, team: Team, name: str, region: str, source: str,
                idempotency_key: str | None = None) -> Operation:
     """Start a demo environment in ``team`` (operators and admins; only where ``OPERATIONS_DEMO`` is on)."""
-    access.require(actor, "operation.demo", team)
+    access.require(actor, actions.OPERATION_DEMO, team)
     if not settings.OPERATIONS_DEMO:
         raise PermissionDenied("Demo operations are off here (INSTANTSTART_DEMO_OPERATIONS).", code="demo_disabled")
     with transaction.atomic():
@@ -288,6 +294,6 @@ def demo_start(*, actor: User, team: Team, name: str, region: str, source: str,
             actor=actor, team=team, kind=KIND, title=f"Demo environment {name}",
             params={"name": name, "region": region}, source=source, idempotency_key=idempotency_key)
         if created:
-            audit.record(actor=actor, source=source, action="operation.demo", target=operation, team=team,
+            audit.record(actor=actor, source=source, action=actions.OPERATION_DEMO, target=operation, team=team,
                          after={"kind": KIND, "name": name, "region": region})
     return operation

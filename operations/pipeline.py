@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from config import discovery
 from config.errors import ApplicationError
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class PhaseFailed(ApplicationError):
     status = 409
     default_message = "The phase failed."
 
-    def __init__(self, message: str | None = None, *, code: str | None = None, detail: Mapping | None = None):
+    def __init__(self, message: str | None = None, *, code: str | None = None, detail: Mapping[str, Any] | None = None):
         super().__init__(message, code=code)
         self.provider = dict(detail or {})
 
@@ -115,12 +116,20 @@ _PIPELINES: dict[str, Pipeline] = {}
 
 
 def register(pipeline: Pipeline) -> Pipeline:
-    """Make ``pipeline`` runnable; domain apps call this at import time of their ``phases`` module."""
+    """Make ``pipeline`` runnable. Apps declare theirs in ``<app>/pipelines.py`` (:func:`register_declared`); tests
+    register their own."""
     existing = _PIPELINES.get(pipeline.kind)
     if existing is not None and existing is not pipeline:
         raise ValueError(f"A pipeline of kind {pipeline.kind!r} is already registered.")
     _PIPELINES[pipeline.kind] = pipeline
     return pipeline
+
+
+def register_declared() -> None:
+    """Register the ``PIPELINES`` every installed app declares in its ``pipelines`` module."""
+    for pipelines in discovery.declared("pipelines", "PIPELINES"):
+        for pipeline in pipelines:
+            register(pipeline)
 
 
 def pipeline_for(kind: str) -> Pipeline:

@@ -14,16 +14,12 @@ from django.db.models import Model
 from django.utils import timezone
 
 from accounts import access, audit
-from accounts.models import Role, Team, User
+from accounts.models import Team, User
 from config.errors import Conflict, ValidationFailed
-from operations import logs, transitions
+from operations import actions, logs, transitions
 from operations.models import TERMINAL_STATES, Operation, OperationPhase, OperationState, PhaseState, PhaseStep
 from operations.pipeline import pipeline_for
 from operations.tasks import enqueue
-
-access.register_team_action("operation.view", Role.VIEWER)
-access.register_team_action("operation.retry", Role.OPERATOR)
-access.register_team_action("operation.cancel", Role.OPERATOR)
 
 AUDIT_FIELDS = ["state", "phase", "attempt", "error_code"]
 
@@ -49,7 +45,7 @@ def operation_start(
             operation = Operation.objects.create(
                 team=team, created_by=actor if actor is not None and actor.is_authenticated else None,
                 source=source, kind=kind, title=title, params=params, idempotency_key=idempotency_key or "",
-                target_type=target._meta.model_name if target is not None else "",
+                target_type=(target._meta.model_name or "") if target is not None else "",
                 target_id=str(target.pk) if target is not None else "", next_poll_at=now,
                 status_reason="Waiting for a worker",
             )
@@ -73,7 +69,7 @@ def operation_start(
 def operation_retry(*, actor: User, operation: Operation, source: str, phase: str | None = None) -> Operation:
     """Run the failed phase again — and only it: the phases before it stay done. ``phase``, when given, must name
     the failed phase."""
-    access.require(actor, "operation.retry", operation)
+    access.require(actor, actions.OPERATION_RETRY, operation)
     with transaction.atomic():
         operation = Operation.objects.select_for_update().get(pk=operation.pk)
         if operation.state != OperationState.FAILED:
@@ -96,7 +92,7 @@ def operation_retry(*, actor: User, operation: Operation, source: str, phase: st
         pipeline = pipeline_for(operation.kind)
         if pipeline.on_retried is not None:
             pipeline.on_retried(operation)
-        audit.record(actor=actor, source=source, action="operation.retry", target=operation, team=operation.team,
+        audit.record(actor=actor, source=source, action=actions.OPERATION_RETRY, target=operation, team=operation.team,
                      before=before, after=audit.snapshot(operation, AUDIT_FIELDS))
         what = f"phase {failed.title}" if failed else "the operation"
         logs.append(operation.pk, f"Retry of {what} requested by {actor.get_username()} ({source}).",
@@ -108,7 +104,7 @@ def operation_retry(*, actor: User, operation: Operation, source: str, phase: st
 def operation_cancel(*, actor: User, operation: Operation, source: str) -> Operation:
     """Ask for cancellation: a pending operation is cancelled at once; a running one becomes ``cancelling`` and a
     worker undoes what its phases made (best effort) before it is ``cancelled``. Cancelling twice is harmless."""
-    access.require(actor, "operation.cancel", operation)
+    access.require(actor, actions.OPERATION_CANCEL, operation)
     with transaction.atomic():
         operation = Operation.objects.select_for_update().get(pk=operation.pk)
         if operation.state in TERMINAL_STATES:
@@ -125,7 +121,7 @@ def operation_cancel(*, actor: User, operation: Operation, source: str) -> Opera
             transitions.move(operation, OperationState.CANCELLING, cancel_requested=True, next_poll_at=now,
                              status_reason="Cancelling")
             transaction.on_commit(lambda: enqueue(operation.pk, operation.next_poll_at))
-        audit.record(actor=actor, source=source, action="operation.cancel", target=operation, team=operation.team,
+        audit.record(actor=actor, source=source, action=actions.OPERATION_CANCEL, target=operation, team=operation.team,
                      before=before, after=audit.snapshot(operation, AUDIT_FIELDS))
         logs.append(operation.pk, f"Cancellation requested by {actor.get_username()} ({source}).")
     return operation

@@ -9,12 +9,13 @@ input with the same codes. Forms validate with the REST serializers and call the
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib import messages
-from django.db.models import Prefetch
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.db.models import Prefetch, QuerySet
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
@@ -24,18 +25,19 @@ from rest_framework.exceptions import NotFound as DrfNotFound
 from rest_framework.request import Request
 
 from accounts import access
+from accounts.requests import PortalRequest
 from accounts.selectors import team_chosen, team_list
 from cloud.aws import default_region
 from config.api.exceptions import error_body
 from config.api.pagination import CreatedCursorPagination
-from operations import demo, selectors, services
+from operations import actions, demo, selectors, services
 from operations.api.filters import OperationFilter
 from operations.api.serializers import (
     DemoOperationCreateSerializer,
     OperationCancelSerializer,
     OperationRetrySerializer,
 )
-from operations.models import OperationPhase, OperationState
+from operations.models import Operation, OperationPhase, OperationState
 from portal.forms import SerializerForm
 from portal.views import MAX_LIVE_TEAMS, flash_error, next_url, portal_view
 
@@ -51,7 +53,7 @@ def _relative(link: str | None) -> str | None:
     return f"{parts.path}?{parts.query}" if parts.query else parts.path
 
 
-def _scoped_query(request: HttpRequest) -> QueryDict:
+def _scoped_query(request: PortalRequest) -> QueryDict:
     """The filter query: ``team=all`` means every team of the user; no ``team`` means the current team."""
     query = request.GET.copy()
     if query.get("team") == ALL_TEAMS:
@@ -61,19 +63,19 @@ def _scoped_query(request: HttpRequest) -> QueryDict:
     return query
 
 
-def _with_phases(queryset):
+def _with_phases(queryset: QuerySet[Operation]) -> QuerySet[Operation]:
     return queryset.prefetch_related(Prefetch("phases", queryset=OperationPhase.objects.order_by("index")))
 
 
-def _render_list(request: HttpRequest, *, demo_form: SerializerForm | None = None) -> HttpResponse:
+def _render_list(request: PortalRequest, *, demo_form: SerializerForm | None = None) -> HttpResponse:
     teams = list(team_list(actor=request.user).order_by("name"))
     query = _scoped_query(request)
     scope = query.get("team", "")
-    demo_teams = [team for team in teams if access.can(request.user, "operation.demo", team)]
+    demo_teams = [team for team in teams if access.can(request.user, actions.OPERATION_DEMO, team)]
     if demo_form is None and settings.OPERATIONS_DEMO and demo_teams:
         current = next((team for team in demo_teams if team == request.team), demo_teams[0])
         demo_form = SerializerForm(DemoOperationCreateSerializer, initial={"team": str(current.pk)})
-    context = {
+    context: dict[str, Any] = {
         "section": "operations", "teams": teams, "scope": scope or ALL_TEAMS, "filters": request.GET,
         "states": OperationState.choices, "operations": [], "error": None, "next_link": None,
         "filtered": any(request.GET.get(name) for name in NARROWING_PARAMS if name != "cursor"),
@@ -83,7 +85,8 @@ def _render_list(request: HttpRequest, *, demo_form: SerializerForm | None = Non
                                 request=request)
     status = demo_form.status if demo_form is not None and demo_form.error else 200
     if not filterset.is_valid():
-        context["error"] = error_body(translate_validation(filterset.errors))[0]
+        # the stub says translate_validation returns a dict; it returns DRF's ValidationError
+        context["error"] = error_body(translate_validation(filterset.errors))[0]  # type: ignore[arg-type]
         return render(request, "operations/list.html", context, status=400)
     paginator = CreatedCursorPagination()
     try:
@@ -100,20 +103,20 @@ def _render_list(request: HttpRequest, *, demo_form: SerializerForm | None = Non
 
 
 @portal_view
-def operation_list(request: HttpRequest) -> HttpResponse:
+def operation_list(request: PortalRequest) -> HttpResponse:
     """Operations of the current team (or ``?team=all`` / ``?team=<id>``), newest first, updated live.
     Invalid filters answer 400 with the REST error body."""
     return _render_list(request)
 
 
 @portal_view
-def operation_detail(request: HttpRequest, operation_id: int) -> HttpResponse:
+def operation_detail(request: PortalRequest, operation_id: int) -> HttpResponse:
     operation = selectors.operation_get(actor=request.user, operation_id=operation_id)
     return render(request, "operations/detail.html", {"section": "operations", "operation": operation})
 
 
 @portal_view
-def operation_row(request: HttpRequest, operation_id: int) -> HttpResponse:
+def operation_row(request: PortalRequest, operation_id: int) -> HttpResponse:
     """One table row, fetched by the live list so pushed operations render exactly like listed ones."""
     operation = selectors.operation_get(actor=request.user, operation_id=operation_id)
     return render(request, "operations/_row.html", {"operation": operation, "fresh": True})
@@ -121,13 +124,14 @@ def operation_row(request: HttpRequest, operation_id: int) -> HttpResponse:
 
 @require_POST
 @portal_view
-def operation_retry(request: HttpRequest, operation_id: int) -> HttpResponse:
+def operation_retry(request: PortalRequest, operation_id: int) -> HttpResponse:
     """Run the failed phase again (``operation_not_retryable`` and other errors are flashed with their code)."""
     operation = selectors.operation_get(actor=request.user, operation_id=operation_id)
     form = SerializerForm(OperationRetrySerializer, request.POST, ignore=["next"])
     retried = form.submit(lambda phase=None: services.operation_retry(
         actor=request.user, operation=operation, source=request.source, phase=phase))
     if retried is None:
+        assert form.error is not None  # submit answers None only after an error
         flash_error(request, form.error)
     else:
         messages.success(request, f"Retrying {operation.title} (attempt {retried.attempt}).")
@@ -136,12 +140,13 @@ def operation_retry(request: HttpRequest, operation_id: int) -> HttpResponse:
 
 @require_POST
 @portal_view
-def operation_cancel(request: HttpRequest, operation_id: int) -> HttpResponse:
+def operation_cancel(request: PortalRequest, operation_id: int) -> HttpResponse:
     operation = selectors.operation_get(actor=request.user, operation_id=operation_id)
     form = SerializerForm(OperationCancelSerializer, request.POST, ignore=["next"])
     cancelled = form.submit(lambda: services.operation_cancel(actor=request.user, operation=operation,
                                                               source=request.source))
     if cancelled is None:
+        assert form.error is not None  # submit answers None only after an error
         flash_error(request, form.error)
     else:
         messages.success(request, f"Cancellation of {operation.title} requested.")
@@ -150,11 +155,11 @@ def operation_cancel(request: HttpRequest, operation_id: int) -> HttpResponse:
 
 @require_POST
 @portal_view
-def operation_demo(request: HttpRequest) -> HttpResponse:
+def operation_demo(request: PortalRequest) -> HttpResponse:
     """Start the sandbox demo (``DemoOperationCreateSerializer``, ``demo.demo_start``) and open it."""
     form = SerializerForm(DemoOperationCreateSerializer, request.POST)
 
-    def start(name: str, team: int | None = None, region: str | None = None):
+    def start(name: str, team: int | None = None, region: str | None = None) -> Operation:
         return demo.demo_start(actor=request.user, team=team_chosen(actor=request.user, team_id=team), name=name,
                                region=region or default_region(), source=request.source)
 

@@ -1,10 +1,9 @@
-"""The training app's team actions and the least role allowed each (``accounts.access``).
+"""The training app's permission actions (``accounts.access``) and its audit-only action names.
 
 Members read jobs and their logs; operators submit, resubmit and cancel jobs; admins create or attach the team's
 MLflow tracking server.
 """
 
-from accounts import access
 from accounts.models import Role
 
 VIEW = "training_job.view"
@@ -14,6 +13,17 @@ CANCEL = "training_job.cancel"
 MLFLOW_VIEW = "mlflow.view"
 MLFLOW_MANAGE = "mlflow.manage"
 
-for _action, _role in {VIEW: Role.VIEWER, LOGS: Role.VIEWER, SUBMIT: Role.OPERATOR, CANCEL: Role.OPERATOR,
-                       MLFLOW_VIEW: Role.VIEWER, MLFLOW_MANAGE: Role.ADMIN}.items():
-    access.register_team_action(_action, _role)
+#: Recorded in the audit trail under the ``mlflow.manage`` permission.
+MLFLOW_CREATE = "mlflow.create"
+MLFLOW_ATTACH = "mlflow.attach"
+MLFLOW_DETACH = "mlflow.detach"
+MLFLOW_DELETE = "mlflow.delete"
+
+TEAM_ACTIONS: dict[str, Role] = {
+    VIEW: Role.VIEWER,
+    LOGS: Role.VIEWER,
+    SUBMIT: Role.OPERATOR,
+    CANCEL: Role.OPERATOR,
+    MLFLOW_VIEW: Role.VIEWER,
+    MLFLOW_MANAGE: Role.ADMIN,
+}

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounts import access, selectors
+from accounts import access, actions, selectors
 from accounts.api.fields import CapabilitiesField
 from accounts.models import ApiToken, AuditEvent, Membership, Role, Team, User, slug_validator
 from config.api.serializers import StrictSerializer
 
-TEAM_ACTIONS = ["team.update", "team.delete", "membership.create"]
+TEAM_ACTIONS = [actions.TEAM_UPDATE, actions.TEAM_DELETE, actions.MEMBERSHIP_CREATE]
 
 
-class TeamSerializer(serializers.ModelSerializer):
+class TeamSerializer(serializers.ModelSerializer[Team]):
     member_count = serializers.IntegerField(read_only=True)
     my_role = serializers.SerializerMethodField()
     capabilities = CapabilitiesField(TEAM_ACTIONS)
@@ -40,15 +42,15 @@ class TeamUpdateSerializer(StrictSerializer):
     description = serializers.CharField(max_length=2000, required=False, allow_blank=True)
 
 
-class UserSummarySerializer(serializers.ModelSerializer):
+class UserSummarySerializer(serializers.ModelSerializer[User]):
     class Meta:
         model = User
         fields = ["id", "username", "email", "first_name", "last_name"]
 
 
-class MembershipSerializer(serializers.ModelSerializer):
+class MembershipSerializer(serializers.ModelSerializer[Membership]):
     user = UserSummarySerializer(read_only=True)
-    team = serializers.PrimaryKeyRelatedField(read_only=True)
+    team = serializers.PrimaryKeyRelatedField[Team](read_only=True)
 
     class Meta:
         model = Membership
@@ -64,18 +66,18 @@ class MembershipUpdateSerializer(StrictSerializer):
     role = serializers.ChoiceField(choices=Role.choices)
 
 
-class MyMembershipSerializer(serializers.ModelSerializer):
+class MyMembershipSerializer(serializers.ModelSerializer[Membership]):
     team = serializers.SerializerMethodField()
 
     class Meta:
         model = Membership
         fields = ["team", "role"]
 
-    def get_team(self, membership: Membership) -> dict:
+    def get_team(self, membership: Membership) -> dict[str, Any]:
         return {"id": membership.team_id, "name": membership.team.name, "slug": membership.team.slug}
 
 
-class TokenSummarySerializer(serializers.ModelSerializer):
+class TokenSummarySerializer(serializers.ModelSerializer[ApiToken]):
     active = serializers.BooleanField(source="is_active", read_only=True)
 
     class Meta:
@@ -84,9 +86,9 @@ class TokenSummarySerializer(serializers.ModelSerializer):
                   "active"]
 
 
-class MeSerializer(serializers.ModelSerializer):
+class MeSerializer(serializers.ModelSerializer[User]):
     memberships = serializers.SerializerMethodField()
-    current_team = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    current_team = serializers.PrimaryKeyRelatedField[Team](read_only=True, allow_null=True)
     token = serializers.SerializerMethodField()
 
     class Meta:
@@ -95,11 +97,12 @@ class MeSerializer(serializers.ModelSerializer):
                   "memberships", "token"]
 
     @extend_schema_field(MyMembershipSerializer(many=True))
-    def get_memberships(self, user: User) -> list[dict]:
-        return MyMembershipSerializer(selectors.memberships_of(actor=user), many=True).data
+    def get_memberships(self, user: User) -> list[dict[str, Any]]:
+        listed = MyMembershipSerializer(selectors.memberships_of(actor=user), many=True).data
+        return cast(list[dict[str, Any]], listed)  # many=True: the stubs do not model the ListSerializer
 
     @extend_schema_field(TokenSummarySerializer(allow_null=True))
-    def get_token(self, user: User) -> dict | None:
+    def get_token(self, user: User) -> dict[str, Any] | None:
         token = getattr(user, "api_token", None)
         return TokenSummarySerializer(token).data if token else None
 
@@ -111,7 +114,7 @@ class MeUpdateSerializer(StrictSerializer):
 
 class TokenCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
-    read_only = serializers.BooleanField(default=False)
+    read_only = serializers.BooleanField(default=False)  # type: ignore[assignment]  # a field, not Field.read_only
     expires_in_days = serializers.IntegerField(
         min_value=1, max_value=settings.INSTANTSTART_TOKEN_MAX_DAYS,
         default=settings.INSTANTSTART_TOKEN_DEFAULT_DAYS,
@@ -125,7 +128,7 @@ class IssuedTokenSerializer(TokenSummarySerializer):
         fields = [*TokenSummarySerializer.Meta.fields, "token"]
 
 
-class AuditEventSerializer(serializers.ModelSerializer):
+class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
 
     class Meta:
         model = AuditEvent

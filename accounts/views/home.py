@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from accounts import access, selectors, services
+from accounts import access, actions, selectors, services
 from accounts.api.serializers import MeUpdateSerializer
+from accounts.requests import PortalRequest
 from portal.forms import SerializerForm
 from portal.views import flash_error, next_url, portal_view
 
@@ -37,22 +40,22 @@ SECTIONS = {
 
 
 @portal_view
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: PortalRequest) -> HttpResponse:
     """The current team at a glance, or a call to action when the user has no team yet."""
     team = request.team
-    context = {"section": "dashboard", "team": None, "sections": SECTIONS}
+    context: dict[str, Any] = {"section": "dashboard", "team": None, "sections": SECTIONS}
     if team is not None:
         context |= {
             "team": selectors.team_get(actor=request.user, team_id=team.pk),
             "my_role": access.role_in(request.user, team),
             "recent_events": selectors.audit_event_list(actor=request.user).filter(team=team)[:RECENT_EVENTS],
-            "can_view_audit": access.can(request.user, "audit.view", team),
+            "can_view_audit": access.can(request.user, actions.AUDIT_VIEW, team),
         }
     return render(request, "accounts/dashboard.html", context)
 
 
 @portal_view
-def section(request: HttpRequest, name: str) -> HttpResponse:
+def section(request: PortalRequest, name: str) -> HttpResponse:
     """An empty-state page for a section whose app has not shipped its portal pages yet."""
     if name not in SECTIONS:
         raise Http404("No such section.")
@@ -63,15 +66,15 @@ def section(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @portal_view
-def account_settings(request: HttpRequest) -> HttpResponse:
+def account_settings(request: PortalRequest) -> HttpResponse:
     """Who you are, your teams and roles, and where to manage API tokens."""
-    access.require(request.user, "user.view_self")
+    access.require(request.user, actions.USER_VIEW_SELF)
     return render(request, "accounts/settings.html", {"section": "settings"})
 
 
 @require_POST
 @portal_view
-def switch_team(request: HttpRequest) -> HttpResponse:
+def switch_team(request: PortalRequest) -> HttpResponse:
     """Make another team current (the same serializer and service as ``PATCH /api/v1/me``)."""
     form = SerializerForm(MeUpdateSerializer, request.POST, ignore=["next"])
 

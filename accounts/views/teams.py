@@ -3,33 +3,34 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts import access, selectors, services
+from accounts import access, actions, selectors, services
 from accounts.api.serializers import MembershipCreateSerializer, MembershipUpdateSerializer, TeamCreateSerializer
 from accounts.models import Role, Team
+from accounts.requests import PortalRequest
 from portal.forms import SerializerForm
 from portal.views import flash_error, perform, portal_view
 
-MEMBER_ACTIONS = ["membership.create", "membership.update", "membership.delete"]
+MEMBER_ACTIONS = [actions.MEMBERSHIP_CREATE, actions.MEMBERSHIP_UPDATE, actions.MEMBERSHIP_DELETE]
 
 
 @portal_view
-def team_list(request: HttpRequest) -> HttpResponse:
+def team_list(request: PortalRequest) -> HttpResponse:
     teams = list(selectors.team_list(actor=request.user).order_by("name"))
     for team in teams:
         team.my_role = access.role_in(request.user, team)
     return render(request, "accounts/teams/list.html", {
-        "section": "teams", "teams": teams, "can_create": access.can(request.user, "team.create"),
+        "section": "teams", "teams": teams, "can_create": access.can(request.user, actions.TEAM_CREATE),
     })
 
 
 @portal_view
-def team_create(request: HttpRequest) -> HttpResponse:
+def team_create(request: PortalRequest) -> HttpResponse:
     """GET shows the form; POST validates with ``TeamCreateSerializer`` and calls ``services.team_create``."""
-    access.require(request.user, "team.create")
+    access.require(request.user, actions.TEAM_CREATE)
     if request.method != "POST":
         form = SerializerForm(TeamCreateSerializer)
         return render(request, "accounts/teams/create.html", {"section": "teams", "form": form})
@@ -41,7 +42,7 @@ def team_create(request: HttpRequest) -> HttpResponse:
     return redirect("team-detail", team_id=team.pk)
 
 
-def _render_detail(request: HttpRequest, team: Team, *, add_form: SerializerForm | None = None) -> HttpResponse:
+def _render_detail(request: PortalRequest, team: Team, *, add_form: SerializerForm | None = None) -> HttpResponse:
     memberships = list(selectors.membership_list(actor=request.user, team=team).order_by("user__username"))
     add_form = add_form or SerializerForm(MembershipCreateSerializer, initial={"role": Role.VIEWER})
     return render(request, "accounts/teams/detail.html", {
@@ -58,16 +59,16 @@ def _render_detail(request: HttpRequest, team: Team, *, add_form: SerializerForm
 
 
 @portal_view
-def team_detail(request: HttpRequest, team_id: int) -> HttpResponse:
+def team_detail(request: PortalRequest, team_id: int) -> HttpResponse:
     """404 for a team the user cannot see; management buttons only for those who may use them."""
     return _render_detail(request, selectors.team_get(actor=request.user, team_id=team_id))
 
 
 @require_POST
 @portal_view
-def member_add(request: HttpRequest, team_id: int) -> HttpResponse:
+def member_add(request: PortalRequest, team_id: int) -> HttpResponse:
     team = selectors.team_get(actor=request.user, team_id=team_id)
-    access.require(request.user, "membership.create", team)
+    access.require(request.user, actions.MEMBERSHIP_CREATE, team)
     form = SerializerForm(MembershipCreateSerializer, request.POST)
     membership = form.submit(
         lambda **data: services.membership_create(actor=request.user, team=team, source=request.source, **data)
@@ -80,15 +81,16 @@ def member_add(request: HttpRequest, team_id: int) -> HttpResponse:
 
 @require_POST
 @portal_view
-def member_role(request: HttpRequest, team_id: int, membership_id: int) -> HttpResponse:
+def member_role(request: PortalRequest, team_id: int, membership_id: int) -> HttpResponse:
     """Change a member's role; a last-admin conflict is flashed with its code."""
     team = selectors.team_get(actor=request.user, team_id=team_id)
     membership = selectors.membership_get(actor=request.user, team=team, membership_id=membership_id)
-    access.require(request.user, "membership.update", membership)
+    access.require(request.user, actions.MEMBERSHIP_UPDATE, membership)
     form = SerializerForm(MembershipUpdateSerializer, request.POST)
     updated = form.submit(lambda **data: services.membership_update(
         actor=request.user, membership=membership, source=request.source, **data))
     if updated is None:
+        assert form.error is not None  # submit answers None only after an error
         flash_error(request, form.error)
     else:
         messages.success(request, f"{membership.user.username} is now {updated.get_role_display()}.")
@@ -97,7 +99,7 @@ def member_role(request: HttpRequest, team_id: int, membership_id: int) -> HttpR
 
 @require_POST
 @portal_view
-def member_remove(request: HttpRequest, team_id: int, membership_id: int) -> HttpResponse:
+def member_remove(request: PortalRequest, team_id: int, membership_id: int) -> HttpResponse:
     """Admins remove anyone; every member may remove themselves (leave). The last admin cannot go."""
     team = selectors.team_get(actor=request.user, team_id=team_id)
     membership = selectors.membership_get(actor=request.user, team=team, membership_id=membership_id)

@@ -4,30 +4,31 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from accounts import access, selectors, services
+from accounts import access, actions, selectors, services
 from accounts.api.serializers import TokenCreateSerializer
+from accounts.requests import PortalRequest
 from portal.forms import SerializerForm
 from portal.views import flash_error, perform, portal_view
 
 
-def _render_list(request: HttpRequest, form: SerializerForm) -> HttpResponse:
+def _render_list(request: PortalRequest, form: SerializerForm) -> HttpResponse:
     return render(request, "accounts/tokens/list.html", {
         "section": "settings",
         "tokens": selectors.token_list(actor=request.user),
         "form": form,
-        "can_create": access.can(request.user, "token.create"),
+        "can_create": access.can(request.user, actions.TOKEN_CREATE),
         "max_days": settings.INSTANTSTART_TOKEN_MAX_DAYS,
     }, status=form.status)
 
 
 @portal_view
-def token_list(request: HttpRequest) -> HttpResponse:
-    access.require(request.user, "token.view")
+def token_list(request: PortalRequest) -> HttpResponse:
+    access.require(request.user, actions.TOKEN_VIEW)
     initial = {"expires_in_days": settings.INSTANTSTART_TOKEN_DEFAULT_DAYS}
     return _render_list(request, SerializerForm(TokenCreateSerializer, initial=initial))
 
@@ -35,7 +36,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 @never_cache
 @portal_view
-def token_create(request: HttpRequest) -> HttpResponse:
+def token_create(request: PortalRequest) -> HttpResponse:
     """Issue a token and answer with the page that shows its secret.
 
     Unlike other mutations this one does not redirect: the secret would have to be parked in the session
@@ -52,7 +53,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @portal_view
-def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+def token_revoke(request: PortalRequest, token_id: int) -> HttpResponse:
     token = selectors.token_get(actor=request.user, token_id=token_id)
     _, error = perform(lambda: services.token_revoke(actor=request.user, token=token, source=request.source))
     if error:

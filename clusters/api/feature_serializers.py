@@ -6,6 +6,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from accounts import access
+from clusters import actions
 from clusters.features.catalog import (
     AUTOSCALING,
     FEATURES,
@@ -19,7 +20,7 @@ from clusters.features.catalog import (
 from config.api.serializers import StrictSerializer
 from operations.api.serializers import OperationSerializer
 
-FEATURE_ACTIONS = ["feature.update"]
+FEATURE_ACTIONS = [actions.FEATURE_UPDATE]
 
 
 class ToggleSerializer(StrictSerializer):

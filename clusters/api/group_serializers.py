@@ -5,13 +5,14 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from accounts import access
+from clusters import actions, state_rules
 from clusters.api.serializers import _CodedRegexField
 from clusters.instance_groups.checks import GROUP_NAME_PATTERN
 from clusters.models import CapacityType, InstanceGroup, InterfaceMode
 from config.api.serializers import StrictSerializer
 from operations.api.serializers import OperationSerializer
 
-GROUP_ACTIONS = ["instance_group.update", "instance_group.delete"]
+GROUP_ACTIONS = [actions.INSTANCE_GROUP_UPDATE, actions.INSTANCE_GROUP_DELETE]
 
 
 class InstanceGroupSerializer(serializers.ModelSerializer):
@@ -29,7 +30,7 @@ class InstanceGroupSerializer(serializers.ModelSerializer):
         return group.current_count != group.target_count
 
     def get_capabilities(self, group: InstanceGroup) -> dict[str, bool]:
-        return access.capabilities(self.context["request"].user, group.cluster, GROUP_ACTIONS)
+        return access.capabilities(self.context["request"].user, group, GROUP_ACTIONS, state_rules.group_allows)
 
 
 class InstanceGroupCreateSerializer(StrictSerializer):

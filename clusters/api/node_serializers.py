@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from clusters import nodes
+from clusters import actions, nodes
 from clusters.api.serializers import ClusterSerializer
 from clusters.node_actions import DATA_LOSS_WARNING
 from config.api.serializers import StrictSerializer
 from config.errors import ValidationFailed
 from operations.api.serializers import OperationSerializer
 
-NODE_ACTIONS = ["node.reboot", "node.replace", "node.delete"]
+NODE_ACTIONS = [actions.NODE_REBOOT, actions.NODE_REPLACE, actions.NODE_DELETE]
 
 
 # Inputs -----------------------------------------------------------------------------------------------------------

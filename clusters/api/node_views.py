@@ -5,20 +5,18 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from accounts import access
-from clusters import node_actions, nodes, selectors
+from clusters import actions, node_actions, nodes, selectors
 from clusters.api import node_serializers as s
 from clusters.api.serializers import ClusterSerializer
 from clusters.node_actions import DELETE, REBOOT, REPLACE
 from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
-from operations import selectors as operation_selectors
-from operations.api.serializers import OperationSerializer
+from operations.api.responses import operation_response
 
 TAGS = ["nodes"]
 LIST_PARAMETERS = [
@@ -45,7 +43,7 @@ class NodeListView(APIView):
         its Kubernetes Node (Ready, health label, GPU/EFA capacity) and the pods running there, by instance group
         and instance id."""
         cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-        access.require(request.user, "node.view", cluster)
+        access.require(request.user, actions.NODE_VIEW, cluster)
         page = s.NodeQuery(request.query_params).page(cluster)
         return Response({
             "next": _link(request, page.next_cursor),
@@ -57,10 +55,9 @@ class NodeListView(APIView):
 
 def batch_response(request, cluster, operation) -> Response:
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster.pk)
-    operation = operation_selectors.operation_get(actor=request.user, operation_id=operation.pk)
-    return Response({"cluster": ClusterSerializer(cluster, context={"request": request}).data,
-                     "operation": OperationSerializer(operation, context={"request": request}).data,
-                     "node_ids": operation.params.get("node_ids", [])}, status=status.HTTP_202_ACCEPTED)
+    shown = ClusterSerializer(cluster, context={"request": request}).data
+    return operation_response(request, operation, {"cluster": shown},
+                              trailing={"node_ids": operation.params.get("node_ids", [])})
 
 
 def _batch_view(action: str, serializer_class, summary: str):

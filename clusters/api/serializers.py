@@ -7,6 +7,7 @@ import re
 from rest_framework import serializers
 
 from accounts.api.fields import CapabilitiesField
+from clusters import actions, state_rules
 from clusters.models import (
     CLUSTER_NAME_PATTERN,
     CapacityType,
@@ -21,8 +22,8 @@ from clusters.spec import ClusterSpec
 from config.api.serializers import StrictSerializer
 from operations.api.serializers import OperationSerializer
 
-CLUSTER_ACTIONS = ["cluster.refresh", "cluster.delete", "cluster.activate", "storage.create"]
-VOLUME_ACTIONS = ["storage.delete"]
+CLUSTER_ACTIONS = [actions.CLUSTER_REFRESH, actions.CLUSTER_DELETE, actions.CLUSTER_ACTIVATE, actions.STORAGE_CREATE]
+VOLUME_ACTIONS = [actions.STORAGE_DELETE]
 #: EKS cluster names: 1–100 characters, a letter or digit first, then letters, digits, hyphens and underscores.
 EKS_NAME_PATTERN = r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$"
 #: Kubernetes object names (DNS-1123 labels) for volumes: they name the PVC.
@@ -168,7 +169,7 @@ class DependencySerializer(serializers.ModelSerializer):
 class ClusterSerializer(serializers.ModelSerializer):
     team_name = serializers.CharField(source="team.name", read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    capabilities = CapabilitiesField(CLUSTER_ACTIONS)
+    capabilities = CapabilitiesField(CLUSTER_ACTIONS, state_rules.cluster_allows)
 
     class Meta:
         model = Cluster
@@ -218,7 +219,7 @@ class RefreshSerializer(serializers.Serializer):
 
 
 class VolumeSerializer(serializers.ModelSerializer):
-    capabilities = CapabilitiesField(VOLUME_ACTIONS)
+    capabilities = CapabilitiesField(VOLUME_ACTIONS, state_rules.volume_allows)
 
     class Meta:
         model = StorageVolume

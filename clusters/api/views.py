@@ -7,7 +7,7 @@ import dataclasses
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status
+from rest_framework import generics
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,7 +15,7 @@ from accounts import access
 from accounts.models import Team
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
-from clusters import inspection, preflight, selectors, services
+from clusters import actions, inspection, preflight, selectors, services
 from clusters.api import serializers as s
 from clusters.api.filters import ClusterFilter
 from clusters.models import Cluster, StorageVolume
@@ -23,7 +23,7 @@ from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from config.errors import ValidationFailed
-from operations import selectors as operation_selectors
+from operations.api.responses import operation_response
 from operations.api.serializers import OperationSerializer
 
 TAGS = ["clusters"]
@@ -46,10 +46,8 @@ def query_region(request) -> str:
 
 def cluster_operation(request, cluster: Cluster, operation) -> Response:
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster.pk)
-    operation = operation_selectors.operation_get(actor=request.user, operation_id=operation.pk) if operation else None
-    body = {"cluster": s.ClusterSerializer(cluster, context={"request": request}).data,
-            "operation": OperationSerializer(operation, context={"request": request}).data if operation else None}
-    return Response(body, status=status.HTTP_202_ACCEPTED if operation else status.HTTP_200_OK)
+    shown = s.ClusterSerializer(cluster, context={"request": request}).data
+    return operation_response(request, operation, {"cluster": shown})
 
 
 # Clusters ---------------------------------------------------------------------------------------------------------
@@ -90,7 +88,7 @@ class ClusterPreflightView(APIView):
         """Check a create request without creating anything: the same checks and error codes as create."""
         data = validated(s.ClusterCreateSerializer, request)
         team = team_chosen(actor=request.user, team_id=data.get("team"))
-        access.require(request.user, "cluster.create", team)
+        access.require(request.user, actions.CLUSTER_CREATE, team)
         checked = preflight.check_create(team=team, spec=s.ClusterCreateSerializer.spec(data))
         return Response({"ok": True, "checks": checked.checks})
 
@@ -238,10 +236,8 @@ class VolumeDetailView(APIView):
 
 def volume_operation(request, volume: StorageVolume, operation) -> Response:
     volume.refresh_from_db()
-    operation = operation_selectors.operation_get(actor=request.user, operation_id=operation.pk)
-    return Response({"volume": s.VolumeSerializer(volume, context={"request": request}).data,
-                     "operation": OperationSerializer(operation, context={"request": request}).data},
-                    status=status.HTTP_202_ACCEPTED)
+    shown = s.VolumeSerializer(volume, context={"request": request}).data
+    return operation_response(request, operation, {"volume": shown})
 
 
 # Inspection -------------------------------------------------------------------------------------------------------
@@ -252,7 +248,7 @@ class _InspectView(APIView):
 
     def inspected(self, request) -> Team:
         team = query_team(request)
-        access.require(request.user, "cluster.inspect", team)
+        access.require(request.user, actions.CLUSTER_INSPECT, team)
         return team
 
 

@@ -5,7 +5,7 @@ prerequisites, training operator, autoscaling — so its timeline shows exactly 
 *prerequisites* (when a feature being enabled needs cluster dependencies:
 absent ones are installed, and the phase waits until all are ACTIVE), then one phase per changed feature in
 catalog order, each enabling or disabling it as ``params["changes"][slug]["enabled"]`` says. Every combination
-is registered when this module is imported (the worker imports it through ``clusters.pipelines``).
+has a pipeline (:func:`all_pipelines`), declared in ``clusters.pipelines``.
 
 A feature's row is ``enabling``/``disabling`` while its phase runs; the phase records what it observes when it
 finishes; a failed or cancelled operation leaves the rows it did not finish ``failed`` with its error. Retry
@@ -38,7 +38,7 @@ from clusters.ownership import owned_by
 from clusters.phases.common import cluster_of
 from operations.context import StepContext
 from operations.models import Operation, OperationState
-from operations.pipeline import Phase, Pipeline, Progress, pipeline_for, register
+from operations.pipeline import Phase, Pipeline, Progress
 
 KIND_PREFIX = "cluster.features"
 PREREQUISITES = "prerequisites"
@@ -140,19 +140,16 @@ def _retried(operation: Operation) -> None:
             updated_at=timezone.now())
 
 
-def _register_all() -> None:
+def all_pipelines() -> tuple[Pipeline, ...]:
+    """One pipeline per subset of the catalog's features (in catalog order), with and without the prerequisites
+    phase when a feature of the subset has prerequisites: whatever one request changes has a kind."""
+    pipelines = []
     for size in range(1, len(ORDER) + 1):
         for subset in combinations(ORDER, size):
             needs = any(FEATURES[slug].prerequisites for slug in subset)
             for with_prerequisites in ((False, True) if needs else (False,)):
                 phases = ([PREREQUISITES_PHASE] if with_prerequisites else []) + [
                     _feature_phase(slug) for slug in subset]
-                kind = kind_of([phase.slug for phase in phases])
-                try:
-                    pipeline_for(kind)
-                except LookupError:
-                    register(Pipeline(kind=kind, phases=tuple(phases), on_finished=_finished,
-                                      on_retried=_retried))
-
-
-_register_all()
+                pipelines.append(Pipeline(kind=kind_of([phase.slug for phase in phases]), phases=tuple(phases),
+                                          on_finished=_finished, on_retried=_retried))
+    return tuple(pipelines)

@@ -14,7 +14,8 @@ from typing import Any
 from django.db import transaction
 
 from accounts import access, audit
-from accounts.models import Role, User
+from accounts.models import User
+from clusters import actions
 from clusters.features import diff, observe, pipeline
 from clusters.features.base import FeatureObservation
 from clusters.features.catalog import FEATURES, ORDER
@@ -24,9 +25,6 @@ from config.errors import Conflict
 from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_start
-
-access.register_team_action("feature.view", Role.VIEWER)
-access.register_team_action("feature.update", Role.ADMIN)
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,7 @@ def _require_changeable(cluster: Cluster) -> None:
 
 def features_get(*, actor: User, cluster: Cluster) -> list[ClusterFeature]:
     """Every feature's actual state, observed now and recorded; rows in catalog order."""
-    access.require(actor, "feature.view", cluster)
+    access.require(actor, actions.FEATURE_VIEW, cluster)
     if cluster.state == ClusterState.DELETED or not cluster.eks_name:
         return recorded(cluster)
     observe.record(cluster, observe.observe(cluster).values())
@@ -68,7 +66,7 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
                     idempotency_key: str | None = None) -> FeatureUpdate:
     """Apply the fields the user changed (``requested``, already shape-checked): no operation when the actual state
     already matches, else one operation touching only the differing features, in dependency order."""
-    access.require(actor, "feature.update", cluster)
+    access.require(actor, actions.FEATURE_UPDATE, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return FeatureUpdate(dict(replayed.params.get("changes", {})), replayed)
@@ -90,7 +88,7 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
         for slug, change in found.items():
             ClusterFeature.objects.update_or_create(cluster=cluster, feature=slug, defaults={
                 "state": FeatureState.ENABLING if change["enabled"] else FeatureState.DISABLING, "last_error": ""})
-        audit.record(actor=actor, source=source, action="feature.update", target=cluster, team=cluster.team,
+        audit.record(actor=actor, source=source, action=actions.FEATURE_UPDATE, target=cluster, team=cluster.team,
                      before={slug: {"state": actual[slug].state, **actual[slug].settings} for slug in found},
                      after={**found, "operation": operation.pk})
     return FeatureUpdate(found, operation)

@@ -27,7 +27,7 @@ from clusters.phases.common import cluster_of
 from clusters.shared_bucket import ensure_shared_bucket
 from operations.context import StepContext
 from operations.models import Operation, OperationState
-from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
+from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 
 ADD_KIND = "instance_group.add"
 UPDATE_KIND = "instance_group.update"
@@ -223,20 +223,20 @@ def _group_row_finished(operation: Operation) -> None:
 
 PLACEMENT = Phase(slug="placement", title="Compute subnet", submit=submit_placement, poll=poll_done,
                   timeout=timedelta(minutes=10), poll_interval=1)
-ADD = register(Pipeline(kind=ADD_KIND, on_finished=_group_row_finished, phases=(
+ADD = Pipeline(kind=ADD_KIND, on_finished=_group_row_finished, phases=(
     PLACEMENT,
     Phase(slug="hyperpod", title="HyperPod instance group", submit=submit_add, poll=poll_add,
           timeout=timedelta(hours=3), poll_interval=30),
     Phase(slug="autoscaling", title="Autoscaling objects", submit=submit_apply_group_objects, poll=poll_done,
           timeout=timedelta(minutes=10), poll_interval=1),
-)))
-UPDATE = register(Pipeline(kind=UPDATE_KIND, phases=(
+))
+UPDATE = Pipeline(kind=UPDATE_KIND, phases=(
     Phase(slug="hyperpod", title="HyperPod instance group", submit=submit_update, poll=poll_update,
           timeout=timedelta(hours=3), poll_interval=30),
-)))
-DELETE = register(Pipeline(kind=DELETE_KIND, phases=(
+))
+DELETE = Pipeline(kind=DELETE_KIND, phases=(
     Phase(slug="autoscaling", title="Autoscaling objects", submit=submit_remove_group_objects, poll=poll_done,
           timeout=timedelta(minutes=10), poll_interval=1),
     Phase(slug="hyperpod", title="HyperPod instance group", submit=submit_delete, poll=poll_delete,
           timeout=timedelta(hours=1), poll_interval=30),
-)))
+))

@@ -16,23 +16,18 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from accounts import access, audit
-from accounts.models import Role, User
-from clusters import preflight, usage
+from accounts.models import User
+from clusters import actions, preflight, usage
 from clusters.instance_groups import mirror, pipelines, specs
 from clusters.instance_groups.checks import GroupRequest, check_add
 from clusters.instance_groups.hyperpod_update import group_details
 from clusters.models import Cluster, InstanceGroup
 from clusters.services import claim_idle, require_idle
 from clusters.spec import ClusterSpec
-from config.errors import Conflict, ValidationFailed
+from config.errors import Conflict, InvalidFields, ValidationFailed
 from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_start
-
-access.register_team_action("instance_group.view", Role.VIEWER)
-access.register_team_action("instance_group.create", Role.ADMIN)
-access.register_team_action("instance_group.update", Role.ADMIN)
-access.register_team_action("instance_group.delete", Role.ADMIN)
 
 #: Fields fixed at creation, with how a person names them.
 IMMUTABLE = {"instance_type": "instance type", "capacity_type": "capacity type",
@@ -49,7 +44,7 @@ def _autoscaling_on(found: dict[str, Any]) -> bool:
 def group_add(*, actor: User, cluster: Cluster, request: GroupRequest, source: str,
               idempotency_key: str | None = None) -> tuple[InstanceGroup, Operation]:
     """Check ``request`` (:func:`clusters.instance_groups.checks.check_add`) and start ``instance_group.add``."""
-    access.require(actor, "instance_group.create", cluster)
+    access.require(actor, actions.INSTANCE_GROUP_CREATE, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return InstanceGroup.objects.get(pk=replayed.params["group_id"]), replayed
@@ -80,7 +75,7 @@ def _start_add(actor: User, cluster: Cluster, checked: GroupRequest, source: str
         title=f"Add group {checked.name} to {cluster.name}",
         params={"cluster_id": cluster.pk, "region": cluster.region, "group_id": group.pk, **checked.as_params()},
         source=source, target=cluster, idempotency_key=idempotency_key)
-    audit.record(actor=actor, source=source, action="instance_group.create", target=group, team=cluster.team,
+    audit.record(actor=actor, source=source, action=actions.INSTANCE_GROUP_CREATE, target=group, team=cluster.team,
                  after=checked.as_params())
     return group, operation
 
@@ -108,7 +103,7 @@ def group_update(*, actor: User, group: InstanceGroup, changes: dict[str, Any], 
     """Apply the fields the caller changed (``changes``: any of :data:`IMMUTABLE` and :data:`MUTABLE`) to the group
     as AWS has it now. ``(group, None)`` when nothing differs."""
     cluster = group.cluster
-    access.require(actor, "instance_group.update", cluster)
+    access.require(actor, actions.INSTANCE_GROUP_UPDATE, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return group, replayed
@@ -119,15 +114,13 @@ def group_update(*, actor: User, group: InstanceGroup, changes: dict[str, Any], 
     if details.get("Status") == DELETING or group.status == DELETING:
         raise Conflict(f"Instance group {group.name} is being deleted.", code="instance_group_deleting")
     actual = _actual(group, details)
-    fields: dict[str, list[dict[str, str]]] = {}
+    fixed = InvalidFields()
     for field, label in IMMUTABLE.items():
         if field in changes and changes[field] != actual[field]:
-            fields[field] = [{"code": "immutable_field", "message": f"The {label} of a group is fixed when it is "
-                              f"created ({group.name}: {actual[field] or 'none'}); add a new group instead."}]
+            fixed.add(field, "immutable_field", f"The {label} of a group is fixed when it is created "
+                      f"({group.name}: {actual[field] or 'none'}); add a new group instead.")
     changed = {field: changes[field] for field in MUTABLE if field in changes and changes[field] != actual[field]}
-    if fields:
-        first = next(iter(fields.values()))[0]
-        raise ValidationFailed(first["message"], code=first["code"], fields=fields)
+    fixed.raise_if_any()
     if not changed:
         return group, None
     if "instance_count" in changed:
@@ -140,7 +133,7 @@ def group_update(*, actor: User, group: InstanceGroup, changes: dict[str, Any], 
             params={"cluster_id": cluster.pk, "region": cluster.region, "group_id": group.pk, "name": group.name,
                     "members": _members(changed), "changed": changed},
             source=source, target=cluster, idempotency_key=idempotency_key)
-        audit.record(actor=actor, source=source, action="instance_group.update", target=group, team=cluster.team,
+        audit.record(actor=actor, source=source, action=actions.INSTANCE_GROUP_UPDATE, target=group, team=cluster.team,
                      before={field: actual[field] for field in changed}, after=changed)
     return group, operation
 
@@ -156,7 +149,7 @@ def _check_growth(cluster: Cluster, group: InstanceGroup, details: dict[str, Any
     added = count - int(details.get("TargetCount", 0))
     if added <= 0:
         return
-    failures = preflight.Failures()
+    failures = InvalidFields()
     spec = ClusterSpec(name=cluster.name, region=cluster.region, zone=group.zone, instance_type=group.instance_type,
                        instance_count=added, capacity_type=group.capacity_type,
                        training_plan_arn=group.training_plan_arn)
@@ -165,7 +158,7 @@ def _check_growth(cluster: Cluster, group: InstanceGroup, details: dict[str, Any
         preflight.check_training_plan(spec, {}, failures)
     else:
         preflight.check_quota(spec, True, failures)
-    failures.raise_any()
+    failures.raise_if_any()
 
 
 def group_delete(*, actor: User, group: InstanceGroup, source: str,
@@ -173,7 +166,7 @@ def group_delete(*, actor: User, group: InstanceGroup, source: str,
     """Start ``instance_group.delete``; refused with ``instance_group_in_use`` (listing them) while jobs or
     endpoints are pinned to the group, and ``instance_group_deleting`` when it is already going."""
     cluster = group.cluster
-    access.require(actor, "instance_group.delete", cluster)
+    access.require(actor, actions.INSTANCE_GROUP_DELETE, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return replayed
@@ -193,7 +186,7 @@ def group_delete(*, actor: User, group: InstanceGroup, source: str,
             actor=actor, team=cluster.team, kind=pipelines.DELETE_KIND, title=f"Delete group {group.name}",
             params={"cluster_id": cluster.pk, "region": cluster.region, "group_id": group.pk, "name": group.name},
             source=source, target=cluster, idempotency_key=idempotency_key)
-        audit.record(actor=actor, source=source, action="instance_group.delete", target=group, team=cluster.team,
+        audit.record(actor=actor, source=source, action=actions.INSTANCE_GROUP_DELETE, target=group, team=cluster.team,
                      before={"name": group.name, "instance_type": group.instance_type,
                              "target_count": group.target_count})
     return operation

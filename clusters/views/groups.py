@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts import access
-from clusters import selectors
+from clusters import actions, selectors
 from clusters.api.group_serializers import InstanceGroupChangeSerializer, InstanceGroupCreateSerializer
 from clusters.inspection import capacity, catalog
 from clusters.instance_groups import services
@@ -42,7 +42,7 @@ def group_add(request: HttpRequest, cluster_id: int) -> HttpResponse:
     """GET: the add-group form, its choices read from the region (zones, offered types with EFA, training plans).
     POST: ``services.group_add``; errors come back next to their fields."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-    access.require(request.user, "instance_group.create", cluster)
+    access.require(request.user, actions.INSTANCE_GROUP_CREATE, cluster)
     if request.method != "POST":
         form = SerializerForm(InstanceGroupCreateSerializer, initial={
             "zone": cluster.spec.get("zone", ""), "instance_type": cluster.spec.get("instance_type", ""),

@@ -12,7 +12,7 @@ from accounts import access
 from accounts.models import Team
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
-from clusters import inspection, services
+from clusters import actions, inspection, services
 from clusters.api.serializers import ClusterImportSerializer
 from portal.forms import SerializerForm
 from portal.views import perform, portal_view
@@ -42,7 +42,7 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
     """GET: pick a region and an import candidate (``?region=`` lists them without JavaScript). POST: validate with
     ``ClusterImportSerializer``, call ``services.cluster_import`` and open the cluster; errors re-render the page."""
     team = _team(request)
-    access.require(request.user, "cluster.import", team)
+    access.require(request.user, actions.CLUSTER_IMPORT, team)
     if request.method != "POST":
         region = request.GET.get("region", "")
         form = SerializerForm(ClusterImportSerializer, initial={"region": region or default_region()})
@@ -64,7 +64,7 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
 def import_candidates(request: HttpRequest) -> HttpResponse:
     """The candidates of ``?region=`` as an htmx partial (``cluster.import`` on the team required)."""
     team = _team(request)
-    access.require(request.user, "cluster.import", team)
+    access.require(request.user, actions.CLUSTER_IMPORT, team)
     region = request.GET.get("region", "")
     form = SerializerForm(ClusterImportSerializer, initial={"region": region})
     return render(request, "clusters/import/_candidates.html", _context(request, team, region, form))

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import access
-from clusters import node_actions, nodes, selectors
+from clusters import actions, node_actions, nodes, selectors
 from clusters.api.node_serializers import NODE_ACTIONS, NodeBatchSerializer, NodeQuery, NodeReplaceSerializer
 from clusters.models import Cluster
 from config.api.exceptions import error_body
@@ -40,7 +40,7 @@ def _latest_batch(request: HttpRequest, cluster: Cluster):
 
 def _render(request: HttpRequest, cluster: Cluster, *, form: SerializerForm | None = None, action: str = "",
             status: int = 200) -> HttpResponse:
-    access.require(request.user, "node.view", cluster)
+    access.require(request.user, actions.NODE_VIEW, cluster)
     page, list_error, query = None, None, None
     try:
         query = NodeQuery(request.GET)

@@ -7,6 +7,9 @@ progress panel follows its operation on its own socket (``static/js/operation-pr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Prefetch
@@ -17,18 +20,27 @@ from django.views.decorators.http import require_POST
 
 from accounts import access
 from accounts.selectors import team_list
-from clusters import selectors, services
-from clusters.api.serializers import ClusterDeleteSerializer, VolumeCreateSerializer
+from clusters import actions, selectors, services, state_rules
+from clusters.api.group_serializers import GROUP_ACTIONS
+from clusters.api.serializers import VOLUME_ACTIONS, ClusterDeleteSerializer, VolumeCreateSerializer
 from clusters.models import Cluster, ClusterOrigin, StorageKind
 from operations.models import ACTIVE_STATES, OperationPhase
 from portal.forms import SerializerForm
-from portal.views import MAX_LIVE_TEAMS, flash_error, next_url, perform, portal_view
+from portal.views import MAX_LIVE_TEAMS, flash_error, next_url, perform, portal_view, template_capabilities
 
 ALL_TEAMS = "all"
 #: Most operations the detail page lists (the operations page has them all).
 RECENT_OPERATIONS = 10
-CLUSTER_ACTIONS = ["cluster.activate", "cluster.refresh", "cluster.delete", "storage.create", "storage.delete",
-                   "instance_group.create", "instance_group.update", "instance_group.delete"]
+CLUSTER_ACTIONS = [actions.CLUSTER_ACTIVATE, actions.CLUSTER_REFRESH, actions.CLUSTER_DELETE, actions.STORAGE_CREATE,
+                   actions.INSTANCE_GROUP_CREATE]
+
+
+def _with_capabilities(actor: Any, rows: list[Any], names: list[str],
+                       state_allows: Callable[[str, Any], bool]) -> list[Any]:
+    """``rows``, each with ``caps``: what the actor may do with it now (permission and state), by template name."""
+    for row in rows:
+        row.caps = template_capabilities(access.capabilities(actor, row, names, state_allows))
+    return rows
 
 
 @portal_view
@@ -42,13 +54,13 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     active = {team.pk: selectors.active_cluster(actor=request.user, team=team)
               for team in {cluster.team for cluster in clusters}}
     active_ids = {cluster.pk for cluster in active.values() if cluster is not None}
-    for cluster in clusters:
+    for cluster in _with_capabilities(request.user, clusters, [actions.CLUSTER_ACTIVATE], state_rules.cluster_allows):
         cluster.is_active_choice = cluster.pk in active_ids
     current = request.team if request.team in shown else (shown[0] if len(shown) == 1 else None)
     return render(request, "clusters/list.html", {
         "section": "clusters", "clusters": clusters, "teams": teams, "scope": scope, "current": current,
-        "can_create": current is not None and access.can(request.user, "cluster.create", current),
-        "can_import": current is not None and access.can(request.user, "cluster.import", current),
+        "can_create": current is not None and access.can(request.user, actions.CLUSTER_CREATE, current),
+        "can_import": current is not None and access.can(request.user, actions.CLUSTER_IMPORT, current),
         "live_teams": ",".join(str(team.pk) for team in shown[:MAX_LIVE_TEAMS]),
     })
 
@@ -73,12 +85,14 @@ def _render_detail(request: HttpRequest, cluster: Cluster, *, volume_form: Seria
     return render(request, "clusters/detail.html", {
         "section": "clusters", "cluster": cluster, "network": network, "subnets": subnets,
         "dependencies": list(selectors.dependency_list(cluster=cluster)),
-        "volumes": list(selectors.volume_list(actor=request.user, cluster=cluster)),
-        "groups": list(selectors.group_list(actor=request.user, cluster=cluster)),
+        "volumes": _with_capabilities(request.user, list(selectors.volume_list(actor=request.user, cluster=cluster)),
+                                      VOLUME_ACTIONS, state_rules.volume_allows),
+        "groups": _with_capabilities(request.user, list(selectors.group_list(actor=request.user, cluster=cluster)),
+                                     GROUP_ACTIONS, state_rules.group_allows),
         "operations": operations, "current_operation": current,
         "is_active_choice": active is not None and active.pk == cluster.pk,
-        "caps": {action.replace(".", "_"): allowed
-                 for action, allowed in access.capabilities(request.user, cluster, CLUSTER_ACTIONS).items()},
+        "caps": template_capabilities(access.capabilities(request.user, cluster, CLUSTER_ACTIONS,
+                                                          state_rules.cluster_allows)),
         "volume_form": volume_form or SerializerForm(VolumeCreateSerializer, initial={"kind": StorageKind.S3}),
         "storage_kinds": StorageKind.choices, "live_teams": str(cluster.team_id),
     }, status=status)
@@ -127,7 +141,7 @@ def cluster_delete(request: HttpRequest, cluster_id: int) -> HttpResponse:
     """GET asks for the cluster's name (and, for an imported cluster, whether to delete its cloud resources too —
     off means forget); POST validates with ``ClusterDeleteSerializer`` and calls ``services.cluster_delete``."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-    access.require(request.user, "cluster.delete", cluster)
+    access.require(request.user, actions.CLUSTER_DELETE, cluster)
     context = {"section": "clusters", "cluster": cluster, "imported": cluster.origin == ClusterOrigin.IMPORTED}
     if request.method != "POST":
         form = SerializerForm(ClusterDeleteSerializer, initial={"delete_resources": False})

@@ -22,7 +22,7 @@ from accounts import access
 from accounts.models import Team
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
-from clusters import inspection, services
+from clusters import actions, inspection, services
 from clusters.api.serializers import ClusterCreateSerializer
 from clusters.inspection.capacity import hyperpod_usage
 from clusters.models import CapacityType
@@ -119,7 +119,7 @@ def cluster_wizard(request: HttpRequest) -> HttpResponse:
     values = request.POST if request.method == "POST" else request.GET
     team = _team(request, values)
     if team is not None:
-        access.require(request.user, "cluster.create", team)
+        access.require(request.user, actions.CLUSTER_CREATE, team)
     if request.method != "POST":
         upto = "review" if values.get("review") else "capacity"
         return render(request, "clusters/wizard/page.html", _context(team, values, upto=upto))
@@ -146,7 +146,7 @@ def cluster_wizard_step(request: HttpRequest, step: str) -> HttpResponse:
     if step not in STEPS:
         raise Http404("No such wizard step.")
     team = _team(request, request.GET)
-    access.require(request.user, "cluster.inspect", team)
+    access.require(request.user, actions.CLUSTER_INSPECT, team)
     context = _context(team, request.GET, upto=step)
     context["clear"] = STEPS[STEPS.index(step) + 1:]
     return render(request, f"clusters/wizard/_{step}.html", context)

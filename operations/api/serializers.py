@@ -7,13 +7,15 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from accounts.api.fields import CapabilitiesField
+from accounts.models import User
 from config.api.serializers import StrictSerializer
+from operations import actions
 from operations.models import TERMINAL_STATES, Operation, OperationLog, OperationPhase
 
-OPERATION_ACTIONS = ["operation.retry", "operation.cancel"]
+OPERATION_ACTIONS = [actions.OPERATION_RETRY, actions.OPERATION_CANCEL]
 
 
-class OperationPhaseSerializer(serializers.ModelSerializer):
+class OperationPhaseSerializer(serializers.ModelSerializer[OperationPhase]):
     duration_seconds = serializers.SerializerMethodField(
         help_text="Seconds from the start of the phase's latest run to its end (or to now while it runs).")
 
@@ -30,8 +32,8 @@ class OperationPhaseSerializer(serializers.ModelSerializer):
         return round((end - phase.started_at).total_seconds(), 3)
 
 
-class OperationSerializer(serializers.ModelSerializer):
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+class OperationSerializer(serializers.ModelSerializer[Operation]):
+    created_by = serializers.SlugRelatedField[User](slug_field="username", read_only=True)
     terminal = serializers.SerializerMethodField(help_text="True once no worker advances the operation any more.")
     phases = OperationPhaseSerializer(many=True, read_only=True)
     capabilities = CapabilitiesField(OPERATION_ACTIONS)
@@ -47,7 +49,7 @@ class OperationSerializer(serializers.ModelSerializer):
         return operation.state in TERMINAL_STATES
 
 
-class OperationLogSerializer(serializers.ModelSerializer):
+class OperationLogSerializer(serializers.ModelSerializer[OperationLog]):
     class Meta:
         model = OperationLog
         fields = ["seq", "phase", "level", "message", "created_at"]

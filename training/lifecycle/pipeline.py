@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from operations.context import StepContext
 from operations.models import Operation, OperationState
-from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
+from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 from training import metrics, mlflow
 from training.lifecycle import objects, observe
 from training.models import JobState, TrainingJob
@@ -125,7 +125,7 @@ def job_retried(operation: Operation) -> None:
         TrainingJob.objects.filter(pk=operation.params["job_id"]).update(state=JobState.SUBMITTING, finished_at=None)
 
 
-PIPELINE = register(Pipeline(
+PIPELINE = Pipeline(
     kind=KIND,
     phases=(
         Phase("identity", "Grant MLflow writes", submit_identity, poll_done, timeout=timedelta(minutes=10)),
@@ -135,4 +135,4 @@ PIPELINE = register(Pipeline(
     ),
     on_finished=job_finished,
     on_retried=job_retried,
-))
+)

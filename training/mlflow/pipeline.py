@@ -1,4 +1,4 @@
-"""The tracking server pipelines (registered when this module is imported; ``training.apps`` imports it).
+"""The tracking server pipelines (declared in ``training.pipelines``).
 
 ``mlflow.create`` — *role*: the shared bucket (created when it is the default one and absent) and the server's IAM
 role (:mod:`training.mlflow.servers`); *server*: ``CreateMlflowTrackingServer`` (adopting a server of the
@@ -24,7 +24,7 @@ from cloud import aws
 from clusters.shared_bucket import ensure_shared_bucket
 from operations.context import StepContext
 from operations.models import Operation, OperationState
-from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
+from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 from training.mlflow import servers
 from training.models import TrackingServer, TrackingServerState
 
@@ -149,16 +149,16 @@ def _retried(state: str):
     return retried
 
 
-CREATE = register(Pipeline(kind=CREATE_KIND, phases=(
+CREATE = Pipeline(kind=CREATE_KIND, phases=(
     Phase(slug="role", title="IAM role", submit=submit_role, poll=poll_role, timeout=timedelta(minutes=10),
           poll_interval=2),
     Phase(slug="server", title="Tracking server", submit=submit_server, poll=poll_server,
           timeout=timedelta(minutes=60), poll_interval=30),
-), on_finished=_finished(TrackingServerState.READY), on_retried=_retried(TrackingServerState.CREATING)))
+), on_finished=_finished(TrackingServerState.READY), on_retried=_retried(TrackingServerState.CREATING))
 
-DELETE = register(Pipeline(kind=DELETE_KIND, phases=(
+DELETE = Pipeline(kind=DELETE_KIND, phases=(
     Phase(slug="server", title="Tracking server", submit=submit_delete_server, poll=poll_delete_server,
           timeout=timedelta(minutes=30), poll_interval=15),
     Phase(slug="role", title="IAM role", submit=submit_delete_role, poll=poll_role, timeout=timedelta(minutes=10),
           poll_interval=2),
-), on_finished=_finished(None), on_retried=_retried(TrackingServerState.DELETING)))
+), on_finished=_finished(None), on_retried=_retried(TrackingServerState.DELETING))

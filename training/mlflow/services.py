@@ -26,6 +26,7 @@ from config.errors import Conflict, ValidationFailed
 from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_start
+from training import actions
 from training.actions import MLFLOW_MANAGE
 from training.mlflow import pipeline, servers
 from training.models import TrackingServer, TrackingServerState
@@ -79,7 +80,7 @@ def tracking_server_create(*, actor: User, team: Team, region: str, size: str = 
             title=f"MLflow tracking server of {team.name} in {region}",
             params={"tracking_server_id": server.pk, "team_id": team.pk, "region": region, "size": size},
             source=source, target=server, idempotency_key=idempotency_key)
-        audit.record(actor=actor, source=source, action="mlflow.create", target=server, team=team,
+        audit.record(actor=actor, source=source, action=actions.MLFLOW_CREATE, target=server, team=team,
                      after={**audit.snapshot(server, AUDIT_FIELDS), "size": size, "operation": operation.pk})
     return server, operation
 
@@ -109,7 +110,7 @@ def tracking_server_attach(*, actor: User, team: Team, arn: str, source: str, re
                        url=found.get("TrackingServerUrl", ""), status=found["TrackingServerStatus"],
                        artifact_store_uri=found.get("ArtifactStoreUri", ""), role_arn=found.get("RoleArn", ""),
                        managed=False, state=TrackingServerState.READY)
-        audit.record(actor=actor, source=source, action="mlflow.attach", target=server, team=team,
+        audit.record(actor=actor, source=source, action=actions.MLFLOW_ATTACH, target=server, team=team,
                      after=audit.snapshot(server, AUDIT_FIELDS))
     return server
 
@@ -126,7 +127,7 @@ def tracking_server_detach(*, actor: User, server: TrackingServer, source: str,
                            code="tracking_server_busy")
         before = audit.snapshot(server, AUDIT_FIELDS)
         if not server.managed:
-            audit.record(actor=actor, source=source, action="mlflow.detach", target=server, team=server.team,
+            audit.record(actor=actor, source=source, action=actions.MLFLOW_DETACH, target=server, team=server.team,
                          before=before)
             server.delete()
             return None
@@ -137,7 +138,7 @@ def tracking_server_detach(*, actor: User, server: TrackingServer, source: str,
             title=f"Delete MLflow tracking server {server.name}",
             params={"tracking_server_id": server.pk, "team_id": server.team_id, "region": server.region},
             source=source, target=server, idempotency_key=idempotency_key)
-        audit.record(actor=actor, source=source, action="mlflow.delete", target=server, team=server.team,
+        audit.record(actor=actor, source=source, action=actions.MLFLOW_DELETE, target=server, team=server.team,
                      before=before, after={"state": server.state, "operation": operation.pk})
     return operation
 

@@ -1,0 +1,47 @@
+"""The accounts app's permission actions (``accounts.access``) and its audit-only action names.
+
+Team actions name the least role allowed (``TEAM_ACTIONS``): members see their team, its members and its audit
+trail; admins change the team and its memberships. Personal actions concern the actor's own things
+(``PERSONAL_ACTIONS`` → whether they change state: a read-only token may only do the others).
+"""
+
+from accounts.models import Role
+
+TEAM_VIEW = "team.view"
+TEAM_UPDATE = "team.update"
+TEAM_DELETE = "team.delete"
+MEMBERSHIP_VIEW = "membership.view"
+MEMBERSHIP_CREATE = "membership.create"
+MEMBERSHIP_UPDATE = "membership.update"
+MEMBERSHIP_DELETE = "membership.delete"
+AUDIT_VIEW = "audit.view"
+
+TEAM_CREATE = "team.create"
+TOKEN_VIEW = "token.view"
+TOKEN_CREATE = "token.create"
+TOKEN_REVOKE = "token.revoke"
+USER_VIEW_SELF = "user.view_self"
+USER_SWITCH_TEAM = "user.switch_team"
+
+#: Recorded in the audit trail only (the first platform admin is made by a command, not by a user).
+USER_CREATE_FIRST_ADMIN = "user.create_first_admin"
+
+TEAM_ACTIONS: dict[str, Role] = {
+    TEAM_VIEW: Role.VIEWER,
+    TEAM_UPDATE: Role.ADMIN,
+    TEAM_DELETE: Role.ADMIN,
+    MEMBERSHIP_VIEW: Role.VIEWER,
+    MEMBERSHIP_CREATE: Role.ADMIN,
+    MEMBERSHIP_UPDATE: Role.ADMIN,
+    MEMBERSHIP_DELETE: Role.ADMIN,
+    AUDIT_VIEW: Role.VIEWER,
+}
+
+PERSONAL_ACTIONS: dict[str, bool] = {
+    TEAM_CREATE: True,
+    TOKEN_VIEW: False,
+    TOKEN_CREATE: True,
+    TOKEN_REVOKE: True,
+    USER_VIEW_SELF: False,
+    USER_SWITCH_TEAM: True,
+}
