@@ -52,6 +52,11 @@ def perform(action: Callable[[], Result]) -> tuple[Result | None, dict[str, Any]
         return None, error_body(exc)[0]
 
 
+def template_capabilities(capabilities: dict[str, bool]) -> dict[str, bool]:
+    """``capabilities`` under names a template can read: ``instance_group.update`` → ``instance_group_update``."""
+    return {action.replace(".", "_"): allowed for action, allowed in capabilities.items()}
+
+
 def flash_error(request: HttpRequest, error: dict[str, Any]) -> None:
     """Flash a REST error body (field messages appended); the stable code travels as the extra tag."""
     details = [f"{name}: {item['message']}" for name, items in error["fields"].items() for item in items]

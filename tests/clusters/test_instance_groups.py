@@ -183,6 +183,8 @@ def test_a_group_with_pinned_work_or_being_deleted_is_not_changed(api, cast, san
     assert response.status_code == 409 and response.json()["code"] == "instance_group_in_use"
     assert "llama" in response.json()["message"]
     InstanceGroup.objects.filter(cluster=cluster, name="accelerated").update(status="Deleting")
+    assert api(cast.admin).get(path).json()["capabilities"] == {"instance_group.update": False,
+                                                                "instance_group.delete": False}
     response = api(cast.admin).patch(path, {"instance_count": 1})
     assert response.status_code == 409 and response.json()["code"] == "instance_group_deleting"
     assert api(cast.operator).patch(path, {"instance_count": 1}).status_code == 403

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from accounts.api.fields import CapabilitiesField
 from config.api.serializers import StrictSerializer
 from operations.api.serializers import OperationSerializer
-from training import actions
+from training import actions, state_rules
 from training.models import TrainingJob
 
 JOB_ACTIONS = [actions.CANCEL, actions.SUBMIT, actions.LOGS]
@@ -17,7 +17,7 @@ class TrainingJobSerializer(serializers.ModelSerializer):
     cluster_name = serializers.CharField(source="cluster.name", read_only=True)
     restarts_remaining = serializers.IntegerField(read_only=True, help_text="Recovery budget left.")
     terminal = serializers.BooleanField(read_only=True)
-    capabilities = CapabilitiesField(JOB_ACTIONS)
+    capabilities = CapabilitiesField(JOB_ACTIONS, state_rules.job_allows)
 
     class Meta:
         model = TrainingJob

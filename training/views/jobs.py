@@ -18,7 +18,8 @@ from accounts import access
 from clusters import selectors as cluster_selectors
 from config.context import Source
 from portal.views import flash_error, perform, portal_view
-from training import actions, selectors, services
+from training import actions, selectors, services, state_rules
+from training.api.job_serializers import JOB_ACTIONS
 from training.models import ACTIVE_JOB_STATES, JobState, TrainingJob
 
 #: Most jobs the list shows (the REST list pages through them all).
@@ -52,11 +53,9 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 
 def _job_context(request: HttpRequest, job: TrainingJob) -> dict:
-    caps = access.capabilities(request.user, job, [actions.CANCEL, actions.LOGS])
+    caps = access.capabilities(request.user, job, JOB_ACTIONS, state_rules.job_allows)
     return {"section": "training", "job": job, "active": job.state in ACTIVE_JOB_STATES,
-            "can_cancel": caps[actions.CANCEL] and job.state in ACTIVE_JOB_STATES and job.state != JobState.STOPPING,
-            "can_resubmit": job.terminal and access.can(request.user, actions.SUBMIT, job.cluster),
-            "can_logs": caps[actions.LOGS]}
+            "can_cancel": caps[actions.CANCEL], "can_resubmit": caps[actions.SUBMIT], "can_logs": caps[actions.LOGS]}
 
 
 @portal_view
