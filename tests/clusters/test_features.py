@@ -5,6 +5,7 @@ identity chain, and the MCP tools."""
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -237,9 +238,26 @@ def test_inference_and_observability_in_one_operation_then_off_leave_nothing(api
 # Autoscaling (F-IG-5) -----------------------------------------------------------------------------------------------
 
 
+def hyperpod_group(cluster, name: str) -> dict:
+    described = aws.client("sagemaker", region=REGION).describe_cluster(ClusterName=cluster.hyperpod_name)
+    return next(group for group in described["InstanceGroups"] if group["InstanceGroupName"] == name)
+
+
+def node_of_bound_pod(core, name: str, *, timeout: float = 60) -> k8s.V1Node:
+    """The node the scheduler bound pod ``name`` to, once it has. Being bound is a state that lasts (the sandbox's
+    pods never finish, so their node is never empty and never consolidated), not a moment a poll can miss."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pod = next((pod for pod in core.list_namespaced_pod("default").items if pod.metadata.name == name), None)
+        if pod is not None and pod.spec.node_name:
+            return core.read_node(pod.spec.node_name)
+        assert time.monotonic() < deadline, f"pod {name} was bound to no node within {timeout} s"
+        time.sleep(0.1)
+
+
 def test_autoscaling_scales_a_group_from_zero_and_disable_removes_its_objects(api, cast, live_cluster, sandbox,
                                                                              drive):
-    cluster = live_cluster()
+    cluster = live_cluster(instance_count=1)
     roles_before = roles(cluster.pk)
     run(drive, api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/features/autoscaling/enable", {}))
     cluster.refresh_from_db()
@@ -255,31 +273,27 @@ def test_autoscaling_scales_a_group_from_zero_and_disable_removes_its_objects(ap
                                                   "instantstart-accelerated")
     assert node_class["spec"]["instanceGroups"] == ["accelerated"]
 
+    run(drive, api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/instance-groups",
+                                    {"name": "burst", "instance_type": "ml.g5.8xlarge", "instance_count": 0}))
     core = k8s.CoreV1Api(kube.api_client(cluster.eks_name, region=REGION))
-    nodes_before = len(core.list_node(label_selector="sagemaker.amazonaws.com/instance-group-name=accelerated").items)
+    in_burst = "sagemaker.amazonaws.com/instance-group-name=burst"
+    assert (hyperpod_group(cluster, "burst")["TargetCount"], core.list_node(label_selector=in_burst).items) == (0, [])
     core.create_namespaced_pod("default", k8s.V1Pod(
         api_version="v1", kind="Pod", metadata=k8s.V1ObjectMeta(name="wants-a-node"),
-        spec=k8s.V1PodSpec(node_selector={"sagemaker.amazonaws.com/instance-group-name": "accelerated",
-                                          "karpenter.sh/nodepool": "instantstart-accelerated"},
+        spec=k8s.V1PodSpec(node_selector={"sagemaker.amazonaws.com/instance-group-name": "burst",
+                                          "karpenter.sh/nodepool": "instantstart-burst"},
                            containers=[k8s.V1Container(name="main", image="busybox",
                                                        resources=k8s.V1ResourceRequirements(
                                                            requests={"cpu": "1"}))])))
-    sandbox.control("PUT", "clock", {"scale": 0.0001})
-    import time
-
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        nodes = core.list_node(label_selector="sagemaker.amazonaws.com/instance-group-name=accelerated").items
-        if len(nodes) > nodes_before:
-            break
-        time.sleep(0.2)
-    assert len(nodes) > nodes_before, "the pending pod brought no node into the group"
-    assert any(node.metadata.labels.get("karpenter.sh/nodepool") == "instantstart-accelerated" for node in nodes)
+    node = node_of_bound_pod(core, "wants-a-node")
+    assert node.metadata.labels["karpenter.sh/nodepool"] == "instantstart-burst"
+    assert [item.metadata.name for item in core.list_node(label_selector=in_burst).items] == [node.metadata.name]
+    assert hyperpod_group(cluster, "burst")["TargetCount"] == 1
 
     run(drive, api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/features/autoscaling/disable", {}))
     assert not autoscaling.enabled(cluster)
     assert roles(cluster.pk) == roles_before
-    assert autoscaling.our_objects(cluster) in ({"hyperpodnodeclasses": [], "nodepools": []},)
+    assert autoscaling.our_objects(cluster) == {"hyperpodnodeclasses": [], "nodepools": []}
 
 
 # MCP ------------------------------------------------------------------------------------------------------------------
