@@ -1,8 +1,8 @@
-"""Clusters portal URLs (mounted at the site root, before ``accounts.urls``)."""
+"""Clusters portal URLs (mounted at the site root, before ``accounts.urls``): the cluster pages here, instance
+groups, nodes and managed features from their areas' URL modules."""
 
-from django.urls import path
+from django.urls import include, path
 
-from clusters import feature_urls, group_urls, node_urls
 from clusters.views import imports, pages, storage, wizard
 
 urlpatterns = [
@@ -18,5 +18,7 @@ urlpatterns = [
     path("clusters/<id:cluster_id>/volumes/", storage.volume_create, name="cluster-volume-create"),
     path("clusters/<id:cluster_id>/volumes/<id:volume_id>/delete/", storage.volume_delete,
          name="cluster-volume-delete"),
+    path("", include("clusters.group_urls")),
+    path("", include("clusters.node_urls")),
+    path("", include("clusters.feature_urls")),
 ]
-urlpatterns += [*group_urls.urlpatterns, *node_urls.urlpatterns, *feature_urls.urlpatterns]
