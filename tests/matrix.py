@@ -2,7 +2,8 @@
 relationship an actor can have to the object.
 
 Later issues register their endpoints by appending ``Case``s to ``CASES``; ``test_permission_matrix``
-fails when the OpenAPI schema has an operation without a case, so nothing ships unregistered.
+fails when the OpenAPI schema has an operation without a case, so nothing ships unregistered. A case names its
+operation by ``operationId``: the HTTP method and path come from the OpenAPI description, never restated here.
 
 An actor not in ``allowed`` gets: 401 when anonymous; 404 when the object is team-scoped and the
 actor is not in that team (outsider); 403 otherwise.
@@ -13,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from accounts.models import AuditEvent, Membership
+from mcp_server import openapi
 
 ROLES = ("anonymous", "outsider", "viewer", "operator", "admin", "superuser")
 MEMBERS = frozenset({"viewer", "operator", "admin", "superuser"})
@@ -23,17 +26,32 @@ AUTHENTICATED = frozenset(ROLES) - {"anonymous"}
 
 @dataclass(frozen=True)
 class Case:
+    """The operation ``operation_id`` (its HTTP method and path are the OpenAPI description's) and the roles in
+    ``allowed`` that may call it."""
+
     operation_id: str
-    method: str
-    path: str
     allowed: frozenset[str]
     #: the JSON body, or a function of the cast and the acting user returning it
     body: dict[str, Any] | Callable[[Any, Any], dict[str, Any]] | None = None
-    #: path parameters, computed from the cast and the acting user
+    #: path parameters, and any query parameters the call needs, computed from the cast and the acting user
     params: Callable[[Any, Any], dict[str, Any]] = field(default=lambda cast, actor: {})
     team_scoped: bool = True
     #: the endpoint reaches AWS (through the sandbox) for allowed actors
     sandbox: bool = False
+
+    @property
+    def method(self) -> str:
+        return openapi.operation(self.operation_id).method
+
+    def url(self, values: dict[str, Any]) -> str:
+        """The operation's path with ``values`` in its path parameters; the other values as its query string."""
+        described = openapi.operation(self.operation_id)
+        unknown = set(values) - {*described.path_params, *described.query_params}
+        if unknown:
+            raise ValueError(f"{self.operation_id} has no parameters {sorted(unknown)}")
+        path = described.path.format(**{name: values[name] for name in described.path_params})
+        query = {name: value for name, value in values.items() if name in described.query_params}
+        return f"{path}?{urlencode(query)}" if query else path
 
     def payload(self, cast, actor) -> dict[str, Any] | None:
         return self.body(cast, actor) if callable(self.body) else self.body
@@ -66,33 +84,26 @@ def team_event(cast, actor) -> dict:
 
 
 CASES: list[Case] = [
-    Case("me_retrieve", "GET", "/api/v1/me", AUTHENTICATED, team_scoped=False),
-    Case("me_update", "PATCH", "/api/v1/me", AUTHENTICATED, body={"current_team": None}, team_scoped=False),
-    Case("teams_list", "GET", "/api/v1/teams", AUTHENTICATED, team_scoped=False),
-    Case("teams_create", "POST", "/api/v1/teams", AUTHENTICATED, body={"name": "Matrix", "slug": "matrix"},
-         team_scoped=False),
-    Case("teams_retrieve", "GET", "/api/v1/teams/{team_id}", MEMBERS, params=team),
-    Case("teams_update", "PATCH", "/api/v1/teams/{team_id}", frozenset({"admin", "superuser"}),
-         body={"description": "changed"}, params=team),
-    Case("teams_destroy", "DELETE", "/api/v1/teams/{team_id}", frozenset({"admin", "superuser"}), params=team),
-    Case("memberships_list", "GET", "/api/v1/teams/{team_id}/memberships", MEMBERS, params=team),
-    Case("memberships_create", "POST", "/api/v1/teams/{team_id}/memberships", frozenset({"admin", "superuser"}),
+    Case("me_retrieve", AUTHENTICATED, team_scoped=False),
+    Case("me_update", AUTHENTICATED, body={"current_team": None}, team_scoped=False),
+    Case("teams_list", AUTHENTICATED, team_scoped=False),
+    Case("teams_create", AUTHENTICATED, body={"name": "Matrix", "slug": "matrix"}, team_scoped=False),
+    Case("teams_retrieve", MEMBERS, params=team),
+    Case("teams_update", frozenset({"admin", "superuser"}), body={"description": "changed"}, params=team),
+    Case("teams_destroy", frozenset({"admin", "superuser"}), params=team),
+    Case("memberships_list", MEMBERS, params=team),
+    Case("memberships_create", frozenset({"admin", "superuser"}),
          body={"username": "newcomer", "role": "viewer"}, params=team),
-    Case("memberships_retrieve", "GET", "/api/v1/teams/{team_id}/memberships/{membership_id}", MEMBERS,
-         params=member_of_team),
-    Case("memberships_update", "PATCH", "/api/v1/teams/{team_id}/memberships/{membership_id}",
-         frozenset({"admin", "superuser"}), body={"role": "operator"}, params=member_of_team),
+    Case("memberships_retrieve", MEMBERS, params=member_of_team),
+    Case("memberships_update", frozenset({"admin", "superuser"}), body={"role": "operator"}, params=member_of_team),
     # The viewer's own membership: admins remove it, and the viewer may leave.
-    Case("memberships_destroy", "DELETE", "/api/v1/teams/{team_id}/memberships/{membership_id}",
-         frozenset({"admin", "superuser", "viewer"}), params=member_of_team),
-    Case("tokens_list", "GET", "/api/v1/tokens", AUTHENTICATED, team_scoped=False),
-    Case("tokens_create", "POST", "/api/v1/tokens", AUTHENTICATED, body={"name": "ci", "expires_in_days": 30},
-         team_scoped=False),
-    Case("tokens_retrieve", "GET", "/api/v1/tokens/{token_id}", AUTHENTICATED, params=own_token, team_scoped=False),
-    Case("tokens_revoke", "DELETE", "/api/v1/tokens/{token_id}", AUTHENTICATED, params=own_token,
-         team_scoped=False),
-    Case("audit_events_list", "GET", "/api/v1/audit-events", AUTHENTICATED, team_scoped=False),
-    Case("audit_events_retrieve", "GET", "/api/v1/audit-events/{event_id}", MEMBERS, params=team_event),
+    Case("memberships_destroy", frozenset({"admin", "superuser", "viewer"}), params=member_of_team),
+    Case("tokens_list", AUTHENTICATED, team_scoped=False),
+    Case("tokens_create", AUTHENTICATED, body={"name": "ci", "expires_in_days": 30}, team_scoped=False),
+    Case("tokens_retrieve", AUTHENTICATED, params=own_token, team_scoped=False),
+    Case("tokens_revoke", AUTHENTICATED, params=own_token, team_scoped=False),
+    Case("audit_events_list", AUTHENTICATED, team_scoped=False),
+    Case("audit_events_retrieve", MEMBERS, params=team_event),
 ]
 
 
@@ -120,17 +131,13 @@ def operation_in(state: str):
 OPERATORS = frozenset({"operator", "admin", "superuser"})
 
 CASES += [
-    Case("operations_list", "GET", "/api/v1/operations", AUTHENTICATED, team_scoped=False),
-    Case("operations_retrieve", "GET", "/api/v1/operations/{operation_id}", MEMBERS, params=operation_in("pending")),
-    Case("operation_phases_list", "GET", "/api/v1/operations/{operation_id}/phases", MEMBERS,
-         params=operation_in("pending")),
-    Case("operation_logs_list", "GET", "/api/v1/operations/{operation_id}/logs", MEMBERS,
-         params=operation_in("pending")),
-    Case("operations_retry", "POST", "/api/v1/operations/{operation_id}/retry", OPERATORS, body={},
-         params=operation_in("failed")),
-    Case("operations_cancel", "POST", "/api/v1/operations/{operation_id}/cancel", OPERATORS, body={},
-         params=operation_in("running")),
-    Case("demo_operations_create", "POST", "/api/v1/demo-operations", OPERATORS,
+    Case("operations_list", AUTHENTICATED, team_scoped=False),
+    Case("operations_retrieve", MEMBERS, params=operation_in("pending")),
+    Case("operation_phases_list", MEMBERS, params=operation_in("pending")),
+    Case("operation_logs_list", MEMBERS, params=operation_in("pending")),
+    Case("operations_retry", OPERATORS, body={}, params=operation_in("failed")),
+    Case("operations_cancel", OPERATORS, body={}, params=operation_in("running")),
+    Case("demo_operations_create", OPERATORS,
          body=lambda cast, actor: {"team": cast.team.pk, "name": "matrix"}),
 ]
 
@@ -174,35 +181,26 @@ CREATE_BODY = {"name": "matrix", "region": "us-west-2", "zone": "us-west-2a", "i
 ADMINS = frozenset({"admin", "superuser"})
 
 CASES += [
-    Case("clusters_list", "GET", "/api/v1/clusters", AUTHENTICATED, team_scoped=False),
-    Case("clusters_create", "POST", "/api/v1/clusters", ADMINS, sandbox=True,
+    Case("clusters_list", AUTHENTICATED, team_scoped=False),
+    Case("clusters_create", ADMINS, sandbox=True,
          body=lambda cast, actor: {"team": cast.team.pk, **CREATE_BODY}),
-    Case("clusters_preflight", "POST", "/api/v1/clusters/preflight", ADMINS, sandbox=True,
+    Case("clusters_preflight", ADMINS, sandbox=True,
          body=lambda cast, actor: {"team": cast.team.pk, **CREATE_BODY}),
-    Case("clusters_import", "POST", "/api/v1/clusters/import", ADMINS, sandbox=True,
-         body=lambda cast, actor: eks_in_sandbox(cast, actor)),
-    Case("clusters_retrieve", "GET", "/api/v1/clusters/{cluster_id}", MEMBERS, params=cluster_in()),
-    Case("clusters_delete", "POST", "/api/v1/clusters/{cluster_id}/delete", ADMINS, params=cluster_in(),
-         body={"confirm": "matrix"}),
-    Case("clusters_refresh", "POST", "/api/v1/clusters/{cluster_id}/refresh", OPERATORS, params=cluster_in(),
-         sandbox=True),
-    Case("cluster_operations_list", "GET", "/api/v1/clusters/{cluster_id}/operations", MEMBERS,
-         params=cluster_in()),
-    Case("active_cluster_retrieve", "GET", "/api/v1/active-cluster?team={team}", MEMBERS, params=team_query),
-    Case("active_cluster_set", "PUT", "/api/v1/active-cluster", MEMBERS,
+    Case("clusters_import", ADMINS, sandbox=True, body=lambda cast, actor: eks_in_sandbox(cast, actor)),
+    Case("clusters_retrieve", MEMBERS, params=cluster_in()),
+    Case("clusters_delete", ADMINS, params=cluster_in(), body={"confirm": "matrix"}),
+    Case("clusters_refresh", OPERATORS, params=cluster_in(), sandbox=True),
+    Case("cluster_operations_list", MEMBERS, params=cluster_in()),
+    Case("active_cluster_retrieve", MEMBERS, params=team_query),
+    Case("active_cluster_set", MEMBERS,
          body=lambda cast, actor: {"cluster": cluster_in()(cast, actor)["cluster_id"]}),
-    Case("cluster_volumes_list", "GET", "/api/v1/clusters/{cluster_id}/volumes", MEMBERS, params=cluster_in()),
-    Case("cluster_volumes_create", "POST", "/api/v1/clusters/{cluster_id}/volumes", OPERATORS, params=cluster_in(),
+    Case("cluster_volumes_list", MEMBERS, params=cluster_in()),
+    Case("cluster_volumes_create", OPERATORS, params=cluster_in(),
          body={"name": "data", "kind": "s3", "bucket": "matrix-data"}),
-    Case("cluster_volumes_retrieve", "GET", "/api/v1/clusters/{cluster_id}/volumes/{volume_id}", MEMBERS,
-         params=volume_of_cluster),
-    Case("cluster_volumes_destroy", "DELETE", "/api/v1/clusters/{cluster_id}/volumes/{volume_id}", OPERATORS,
-         params=volume_of_cluster),
-    *[Case(f"inspect_{what}", "GET", f"/api/v1/inspect/{path}?team={{team}}", MEMBERS, params=team_query,
-           sandbox=True)
-      for what, path in [("regions", "regions"), ("zones", "zones"), ("instance_types", "instance-types"),
-                         ("quotas", "quotas"), ("training_plans", "training-plans"),
-                         ("import_candidates", "import-candidates")]],
+    Case("cluster_volumes_retrieve", MEMBERS, params=volume_of_cluster),
+    Case("cluster_volumes_destroy", OPERATORS, params=volume_of_cluster),
+    *[Case(f"inspect_{what}", MEMBERS, params=team_query, sandbox=True)
+      for what in ("regions", "zones", "instance_types", "quotas", "training_plans", "import_candidates")],
 ]
 
 # The slices build on the names above.

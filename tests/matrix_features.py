@@ -13,12 +13,9 @@ def hyperpod_cluster(cast, actor) -> dict:
 
 
 CASES: list = [
-    Case("cluster_features_retrieve", "GET", "/api/v1/clusters/{cluster_id}/features", MEMBERS, params=cluster_in(),
-         sandbox=True),
-    Case("cluster_features_update", "PATCH", "/api/v1/clusters/{cluster_id}/features", ADMINS, params=cluster_in(),
-         body={"autoscaling": {"enabled": False}}, sandbox=True),
-    Case("cluster_autoscaling_enable", "POST", "/api/v1/clusters/{cluster_id}/features/autoscaling/enable", ADMINS,
-         params=hyperpod_cluster, sandbox=True),
-    Case("cluster_autoscaling_disable", "POST", "/api/v1/clusters/{cluster_id}/features/autoscaling/disable", ADMINS,
-         params=cluster_in(), sandbox=True),
+    Case("cluster_features_retrieve", MEMBERS, params=cluster_in(), sandbox=True),
+    Case("cluster_features_update", ADMINS, params=cluster_in(), sandbox=True,
+         body={"autoscaling": {"enabled": False}}),
+    Case("cluster_autoscaling_enable", ADMINS, params=hyperpod_cluster, sandbox=True),
+    Case("cluster_autoscaling_disable", ADMINS, params=cluster_in(), sandbox=True),
 ]

@@ -22,22 +22,15 @@ def group_of_hyperpod_cluster(cast, actor) -> dict:
     return {**hyperpod_cluster(cast, actor), "name": "workers"}
 
 
-GROUPS = "/api/v1/clusters/{cluster_id}/instance-groups"
-
 CASES = [
-    Case("cluster_instance_groups_list", "GET", GROUPS, MEMBERS, params=hyperpod_cluster, sandbox=True),
-    Case("cluster_instance_groups_create", "POST", GROUPS, ADMINS, params=hyperpod_cluster, sandbox=True,
+    Case("cluster_instance_groups_list", MEMBERS, params=hyperpod_cluster, sandbox=True),
+    Case("cluster_instance_groups_create", ADMINS, params=hyperpod_cluster, sandbox=True,
          body={"name": "more", "instance_type": "ml.g5.8xlarge", "instance_count": 1, "zone": "us-west-2a"}),
-    Case("cluster_instance_groups_retrieve", "GET", GROUPS + "/{name}", MEMBERS, params=group_of_hyperpod_cluster,
-         sandbox=True),
-    Case("cluster_instance_groups_update", "PATCH", GROUPS + "/{name}", ADMINS, params=group_of_hyperpod_cluster,
-         sandbox=True, body={"instance_count": 1}),
-    Case("cluster_instance_groups_destroy", "DELETE", GROUPS + "/{name}", ADMINS, params=group_of_hyperpod_cluster,
-         sandbox=True),
-    Case("cluster_settings_retrieve", "GET", "/api/v1/clusters/{cluster_id}/settings", MEMBERS,
-         params=hyperpod_cluster, sandbox=True),
-    Case("cluster_settings_update", "PATCH", "/api/v1/clusters/{cluster_id}/settings", ADMINS,
-         params=hyperpod_cluster, sandbox=True, body={"node_recovery": "None"}),
-    Case("cluster_software_update", "POST", "/api/v1/clusters/{cluster_id}/software-update", ADMINS,
-         params=hyperpod_cluster, sandbox=True, body={}),
+    Case("cluster_instance_groups_retrieve", MEMBERS, params=group_of_hyperpod_cluster, sandbox=True),
+    Case("cluster_instance_groups_update", ADMINS, params=group_of_hyperpod_cluster, sandbox=True,
+         body={"instance_count": 1}),
+    Case("cluster_instance_groups_destroy", ADMINS, params=group_of_hyperpod_cluster, sandbox=True),
+    Case("cluster_settings_retrieve", MEMBERS, params=hyperpod_cluster, sandbox=True),
+    Case("cluster_settings_update", ADMINS, params=hyperpod_cluster, sandbox=True, body={"node_recovery": "None"}),
+    Case("cluster_software_update", ADMINS, params=hyperpod_cluster, sandbox=True, body={}),
 ]

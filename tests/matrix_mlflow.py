@@ -2,8 +2,6 @@
 
 from tests.matrix import ADMINS, AUTHENTICATED, MEMBERS, Case
 
-SERVERS = "/api/v1/mlflow-servers"
-
 
 def sandbox_server(name: str = "matrix") -> str:
     """A running tracking server made directly in the sandbox (as someone outside InstantStart would); its ARN."""
@@ -49,14 +47,11 @@ def job_of_team(cast, actor) -> dict:
 
 
 CASES = [
-    Case("mlflow_servers_list", "GET", SERVERS, AUTHENTICATED, team_scoped=False),
-    Case("mlflow_servers_create", "POST", SERVERS, ADMINS,
-         body=lambda cast, actor: {"team": cast.team.pk, "region": "us-west-2"}),
-    Case("mlflow_servers_attach", "POST", SERVERS + "/attach", ADMINS, body=attach_body, sandbox=True),
-    Case("mlflow_servers_retrieve", "GET", SERVERS + "/{server_id}", MEMBERS, params=server_row()),
-    Case("mlflow_servers_destroy", "DELETE", SERVERS + "/{server_id}", ADMINS, params=server_row()),
-    Case("mlflow_servers_ui_url", "POST", SERVERS + "/{server_id}/ui-url", ADMINS, params=server_row(cloud=True),
-         sandbox=True),
-    Case("training_job_metrics_retrieve", "GET", "/api/v1/training-jobs/{job_id}/metrics", MEMBERS,
-         params=job_of_team),
+    Case("mlflow_servers_list", AUTHENTICATED, team_scoped=False),
+    Case("mlflow_servers_create", ADMINS, body=lambda cast, actor: {"team": cast.team.pk, "region": "us-west-2"}),
+    Case("mlflow_servers_attach", ADMINS, body=attach_body, sandbox=True),
+    Case("mlflow_servers_retrieve", MEMBERS, params=server_row()),
+    Case("mlflow_servers_destroy", ADMINS, params=server_row()),
+    Case("mlflow_servers_ui_url", ADMINS, params=server_row(cloud=True), sandbox=True),
+    Case("training_job_metrics_retrieve", MEMBERS, params=job_of_team),
 ]

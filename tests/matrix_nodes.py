@@ -94,13 +94,9 @@ def batch_body(cast, actor) -> dict:
 
 
 CASES: list = [
-    Case("cluster_nodes_list", "GET", "/api/v1/clusters/{cluster_id}/nodes", MEMBERS, params=nodes_cluster,
-         sandbox=True),
-    Case("cluster_nodes_reboot", "POST", "/api/v1/clusters/{cluster_id}/nodes/reboot", OPERATORS,
-         params=nodes_cluster, body=batch_body, sandbox=True),
-    Case("cluster_nodes_replace", "POST", "/api/v1/clusters/{cluster_id}/nodes/replace", OPERATORS,
-         params=nodes_cluster, body=lambda cast, actor: {**batch_body(cast, actor), "confirm_data_loss": True},
-         sandbox=True),
-    Case("cluster_nodes_delete", "POST", "/api/v1/clusters/{cluster_id}/nodes/delete", ADMINS,
-         params=nodes_cluster, body=batch_body, sandbox=True),
+    Case("cluster_nodes_list", MEMBERS, params=nodes_cluster, sandbox=True),
+    Case("cluster_nodes_reboot", OPERATORS, params=nodes_cluster, body=batch_body, sandbox=True),
+    Case("cluster_nodes_replace", OPERATORS, params=nodes_cluster, sandbox=True,
+         body=lambda cast, actor: {**batch_body(cast, actor), "confirm_data_loss": True}),
+    Case("cluster_nodes_delete", ADMINS, params=nodes_cluster, body=batch_body, sandbox=True),
 ]

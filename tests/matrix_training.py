@@ -71,18 +71,14 @@ def cluster_of_team(cast, actor) -> dict:
     return {"cluster_id": tracked_hyperpod_cluster(cast.team, cloud=False).pk}
 
 
-JOBS = "/api/v1/training-jobs"
-
 CASES = [
-    Case("training_recipes_list", "GET", "/api/v1/training-recipes", frozenset(
-        {"outsider", "viewer", "operator", "admin", "superuser"}), team_scoped=False),
-    Case("training_jobs_list", "GET", JOBS, frozenset({"outsider", "viewer", "operator", "admin", "superuser"}),
+    Case("training_recipes_list", frozenset({"outsider", "viewer", "operator", "admin", "superuser"}),
          team_scoped=False),
-    Case("training_jobs_create", "POST", JOBS, OPERATORS, body=submission, sandbox=True),
-    Case("training_jobs_retrieve", "GET", JOBS + "/{job_id}", MEMBERS, params=stored_job),
-    Case("training_jobs_cancel", "POST", JOBS + "/{job_id}/cancel", OPERATORS, params=running_job),
-    Case("training_jobs_resubmit", "POST", JOBS + "/{job_id}/resubmit", OPERATORS, params=finished_job,
-         body={}, sandbox=True),
-    Case("cluster_shared_files_list", "GET", "/api/v1/clusters/{cluster_id}/shared-files", MEMBERS,
-         params=cluster_of_team, sandbox=True),
+    Case("training_jobs_list", frozenset({"outsider", "viewer", "operator", "admin", "superuser"}),
+         team_scoped=False),
+    Case("training_jobs_create", OPERATORS, body=submission, sandbox=True),
+    Case("training_jobs_retrieve", MEMBERS, params=stored_job),
+    Case("training_jobs_cancel", OPERATORS, params=running_job),
+    Case("training_jobs_resubmit", OPERATORS, params=finished_job, body={}, sandbox=True),
+    Case("cluster_shared_files_list", MEMBERS, params=cluster_of_team, sandbox=True),
 ]

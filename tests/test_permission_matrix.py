@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from tests.matrix import CASES, ROLES, Case
+from tests.matrix import AUTHENTICATED, CASES, ROLES, Case
 from tests.matrix import case as case_for
 
 
@@ -25,7 +25,7 @@ def test_rest_endpoint_permission(case: Case, role: str, cast, api, make_user, r
     if case.sandbox:
         request.getfixturevalue("sandbox")
     actor = cast[role]
-    path = case.path.format(**case.params(cast, actor))
+    path = case.url(case.params(cast, actor))
     response = api(actor).request(case.method, path, case.payload(cast, actor))
     if role in case.allowed:
         assert 200 <= response.status_code < 300, response.content
@@ -39,7 +39,7 @@ def test_read_only_token_cannot_mutate(case: Case, cast, api, make_user, request
     make_user("newcomer")
     if case.sandbox:
         request.getfixturevalue("sandbox")
-    path = case.path.format(**case.params(cast, cast.admin))
+    path = case.url(case.params(cast, cast.admin))
     response = api(cast.admin, read_only=True).request(case.method, path, case.payload(cast, cast.admin))
     assert response.status_code == 403
     assert response.json()["code"] == "token_read_only"
@@ -61,6 +61,21 @@ def test_every_mcp_tool_is_in_the_matrix():
     from mcp_server.catalog import CATALOG
 
     assert {tool.operation_id for tool in CATALOG} <= {c.operation_id for c in CASES}
+
+
+def test_the_role_a_tool_states_is_the_one_rest_enforces():
+    """The least role of a tool's action (what its description and docs/mcp.md say) is the matrix's: a team-scoped
+    case allows exactly that role, the roles above it and superusers; a listing or personal case any signed-in
+    user."""
+    from accounts.models import Role
+    from mcp_server.catalog import CATALOG
+
+    for tool in CATALOG:
+        rest_case, role = case_for(tool.operation_id), tool.least_role
+        if role is None or not rest_case.team_scoped:
+            assert role in (None, Role.VIEWER) and rest_case.allowed == AUTHENTICATED, tool.name
+        else:
+            assert rest_case.allowed == {r.value for r in Role if r.rank >= role.rank} | {"superuser"}, tool.name
 
 
 @pytest.mark.parametrize("role", ROLES)
