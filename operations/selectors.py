@@ -14,11 +14,14 @@ def operation_list(*, actor: User) -> QuerySet[Operation]:
     return access.visible(actor, Operation).select_related("team", "created_by")
 
 
+def with_phases(operations: QuerySet[Operation]) -> QuerySet[Operation]:
+    """``operations`` with their phases prefetched in order (what the progress panel and REST's detail show)."""
+    return operations.prefetch_related(Prefetch("phases", queryset=OperationPhase.objects.order_by("index")))
+
+
 def operation_get(*, actor: User, operation_id: int | str) -> Operation:
     """One operation with its phases (in order); ``NotFound`` when it does not exist or is another team's."""
-    queryset = operation_list(actor=actor).prefetch_related(
-        Prefetch("phases", queryset=OperationPhase.objects.order_by("index")))
-    return get_visible(queryset, operation_id, "operation")
+    return get_visible(with_phases(operation_list(actor=actor)), operation_id, "operation")
 
 
 def phase_list(*, operation: Operation) -> QuerySet[OperationPhase]:

@@ -9,19 +9,20 @@ swaps and opens the confirmation dialogs.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import access
+from accounts.requests import PortalRequest
 from clusters import actions, node_actions, nodes, selectors
 from clusters.api.node_serializers import NODE_ACTIONS, NodeBatchSerializer, NodeQuery, NodeReplaceSerializer
 from clusters.models import Cluster
 from config.api.exceptions import error_body
 from config.errors import ApplicationError
-from operations.models import ACTIVE_STATES, OperationPhase
+from operations import selectors as operation_selectors
+from operations.models import ACTIVE_STATES
 from portal.forms import PAGE_ERRORS, SerializerForm
 from portal.views import next_url, portal_view
 
@@ -29,16 +30,15 @@ _SERIALIZERS = {node_actions.REBOOT: NodeBatchSerializer, node_actions.REPLACE: 
                 node_actions.DELETE: NodeBatchSerializer}
 
 
-def _latest_batch(request: HttpRequest, cluster: Cluster):
+def _latest_batch(request: PortalRequest, cluster: Cluster):
     """The running node batch of the cluster, else the latest one (with its phases, for the progress panel)."""
-    phases = Prefetch("phases", queryset=OperationPhase.objects.order_by("index"))
-    batches = list(selectors.cluster_operations(actor=request.user, cluster=cluster)
-                   .filter(kind__startswith="node.").prefetch_related(phases)[:5])
+    batches = list(operation_selectors.with_phases(
+        selectors.cluster_operations(actor=request.user, cluster=cluster).filter(kind__startswith="node."))[:5])
     return next((operation for operation in batches if operation.state in ACTIVE_STATES),
                 batches[0] if batches else None)
 
 
-def _render(request: HttpRequest, cluster: Cluster, *, form: SerializerForm | None = None, action: str = "",
+def _render(request: PortalRequest, cluster: Cluster, *, form: SerializerForm | None = None, action: str = "",
             status: int = 200) -> HttpResponse:
     access.require(request.user, actions.NODE_VIEW, cluster)
     page, list_error, query = None, None, None
@@ -65,14 +65,14 @@ def _render(request: HttpRequest, cluster: Cluster, *, form: SerializerForm | No
 
 
 @portal_view
-def node_list(request: HttpRequest, cluster_id: int) -> HttpResponse:
+def node_list(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """The nodes of one cluster; ``?instance_group=``, ``?status=`` (repeatable) and ``?cursor=`` as in REST."""
     return _render(request, selectors.cluster_get(actor=request.user, cluster_id=cluster_id))
 
 
 @require_POST
 @portal_view
-def node_batch(request: HttpRequest, cluster_id: int, action: str) -> HttpResponse:
+def node_batch(request: PortalRequest, cluster_id: int, action: str) -> HttpResponse:
     """Validate the ticked nodes with the REST serializer and start the batch (``node_actions.node_batch``);
     errors re-render the page with them, at the REST status."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)

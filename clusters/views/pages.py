@@ -12,19 +12,20 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist
-from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import access
+from accounts.requests import PortalRequest
 from accounts.selectors import team_list
 from clusters import actions, selectors, services, state_rules
 from clusters.api.group_serializers import GROUP_ACTIONS
 from clusters.api.serializers import VOLUME_ACTIONS, ClusterDeleteSerializer, VolumeCreateSerializer
 from clusters.models import Cluster, ClusterOrigin, StorageKind
-from operations.models import ACTIVE_STATES, OperationPhase
+from operations import selectors as operation_selectors
+from operations.models import ACTIVE_STATES
 from portal.forms import SerializerForm
 from portal.views import MAX_LIVE_TEAMS, flash_error, next_url, perform, portal_view, template_capabilities
 
@@ -44,7 +45,7 @@ def _with_capabilities(actor: Any, rows: list[Any], names: list[str],
 
 
 @portal_view
-def cluster_list(request: HttpRequest) -> HttpResponse:
+def cluster_list(request: PortalRequest) -> HttpResponse:
     """The current team's clusters (``?team=all``: every team of the user; ``?team=<id>``: that team), with the
     user's active cluster of each team marked. Queries: a fixed number plus one per team shown."""
     teams = list(team_list(actor=request.user).order_by("name"))
@@ -73,11 +74,10 @@ def _network(cluster: Cluster):
     return network, list(network.subnets.all())
 
 
-def _render_detail(request: HttpRequest, cluster: Cluster, *, volume_form: SerializerForm | None = None,
+def _render_detail(request: PortalRequest, cluster: Cluster, *, volume_form: SerializerForm | None = None,
                    status: int = 200) -> HttpResponse:
-    phases = Prefetch("phases", queryset=OperationPhase.objects.order_by("index"))
-    operations = list(selectors.cluster_operations(actor=request.user, cluster=cluster)
-                      .prefetch_related(phases)[:RECENT_OPERATIONS])
+    operations = list(operation_selectors.with_phases(
+        selectors.cluster_operations(actor=request.user, cluster=cluster))[:RECENT_OPERATIONS])
     current = next((operation for operation in operations if operation.state in ACTIVE_STATES),
                    operations[0] if operations else None)
     network, subnets = _network(cluster)
@@ -99,14 +99,14 @@ def _render_detail(request: HttpRequest, cluster: Cluster, *, volume_form: Seria
 
 
 @portal_view
-def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
+def cluster_detail(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """Overview, drift, network, dependencies, storage and operations of one cluster; 404 for another team's."""
     return _render_detail(request, selectors.cluster_get(actor=request.user, cluster_id=cluster_id))
 
 
 @require_POST
 @portal_view
-def cluster_activate(request: HttpRequest, cluster_id: int) -> HttpResponse:
+def cluster_activate(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """Make the cluster the user's active one in its team (``services.active_cluster_set``)."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
     _, error = perform(lambda: services.active_cluster_set(actor=request.user, cluster=cluster,
@@ -120,7 +120,7 @@ def cluster_activate(request: HttpRequest, cluster_id: int) -> HttpResponse:
 
 @require_POST
 @portal_view
-def cluster_refresh(request: HttpRequest, cluster_id: int) -> HttpResponse:
+def cluster_refresh(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """Re-read the cluster from AWS and Kubernetes; the differences found stay on the detail page as drift."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
     differences, error = perform(lambda: services.cluster_refresh(actor=request.user, cluster=cluster,
@@ -137,7 +137,7 @@ def cluster_refresh(request: HttpRequest, cluster_id: int) -> HttpResponse:
 
 
 @portal_view
-def cluster_delete(request: HttpRequest, cluster_id: int) -> HttpResponse:
+def cluster_delete(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """GET asks for the cluster's name (and, for an imported cluster, whether to delete its cloud resources too —
     off means forget); POST validates with ``ClusterDeleteSerializer`` and calls ``services.cluster_delete``."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
@@ -158,7 +158,7 @@ def cluster_delete(request: HttpRequest, cluster_id: int) -> HttpResponse:
     return redirect("cluster-detail", cluster_id=cluster.pk)
 
 
-def render_detail_with_volume_errors(request: HttpRequest, cluster: Cluster, form: SerializerForm) -> HttpResponse:
+def render_detail_with_volume_errors(request: PortalRequest, cluster: Cluster, form: SerializerForm) -> HttpResponse:
     """The detail page with the add-volume form's errors next to its fields (used by ``storage.volume_create``)."""
     return _render_detail(request, cluster, volume_form=form, status=form.status)
 

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib import messages
-from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -37,7 +36,7 @@ from operations.api.serializers import (
     OperationCancelSerializer,
     OperationRetrySerializer,
 )
-from operations.models import Operation, OperationPhase, OperationState
+from operations.models import Operation, OperationState
 from portal.forms import SerializerForm
 from portal.views import MAX_LIVE_TEAMS, flash_error, next_url, portal_view
 
@@ -63,10 +62,6 @@ def _scoped_query(request: PortalRequest) -> QueryDict:
     return query
 
 
-def _with_phases(queryset: QuerySet[Operation]) -> QuerySet[Operation]:
-    return queryset.prefetch_related(Prefetch("phases", queryset=OperationPhase.objects.order_by("index")))
-
-
 def _render_list(request: PortalRequest, *, demo_form: SerializerForm | None = None) -> HttpResponse:
     teams = list(team_list(actor=request.user).order_by("name"))
     query = _scoped_query(request)
@@ -81,7 +76,7 @@ def _render_list(request: PortalRequest, *, demo_form: SerializerForm | None = N
         "filtered": any(request.GET.get(name) for name in NARROWING_PARAMS if name != "cursor"),
         "demo_form": demo_form, "demo_teams": demo_teams, "default_region": default_region(),
     }
-    filterset = OperationFilter(query, queryset=_with_phases(selectors.operation_list(actor=request.user)),
+    filterset = OperationFilter(query, queryset=selectors.with_phases(selectors.operation_list(actor=request.user)),
                                 request=request)
     status = demo_form.status if demo_form is not None and demo_form.error else 200
     if not filterset.is_valid():

@@ -10,17 +10,19 @@ refresh it with htmx while the job runs.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts import access
+from accounts.requests import PortalRequest
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
 from clusters.inspection.catalog import regions
 from config.errors import ValidationFailed
-from operations.models import ACTIVE_STATES, Operation
+from operations import selectors as operation_selectors
+from operations.models import ACTIVE_STATES
 from portal.forms import SerializerForm
 from portal.views import flash_error, perform, portal_view
 from training import selectors as job_selectors
@@ -33,7 +35,7 @@ from training.models import TrackingServerState
 BUSY = (TrackingServerState.CREATING, TrackingServerState.DELETING)
 
 
-def _team(request: HttpRequest):
+def _team(request: PortalRequest):
     raw = request.POST.get("team") or request.GET.get("team") or None
     team = team_chosen(actor=request.user, team_id=int(raw) if raw and raw.isdigit() else None)
     access.require(request.user, MLFLOW_VIEW, team)
@@ -44,10 +46,10 @@ def _back(team_id: int) -> HttpResponse:
     return redirect(f"{reverse('mlflow')}?team={team_id}")
 
 
-def _panel_context(request: HttpRequest, team) -> dict:
+def _panel_context(request: PortalRequest, team) -> dict:
     servers = list(selectors.tracking_server_list(actor=request.user, team=team).order_by("region"))
     busy_ids = [str(server.pk) for server in servers if server.state in BUSY]
-    running = {op.target_id: op for op in Operation.objects.filter(
+    running = {op.target_id: op for op in operation_selectors.operation_list(actor=request.user).filter(
         team=team, target_type="trackingserver", target_id__in=busy_ids, state__in=ACTIVE_STATES)}
     for server in servers:
         server.running = running.get(str(server.pk))
@@ -55,7 +57,7 @@ def _panel_context(request: HttpRequest, team) -> dict:
             "can_manage": access.can(request.user, MLFLOW_MANAGE, team)}
 
 
-def _page(request: HttpRequest, team, *, create: SerializerForm | None = None, attach: SerializerForm | None = None,
+def _page(request: PortalRequest, team, *, create: SerializerForm | None = None, attach: SerializerForm | None = None,
           status: int = 200) -> HttpResponse:
     context = {"section": "training", **_panel_context(request, team), "regions": regions(), "sizes": sizes(),
                "default_region": default_region(),
@@ -66,7 +68,7 @@ def _page(request: HttpRequest, team, *, create: SerializerForm | None = None, a
 
 @require_GET
 @portal_view
-def mlflow_page(request: HttpRequest) -> HttpResponse:
+def mlflow_page(request: PortalRequest) -> HttpResponse:
     """The team's tracking servers; without a team to show (none chosen, none current) the teams page says why."""
     try:
         team = _team(request)
@@ -78,13 +80,13 @@ def mlflow_page(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @portal_view
-def mlflow_panel(request: HttpRequest) -> HttpResponse:
+def mlflow_panel(request: PortalRequest) -> HttpResponse:
     return render(request, "training/mlflow/_servers.html", _panel_context(request, _team(request)))
 
 
 @require_POST
 @portal_view
-def mlflow_create(request: HttpRequest) -> HttpResponse:
+def mlflow_create(request: PortalRequest) -> HttpResponse:
     team = _team(request)
     form = SerializerForm(TrackingServerCreateSerializer, request.POST)
     created = form.submit(lambda **data: services.tracking_server_create(
@@ -99,7 +101,7 @@ def mlflow_create(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @portal_view
-def mlflow_attach(request: HttpRequest) -> HttpResponse:
+def mlflow_attach(request: PortalRequest) -> HttpResponse:
     team = _team(request)
     form = SerializerForm(TrackingServerAttachSerializer, request.POST)
     attached = form.submit(lambda **data: services.tracking_server_attach(
@@ -113,7 +115,7 @@ def mlflow_attach(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @portal_view
-def mlflow_detach(request: HttpRequest, server_id: int) -> HttpResponse:
+def mlflow_detach(request: PortalRequest, server_id: int) -> HttpResponse:
     server = selectors.tracking_server_get(actor=request.user, server_id=server_id)
     operation, error = perform(lambda: services.tracking_server_detach(actor=request.user, server=server,
                                                                        source=request.source))
@@ -128,7 +130,7 @@ def mlflow_detach(request: HttpRequest, server_id: int) -> HttpResponse:
 
 @require_POST
 @portal_view
-def mlflow_open(request: HttpRequest, server_id: int) -> HttpResponse:
+def mlflow_open(request: PortalRequest, server_id: int) -> HttpResponse:
     server = selectors.tracking_server_get(actor=request.user, server_id=server_id)
     url, error = perform(lambda: services.tracking_server_ui_url(actor=request.user, server=server))
     if error:
@@ -139,7 +141,7 @@ def mlflow_open(request: HttpRequest, server_id: int) -> HttpResponse:
 
 @require_GET
 @portal_view
-def job_metrics_chart(request: HttpRequest, job_id: int) -> HttpResponse:
+def job_metrics_chart(request: PortalRequest, job_id: int) -> HttpResponse:
     job = job_selectors.job_get(actor=request.user, job_id=job_id)
     access.require(request.user, VIEW, job)
     return render(request, "training/jobs/_metrics_chart.html", {"job": job})
