@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,6 +14,7 @@ from clusters.services import running_operation
 from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
 from operations import selectors as operation_selectors
+from operations.api.responses import operation_response
 from operations.api.serializers import OperationSerializer
 
 TAGS = ["features"]
@@ -30,12 +30,8 @@ def features_body(request, cluster, rows) -> dict:
 
 
 def update_response(request, cluster, result: services.FeatureUpdate) -> Response:
-    if not result.changed:
-        return Response({"changed": False, "changes": {}, "operation": None})
-    operation = operation_selectors.operation_get(actor=request.user, operation_id=result.operation.pk)
-    return Response({"changed": True, "changes": result.changes,
-                     "operation": OperationSerializer(operation, context={"request": request}).data},
-                    status=status.HTTP_202_ACCEPTED)
+    changes = result.changes if result.changed else {}
+    return operation_response(request, result.operation, {"changed": result.changed, "changes": changes})
 
 
 class ClusterFeaturesView(APIView):

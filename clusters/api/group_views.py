@@ -4,7 +4,6 @@ matches what AWS already has answers ``200`` with ``changed: false`` and starts 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,19 +14,15 @@ from clusters.instance_groups.checks import GroupRequest
 from clusters.models import InstanceGroup
 from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
-from operations import selectors as operation_selectors
-from operations.api.serializers import OperationSerializer
+from operations.api.responses import operation_response
 
 TAGS = ["instance groups"]
 
 
 def group_operation(request, group: InstanceGroup, operation) -> Response:
     group.refresh_from_db()
-    operation = operation_selectors.operation_get(actor=request.user, operation_id=operation.pk) if operation else None
-    body = {"changed": operation is not None,
-            "group": s.InstanceGroupSerializer(group, context={"request": request}).data,
-            "operation": OperationSerializer(operation, context={"request": request}).data if operation else None}
-    return Response(body, status=status.HTTP_202_ACCEPTED if operation else status.HTTP_200_OK)
+    shown = s.InstanceGroupSerializer(group, context={"request": request}).data
+    return operation_response(request, operation, {"changed": operation is not None, "group": shown})
 
 
 class GroupListCreateView(APIView):

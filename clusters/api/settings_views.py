@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -11,8 +10,7 @@ from clusters import cluster_settings, selectors
 from clusters.api import group_serializers as s
 from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
-from operations import selectors as operation_selectors
-from operations.api.serializers import OperationSerializer
+from operations.api.responses import operation_response
 
 TAGS = ["clusters"]
 
@@ -36,11 +34,7 @@ class ClusterSettingsView(APIView):
         actual, operation = cluster_settings.settings_update(
             actor=request.user, cluster=cluster, changes=dict(data), source=request.source,
             idempotency_key=request.headers.get(HEADER))
-        operation = operation_selectors.operation_get(actor=request.user, operation_id=operation.pk) \
-            if operation else None
-        body = {"changed": operation is not None, "settings": actual,
-                "operation": OperationSerializer(operation, context={"request": request}).data if operation else None}
-        return Response(body, status=status.HTTP_202_ACCEPTED if operation else status.HTTP_200_OK)
+        return operation_response(request, operation, {"changed": operation is not None, "settings": actual})
 
 
 class SoftwareUpdateView(APIView):
@@ -54,6 +48,4 @@ class SoftwareUpdateView(APIView):
         operation = cluster_settings.software_update(actor=request.user, cluster=cluster, groups=data["groups"],
                                                      source=request.source,
                                                      idempotency_key=request.headers.get(HEADER))
-        operation = operation_selectors.operation_get(actor=request.user, operation_id=operation.pk)
-        return Response({"operation": OperationSerializer(operation, context={"request": request}).data},
-                        status=status.HTTP_202_ACCEPTED)
+        return operation_response(request, operation)

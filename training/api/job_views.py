@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import django_filters
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status
+from rest_framework import generics
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -16,8 +16,7 @@ from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from config.errors import NotFound
-from operations import selectors as operation_selectors
-from operations.api.serializers import OperationSerializer
+from operations.api.responses import operation_response
 from training import actions, recipes, selectors, services, shared_files
 from training.api import job_serializers as s
 from training.models import JobState, TrainingJob
@@ -45,13 +44,10 @@ def cluster_for_submit(request, cluster_id: int) -> Cluster:
         raise NotFound(message, fields={"cluster": [{"code": "cluster_not_found", "message": message}]}) from None
 
 
-def job_response(request, job: TrainingJob, operation, code: int = status.HTTP_202_ACCEPTED) -> Response:
+def job_response(request, job: TrainingJob, operation) -> Response:
     job.refresh_from_db()
-    operation = operation_selectors.operation_get(actor=request.user, operation_id=operation.pk) if operation else None
-    context = {"request": request}
-    return Response({"job": s.TrainingJobDetailSerializer(job, context=context).data,
-                     "operation": OperationSerializer(operation, context=context).data if operation else None},
-                    status=code)
+    shown = s.TrainingJobDetailSerializer(job, context={"request": request}).data
+    return operation_response(request, operation, {"job": shown})
 
 
 class RecipeListView(APIView):

@@ -17,8 +17,7 @@ from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from config.errors import ValidationFailed
-from operations import selectors as operation_selectors
-from operations.api.serializers import OperationSerializer
+from operations.api.responses import operation_response
 from training import selectors as job_selectors
 from training.actions import VIEW
 from training.api import mlflow_serializers as s
@@ -29,12 +28,10 @@ TEAM = OpenApiParameter("team", OpenApiTypes.INT, description="Only this team's 
 
 
 def server_operation(request, server, operation, *, created: bool = False) -> Response:
-    operation = operation_selectors.operation_get(actor=request.user, operation_id=operation.pk) if operation else None
     server = selectors.tracking_server_list(actor=request.user).filter(pk=server.pk).first() if server else None
-    body = {"server": s.TrackingServerSerializer(server, context={"request": request}).data if server else None,
-            "operation": OperationSerializer(operation, context={"request": request}).data if operation else None}
-    code = status.HTTP_202_ACCEPTED if operation else (status.HTTP_201_CREATED if created else status.HTTP_200_OK)
-    return Response(body, status=code)
+    shown = s.TrackingServerSerializer(server, context={"request": request}).data if server else None
+    return operation_response(request, operation, {"server": shown},
+                              status_without=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class TrackingServerListCreateView(generics.ListAPIView):
