@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from cloud import aws
 from clusters.instance_groups import mirror
+from clusters.instance_groups.update_cluster import update_cluster
 from clusters.models import Cluster, FeatureState
 from operations.pipeline import PhaseFailed, Progress
 
@@ -31,10 +29,6 @@ class FeatureObservation:
         return self.state == FeatureState.ENABLED
 
 
-def sagemaker(cluster: Cluster):
-    return aws.client("sagemaker", region=cluster.region)
-
-
 def require_hyperpod(cluster: Cluster) -> dict[str, Any]:
     described = mirror.describe(cluster)
     if described is None:
@@ -54,10 +48,5 @@ def converge_hyperpod(cluster: Cluster, *, matches, update: dict[str, Any], what
         return Progress.waiting(f"{what}: HyperPod {status}")
     if matches(described):
         return Progress.finished(f"{what}: done")
-    with aws.translated("sagemaker", "UpdateCluster"):
-        try:
-            sagemaker(cluster).update_cluster(ClusterName=cluster.hyperpod_name, **update)
-        except ClientError as error:
-            if not aws.error_is(error, "ConflictException"):
-                raise
+    update_cluster(cluster, update, busy_waits=True)
     return Progress.waiting(f"{what}: UpdateCluster sent")

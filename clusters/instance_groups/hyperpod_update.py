@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cloud import aws
 from clusters.instance_groups import mirror, specs
+from clusters.instance_groups.update_cluster import update_cluster
 from clusters.models import Cluster
 from operations.context import StepContext
 from operations.pipeline import PhaseFailed
@@ -43,11 +43,10 @@ def live_specifications(found: dict[str, Any]) -> list[dict[str, Any]]:
 
 def send(ctx: StepContext, cluster: Cluster, groups: list[dict[str, Any]], *, delete: tuple[str, ...] = ()) -> None:
     """UpdateCluster with ``groups`` (whole specifications) and ``delete`` (names to delete)."""
-    params: dict[str, Any] = {"ClusterName": cluster.hyperpod_arn or cluster.hyperpod_name, "InstanceGroups": groups}
+    members: dict[str, Any] = {"InstanceGroups": groups}
     if delete:
-        params["InstanceGroupsToDelete"] = list(delete)
-    with aws.translated("sagemaker", "UpdateCluster"):
-        ctx.client("sagemaker").update_cluster(**params)
+        members["InstanceGroupsToDelete"] = list(delete)
+    update_cluster(cluster, members)
     ctx.record(sent=True)
 
 

@@ -17,18 +17,18 @@ from django.db import transaction
 from cloud import aws
 from clusters.inspection import catalog
 from clusters.instance_groups import specs
+from clusters.instance_groups.update_cluster import cluster_name
 from clusters.models import Cluster, ClusterState, InstanceGroup, Subnet
 from config.errors import Conflict
 
 
 def describe(cluster: Cluster) -> dict[str, Any] | None:
     """``DescribeCluster`` of the cluster's HyperPod cluster; ``None`` when it has none (or it is gone)."""
-    if not (cluster.hyperpod_arn or cluster.hyperpod_name):
+    if not cluster_name(cluster):
         return None
     with aws.translated("sagemaker", "DescribeCluster"):
         try:
-            return aws.client("sagemaker", region=cluster.region).describe_cluster(
-                ClusterName=cluster.hyperpod_arn or cluster.hyperpod_name)
+            return aws.client("sagemaker", region=cluster.region).describe_cluster(ClusterName=cluster_name(cluster))
         except ClientError as error:
             if aws.error_is(error, "ResourceNotFound", "ResourceNotFoundException"):
                 return None

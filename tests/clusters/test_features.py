@@ -202,6 +202,8 @@ def test_tiered_checkpointing_identity_chain_is_exact_and_disable_removes_it(api
     run(drive, patch(api, cast.admin, cluster, {"tiered_checkpointing": {"enabled": False}}))
     described = aws.client("sagemaker", region=REGION).describe_cluster(ClusterName=cluster.hyperpod_name)
     assert described["TieredStorageConfig"]["Mode"] == "Disable"
+    updates = sandbox.control("GET", "requests?operation=UpdateCluster&effective=1")["requests"]
+    assert updates and {entry["params"]["ClusterName"] for entry in updates} == {cluster.hyperpod_arn}
     assert roles(cluster.pk) == roles_before
     with pytest.raises(ApiException) as missing:
         core.read_namespaced_service_account("instantstart-checkpoints", namespace)

@@ -256,3 +256,6 @@ def test_with_autoscaling_on_groups_get_node_pools_only_where_hyperpod_can_scale
     assert groups(cluster)["burst"]["TargetCount"] == 0
     run(api, cast.admin, "DELETE", f"{base}/burst", drive=drive)
     assert "instantstart-burst" not in autoscaling.our_objects(cluster)["nodepools"]
+    updates = sandbox.control("GET", "requests?operation=UpdateCluster&effective=1")["requests"]
+    assert len(updates) >= 4  # autoscaling on, two groups added, one deleted: each names the cluster by its ARN
+    assert {entry["params"]["ClusterName"] for entry in updates} == {cluster.hyperpod_arn}
