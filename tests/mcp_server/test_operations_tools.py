@@ -231,7 +231,9 @@ def test_wait_without_progress_token_and_zero_timeout_looks_once(cast, token_for
     is_error, body = call_tool(token_for(cast.viewer), "wait_for_operation",
                                {"operation_id": operation.pk, "timeout_seconds": 0})
     assert not is_error
-    assert (body["terminal"], body["waited_seconds"]) == (False, 0)
+    assert body["terminal"] is False
+    # One look and no pause: less than the shortest poll interval, however long the look took on a loaded machine.
+    assert body["waited_seconds"] < mcp_server_module.WAIT_POLL_MIN_SECONDS
     assert body["summary"].startswith("STILL RUNNING")
 
 
