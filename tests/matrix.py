@@ -146,23 +146,19 @@ def cluster_in(state: str = "active", *, origin: str = "created"):
     """Path parameters naming a cluster row of the cast's team in ``state`` (no cloud resources behind it)."""
 
     def params(cast, actor) -> dict:
-        from clusters.models import Cluster
+        from tests import factories
 
-        cluster = Cluster.objects.create(team=cast.team, name="matrix", region="us-west-2", state=state,
-                                         origin=origin, eks_name="matrix")
-        return {"cluster_id": cluster.pk}
+        return {"cluster_id": factories.cluster(cast.team, "matrix", state=state, origin=origin).pk}
 
     return params
 
 
 def volume_of_cluster(cast, actor) -> dict:
-    from clusters.models import StorageVolume
+    from tests import factories
 
-    ids = cluster_in("active")(cast, actor)
-    volume = StorageVolume.objects.create(cluster_id=ids["cluster_id"], team=cast.team, name="data", kind="s3",
-                                          state="available", bucket="matrix-data", namespace="team-x",
-                                          pv_name="matrix-data", pvc_name="data")
-    return {**ids, "volume_id": volume.pk}
+    cluster = factories.cluster(cast.team, "matrix")
+    volume = factories.storage_volume(cluster, "data", state="available", bucket="matrix-data")
+    return {"cluster_id": cluster.pk, "volume_id": volume.pk}
 
 
 def eks_in_sandbox(cast, actor) -> dict:

@@ -7,14 +7,13 @@ from tests.matrix import MEMBERS, Case
 def job_with_lines(cast, actor) -> dict:
     from django.utils import timezone
 
+    from tests import factories
     from tests.clusters.sandbox import tracked_hyperpod_cluster
     from training.logs import store
     from training.logs.kubelet import PodLine, to_micros
-    from training.models import TrainingJob
 
     cluster = tracked_hyperpod_cluster(cast.team, cloud=False)
-    job = TrainingJob.objects.create(team=cast.team, cluster=cluster, name="matrix-logs", recipe="pytorch",
-                                     path="hyperpod", namespace=f"team-{cast.team.slug}", state="running")
+    job = factories.training_job(cluster, "matrix-logs")
     now = to_micros(timezone.now())
     store.append(job.pk, [PodLine(f"matrix-logs-pods-{rank}", rank, now + rank, f"step=1, rank {rank}")
                           for rank in range(2)])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from tests import factories
 from tests.matrix import ADMINS, MEMBERS, OPERATORS, Case
 
 NODES_CLUSTER = "matrix-nodes"
@@ -19,7 +20,6 @@ def sandbox_nodes_cluster(team, *, name: str = NODES_CLUSTER, groups: dict[str, 
     (name → instance count), returned once the HyperPod cluster is InService and every node Running (and, with
     ``kube``, joined to Kubernetes)."""
     from cloud import aws
-    from clusters.models import Cluster
     from tests.clusters.sandbox import make_eks_cluster
 
     eks = make_eks_cluster(name, region=region)
@@ -46,8 +46,8 @@ def sandbox_nodes_cluster(team, *, name: str = NODES_CLUSTER, groups: dict[str, 
             break
         assert time.monotonic() < deadline, f"nodes of {name} not up: {summaries}"
         time.sleep(0.05)
-    return Cluster.objects.create(team=team, name=name, region=region, state="active", eks_name=name,
-                                  eks_arn=eks.arn, hyperpod_name=name, hyperpod_arn=arn, node_count=wanted)
+    return factories.cluster(team, name, region=region, eks_arn=eks.arn, hyperpod_name=name, hyperpod_arn=arn,
+                             node_count=wanted)
 
 
 def _joined(name: str, region: str, instance_ids: set[str]) -> bool:
@@ -78,8 +78,7 @@ def nodes_cluster(cast, actor) -> dict:
 
     cluster = Cluster.objects.filter(team=cast.team, name=NODES_CLUSTER).first()
     if cluster is None and not (actor is not None and access.can(actor, "node.view", cast.team)):
-        cluster = Cluster.objects.create(team=cast.team, name=NODES_CLUSTER, region="us-west-2", state="active",
-                                         eks_name=NODES_CLUSTER, hyperpod_name=NODES_CLUSTER)
+        cluster = factories.cluster(cast.team, NODES_CLUSTER, hyperpod_name=NODES_CLUSTER)
     if cluster is None:
         with instant_clock():
             cluster = sandbox_nodes_cluster(cast.team)

@@ -30,15 +30,12 @@ def submission(cast, actor) -> dict:
 
 
 def make_job(cluster, *, state: str, with_operation: bool = False):
-    from clusters.ownership import team_namespace
     from operations.services import operation_start
+    from tests import factories
     from training.lifecycle import pipeline
-    from training.models import TrainingJob
 
-    job = TrainingJob.objects.create(team=cluster.team, cluster=cluster, name="matrix-job", recipe="pytorch",
-                                     path="hyperpod", namespace=team_namespace(cluster.team), state=state,
-                                     object_kind="HyperPodPyTorchJob",
-                                     config={**SUBMIT_CONFIG, "instance_group": "workers"})
+    job = factories.training_job(cluster, "matrix-job", state=state, object_kind="HyperPodPyTorchJob",
+                                 config={**SUBMIT_CONFIG, "instance_group": "workers"})
     if with_operation:
         job.operation, _ = operation_start(actor=None, team=cluster.team, kind=pipeline.KIND, title="Train",
                                            params={"job_id": job.pk, "cluster_id": cluster.pk,

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from accounts.models import AuditEvent, Membership, Team
 from mcp_server.testing import call_tool
+from tests import factories
 
 
 @dataclass(frozen=True)
@@ -165,9 +166,7 @@ def test_cluster_create_bad_input_same_code_on_every_face(change, field, code, c
 
 
 def test_deleting_another_teams_cluster_is_not_found_on_every_face(cast, token_for, make_team):
-    from clusters.models import Cluster
-
-    other = Cluster.objects.create(team=make_team("Elsewhere"), name="theirs", region="us-west-2", state="active")
+    other = factories.cluster(make_team("Elsewhere"), "theirs")
     secret = token_for(cast.admin)
     rest = Client().post(f"/api/v1/clusters/{other.pk}/delete", {"confirm": "theirs"},
                          content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
@@ -252,11 +251,9 @@ def test_changing_a_fixed_group_field_is_immutable_field_on_every_face(change, f
     ({"autoscaling": {"enabled": "yes"}}, "autoscaling.enabled", "invalid_type"),
 ])
 def test_feature_change_bad_input_same_code_on_every_face(data, field, code, cast, token_for):
-    from clusters.models import Cluster
     from operations.models import Operation
 
-    cluster = Cluster.objects.create(team=cast.team, name="alpha", region="us-west-2", state="active",
-                                     eks_name="alpha")
+    cluster = factories.cluster(cast.team)
     secret = token_for(cast.admin)
     rest = Client().patch(f"/api/v1/clusters/{cluster.pk}/features", data, content_type="application/json",
                           HTTP_AUTHORIZATION=f"Bearer {secret}")

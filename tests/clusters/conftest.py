@@ -8,6 +8,7 @@ import pytest
 
 from clusters.models import Cluster, ClusterState
 from clusters.spec import ClusterSpec
+from tests import factories
 from tests.operations.conftest import drive, fast_polling  # noqa: F401  (the engine driver, shared)
 
 
@@ -19,9 +20,8 @@ def make_cluster(cast) -> Callable[..., Cluster]:
              **spec) -> Cluster:
         choices = ClusterSpec(**{"name": name, "region": "us-west-2", "zone": "us-west-2a",
                                  "instance_type": "ml.g5.8xlarge", "instance_count": 1, **spec})
-        return Cluster.objects.create(team=team or cast.team, name=name, region=choices.region, state=state,
-                                      origin=origin, spec=choices.as_params(), created_by=cast.admin,
-                                      eks_name=name)
+        return factories.cluster(team or cast.team, name, region=choices.region, state=state, origin=origin,
+                                 spec=choices.as_params(), created_by=cast.admin)
 
     return make
 

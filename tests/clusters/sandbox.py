@@ -107,10 +107,10 @@ def tracked_hyperpod_cluster(team, *, cloud: bool = True, instance_type: str = "
     ``count`` ``instance_type``) made with boto3 — or, without ``cloud``, only the rows (for callers refused before
     AWS is read)."""
     from clusters.instance_groups import mirror
-    from clusters.models import Cluster, InstanceGroup
+    from clusters.models import InstanceGroup
+    from tests import factories
 
-    cluster = Cluster.objects.create(team=team, name="matrix", region="us-west-2", state="active",
-                                     eks_name="matrix", hyperpod_name="matrix")
+    cluster = factories.cluster(team, "matrix", hyperpod_name="matrix")
     if not cloud:
         InstanceGroup.objects.create(cluster=cluster, team=team, name="workers", instance_type=instance_type)
         return cluster

@@ -18,6 +18,7 @@ from config.errors import ValidationFailed
 from operations.context import StepContext
 from operations.models import OperationState
 from operations.services import operation_retry, operation_start
+from tests import factories
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"
@@ -240,8 +241,8 @@ def test_a_config_map_cluster_is_refused_before_anything_is_written(sandbox, cas
 
 def test_the_access_phase_fails_on_config_map_auth_and_a_retry_succeeds_once_enabled(sandbox, cast, drive):
     make_eks("legacy", make_network()["private"], mode="CONFIG_MAP")
-    cluster = Cluster.objects.create(team=cast.team, name="legacy", region=REGION, eks_name="legacy",
-                                     state=ClusterState.IMPORTING, origin="imported", created_by=cast.admin)
+    cluster = factories.cluster(cast.team, "legacy", region=REGION, state=ClusterState.IMPORTING, origin="imported",
+                                created_by=cast.admin)
     operation, _ = operation_start(actor=cast.admin, team=cast.team, kind=importing.KIND, title="Import legacy",
                                    params={"cluster_id": cluster.pk, "region": REGION, "eks_name": "legacy"},
                                    source=Source.SYSTEM, target=cluster)

@@ -24,11 +24,11 @@ from clusters.models import (
     ClusterDependency,
     ClusterState,
     NetworkPlan,
-    StorageVolume,
     Subnet,
 )
 from config.context import Source
 from operations.models import Operation
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -148,9 +148,7 @@ def _furnish(cluster: Cluster) -> None:
                                      version="v1.15.0-eksbuild.1")
     ClusterDependency.objects.create(cluster=cluster, component="kuberay-operator", kind="manifest",
                                      observed_state="failed", last_error="CRD rejected")
-    StorageVolume.objects.create(cluster=cluster, team=cluster.team, name="shared", kind="s3", state="available",
-                                 shared=True, bucket="instantstart-shared", namespace="team-vision",
-                                 pv_name="instantstart-shared", pvc_name="shared")
+    factories.storage_volume(cluster, state="available", shared=True, bucket="instantstart-shared")
     Cluster.objects.filter(pk=cluster.pk).update(
         eks_arn="arn:aws:eks:us-west-2:123456789012:cluster/alpha", kubernetes_version="1.31",
         hyperpod_name="alpha", hyperpod_status="InService", node_recovery="Automatic",
@@ -211,8 +209,7 @@ def test_the_detail_query_count_does_not_grow_with_its_parts(cast, make_cluster)
 
     def add_parts(index: int) -> None:
         ClusterDependency.objects.create(cluster=cluster, component=f"addon-{index}", kind="addon")
-        StorageVolume.objects.create(cluster=cluster, team=cluster.team, name=f"v{index}", kind="s3", bucket="b",
-                                     namespace="team-vision", pv_name=f"pv{index}", pvc_name=f"v{index}")
+        factories.storage_volume(cluster, f"v{index}", bucket="b")
         operation_start(actor=cast.admin, team=cast.team, kind="cluster.create", title=f"Create {index}",
                         params={"cluster_id": cluster.pk, "region": REGION}, source=Source.API, target=cluster)
 

@@ -17,6 +17,7 @@ from clusters.shared_bucket import shared_bucket_name
 from operations import services
 from operations.models import Operation, OperationState
 from operations.pipeline import Pipeline, register
+from tests import factories
 from tests.clusters.test_capacity import REGION, build_network
 from tests.clusters.test_hyperpod_phase import build_eks, sandbox_requests
 
@@ -122,19 +123,12 @@ def test_the_phase_builds_fsx_for_lustre_in_the_compute_subnet_exactly_once(sand
     assert StorageVolume.objects.filter(cluster=cluster).count() == 2
 
 
-def _volume(cluster, name: str, **fields) -> StorageVolume:
-    """A volume row as the lead's ``storage_create`` service writes it."""
-    pv_name, pvc_name = storage.volume_object_names(cluster, name)
-    return StorageVolume.objects.create(cluster=cluster, team=cluster.team, name=name, namespace="team-vision",
-                                        pv_name=pv_name, pvc_name=pvc_name, **fields)
-
-
 def test_storage_create_mounts_a_bucket_the_team_names(sandbox, cast, ready, drive):
     cluster, _ = ready()
     aws.client("s3", region=REGION).create_bucket(Bucket="vision-datasets",
                                                   CreateBucketConfiguration={"LocationConstraint": REGION})
     core_of(cluster).create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="team-vision")))
-    volume = _volume(cluster, "datasets", kind=StorageKind.S3, bucket="vision-datasets", prefix="imagenet")
+    volume = factories.storage_volume(cluster, "datasets", bucket="vision-datasets", prefix="imagenet")
 
     operation = drive(start(cast, cluster, storage.CREATE_KIND, volume_id=volume.pk))
 
@@ -149,7 +143,7 @@ def test_storage_create_mounts_a_bucket_the_team_names(sandbox, cast, ready, dri
 
 def test_storage_create_of_a_missing_bucket_fails_clearly(sandbox, cast, ready, drive):
     cluster, _ = ready()
-    volume = _volume(cluster, "nothing", kind=StorageKind.S3, bucket="no-such-bucket")
+    volume = factories.storage_volume(cluster, "nothing", bucket="no-such-bucket")
 
     operation = drive(start(cast, cluster, storage.CREATE_KIND, volume_id=volume.pk))
 
@@ -164,7 +158,7 @@ def test_storage_create_of_a_missing_bucket_fails_clearly(sandbox, cast, ready, 
 def test_storage_create_and_delete_of_an_fsx_volume(sandbox, cast, ready, drive):
     cluster, outputs = ready()
     core_of(cluster).create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="team-vision")))
-    volume = _volume(cluster, "scratch", kind=StorageKind.FSX, capacity_gib=2400)
+    volume = factories.storage_volume(cluster, "scratch", kind=StorageKind.FSX, capacity_gib=2400)
 
     created = drive(start(cast, cluster, storage.CREATE_KIND, volume_id=volume.pk))
     assert created.state == OperationState.SUCCEEDED, created.error_message
@@ -191,14 +185,15 @@ def test_storage_delete_never_deletes_a_bucket_or_a_file_system_that_is_not_ours
     s3 = aws.client("s3", region=REGION)
     s3.create_bucket(Bucket="vision-datasets", CreateBucketConfiguration={"LocationConstraint": REGION})
     core_of(cluster).create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="team-vision")))
-    bucket_volume = _volume(cluster, "datasets", kind=StorageKind.S3, bucket="vision-datasets")
+    bucket_volume = factories.storage_volume(cluster, "datasets", bucket="vision-datasets")
     assert drive(start(cast, cluster, storage.CREATE_KIND, volume_id=bucket_volume.pk)).state == "succeeded"
     fsx = aws.client("fsx", region=REGION)
     foreign = fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200,
                                      SubnetIds=[outputs["compute_subnet_id"]],
                                      LustreConfiguration={"DeploymentType": "SCRATCH_2"})["FileSystem"]
-    imported = _volume(cluster, "found", kind=StorageKind.FSX, managed=False, file_system_id=foreign["FileSystemId"],
-                       capacity_gib=1200, state=StorageState.DELETING)
+    imported = factories.storage_volume(cluster, "found", kind=StorageKind.FSX, managed=False,
+                                        file_system_id=foreign["FileSystemId"], capacity_gib=1200,
+                                        state=StorageState.DELETING)
 
     for volume in (bucket_volume, imported):
         StorageVolume.objects.filter(pk=volume.pk).update(state=StorageState.DELETING)
@@ -245,7 +240,7 @@ def test_a_name_taken_by_someone_elses_volume_is_refused(sandbox, cast, ready, d
                                                   CreateBucketConfiguration={"LocationConstraint": REGION})
     core = core_of(cluster)
     core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="team-vision")))
-    volume = _volume(cluster, "datasets", kind=StorageKind.S3, bucket="vision-datasets")
+    volume = factories.storage_volume(cluster, "datasets", bucket="vision-datasets")
     squatter = storage.persistent_volume(volume)
     squatter.metadata.labels = {"owner": "someone-else"}
     core.create_persistent_volume(squatter)

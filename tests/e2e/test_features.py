@@ -10,8 +10,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 import clusters.features.pipeline  # noqa: F401  (registers the cluster.features pipelines)
-from clusters.models import Cluster, ClusterState
+from clusters.models import Cluster
 from operations.models import Operation
+from tests import factories
 from tests.e2e.browser import BROWSER_MARKS
 from tests.e2e.test_clusters import sign_in
 from tests.e2e.test_operations import driver, portal_url  # noqa: F401  (shared fixtures)
@@ -21,8 +22,7 @@ pytestmark = [*BROWSER_MARKS, pytest.mark.django_db(transaction=True)]
 
 def active_cluster(cast) -> Cluster:
     """An active cluster row whose EKS and HyperPod clusters do not exist in the sandbox: every feature reads off."""
-    return Cluster.objects.create(team=cast.team, name="alpha", region="us-west-2", state=ClusterState.ACTIVE,
-                                  eks_name="alpha", hyperpod_name="alpha", created_by=cast.admin)
+    return factories.cluster(cast.team, hyperpod_name="alpha", created_by=cast.admin)
 
 
 def open_panel(page: Page, base: str, cluster: Cluster) -> None:

@@ -20,17 +20,15 @@ import pytest
 from clusters import usage
 from clusters.features.pipeline import kind_for
 from clusters.models import (
-    Cluster,
     ClusterFeature,
     ClusterState,
     FeatureState,
     InstanceGroup,
-    StorageKind,
     StorageState,
-    StorageVolume,
 )
 from operations import engine, pipeline, services
 from operations.models import Operation, OperationPhase, OperationState, PhaseState
+from tests import factories
 from training.models import JobState, TrackingServer, TrackingServerState, TrainingJob
 from training.selectors import active_jobs_on
 
@@ -45,10 +43,6 @@ class Case:
     check: Callable[[object], None]
 
 
-def _cluster(team, state=ClusterState.ACTIVE, name="alpha") -> Cluster:
-    return Cluster.objects.create(team=team, name=name, region="us-west-2", state=state, eks_name=name)
-
-
 def _start(cast, kind: str, params: dict, target) -> Operation:
     operation, _ = services.operation_start(actor=cast.operator, team=cast.team, kind=kind, title=kind,
                                             params={"region": "us-west-2", **params}, source="api", target=target)
@@ -57,7 +51,7 @@ def _start(cast, kind: str, params: dict, target) -> Operation:
 
 def _cluster_case(kind: str, working: str) -> Case:
     def start(cast):
-        cluster = _cluster(cast.team, working)
+        cluster = factories.cluster(cast.team, state=working)
         return _start(cast, kind, {"cluster_id": cluster.pk, "eks_name": "alpha", "name": "alpha"}, cluster), cluster
 
     def check(cluster):
@@ -69,9 +63,8 @@ def _cluster_case(kind: str, working: str) -> Case:
 
 def _volume_case(kind: str, working: str) -> Case:
     def start(cast):
-        cluster = _cluster(cast.team)
-        volume = StorageVolume.objects.create(cluster=cluster, team=cast.team, name="scratch", kind=StorageKind.S3,
-                                              state=working, namespace="team-vision", pv_name="pv", pvc_name="pvc")
+        cluster = factories.cluster(cast.team)
+        volume = factories.storage_volume(cluster, "scratch", state=working)
         params = {"cluster_id": cluster.pk, "volume_id": volume.pk}
         return _start(cast, kind, params, volume), volume
 
@@ -83,7 +76,7 @@ def _volume_case(kind: str, working: str) -> Case:
 
 
 def _feature_start(cast):
-    cluster = _cluster(cast.team)
+    cluster = factories.cluster(cast.team)
     feature = ClusterFeature.objects.create(cluster=cluster, feature="observability", state=FeatureState.ENABLING)
     changes = {"observability": {"enabled": True}}
     return _start(cast, kind_for(changes), {"cluster_id": cluster.pk, "changes": changes}, cluster), feature
@@ -95,7 +88,7 @@ def _feature_check(feature):
 
 
 def _group_start(cast):
-    cluster = _cluster(cast.team)
+    cluster = factories.cluster(cast.team)
     group = InstanceGroup.objects.create(cluster=cluster, team=cluster.team, name="workers",
                                          instance_type="ml.g5.12xlarge",
                                          target_count=2, status="Pending")
@@ -110,10 +103,9 @@ def _group_check(group):
 
 
 def _job_start(cast):
-    cluster = _cluster(cast.team)
-    job = TrainingJob.objects.create(team=cast.team, cluster=cluster, name="llama", namespace="team-vision",
-                                     recipe="pytorch", path="hyperpod", state=JobState.PENDING, replicas=1,
-                                     processes_per_node=1, instance_group="workers", instance_type="ml.g5.12xlarge")
+    cluster = factories.cluster(cast.team)
+    job = factories.training_job(cluster, state=JobState.PENDING, instance_group="workers",
+                                 instance_type="ml.g5.12xlarge")
     operation = _start(cast, "training_job.submit", {"job_id": job.pk, "cluster_id": cluster.pk}, job)
     TrainingJob.objects.filter(pk=job.pk).update(operation=operation)
     assert usage.workloads_on(cluster) == ["training job llama (pending)"]

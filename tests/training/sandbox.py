@@ -9,8 +9,9 @@ import time
 from cloud import aws, kube
 from clusters import kuberay, storage
 from clusters.features.catalog import CERT_MANAGER, FEATURES, POD_IDENTITY_AGENT, TRAINING_OPERATOR
-from clusters.models import Cluster, StorageKind, StorageState, StorageVolume
+from clusters.models import Cluster, StorageState
 from clusters.shared_bucket import ensure_shared_bucket, team_prefix
+from tests import factories
 from tests.clusters.sandbox import instant_clock, tracked_hyperpod_cluster
 
 TRAINING_ADDONS = (POD_IDENTITY_AGENT, CERT_MANAGER, FEATURES[TRAINING_OPERATOR].addon)
@@ -48,10 +49,7 @@ def training_cluster(team, *, instance_type: str = "ml.g5.12xlarge", count: int 
     if ray:
         kuberay.apply(cluster, api)
     bucket = ensure_shared_bucket(aws.client("s3", region=cluster.region), cluster.region)
-    pv_name, pvc_name = storage.volume_object_names(cluster, "shared")
-    volume = StorageVolume.objects.create(cluster=cluster, team=team, name="shared", kind=StorageKind.S3, shared=True,
-                                          bucket=bucket, prefix=team_prefix(team.slug).rstrip("/"),
-                                          namespace=storage.ensure_namespace(core, cluster), pv_name=pv_name,
-                                          pvc_name=pvc_name, state=StorageState.AVAILABLE)
+    volume = factories.storage_volume(cluster, shared=True, bucket=bucket, prefix=team_prefix(team.slug).rstrip("/"),
+                                      namespace=storage.ensure_namespace(core, cluster), state=StorageState.AVAILABLE)
     storage.apply_volume(core, volume)
     return cluster

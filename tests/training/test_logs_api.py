@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from clusters.models import Cluster
+from tests import factories
 from training.logs import store
 from training.logs.kubelet import PodLine, to_micros
 from training.models import TrainingJob
@@ -20,9 +20,7 @@ START = to_micros(timezone.now().replace(microsecond=0))
 
 @pytest.fixture
 def job(cast):
-    cluster = Cluster.objects.create(team=cast.team, name="c", region="us-west-2", state="active", eks_name="c")
-    job = TrainingJob.objects.create(team=cast.team, cluster=cluster, name="llama", namespace="team-vision",
-                                     recipe="custom", path="hyperpod", state="running")
+    job = factories.training_job(factories.cluster(cast.team, "c"))
     store.append(job.pk, [PodLine(f"llama-pods-{index % 3}", index % 3, START + index * 1_000_000, f"line {index}")
                           for index in range(30)])
     return job

@@ -16,10 +16,11 @@ from kubernetes import client as k8s
 
 from cloud import kube
 from sandbox.sim.training import CRASH
+from tests import factories
 from tests.training.sandbox import training_cluster
 from training.logs import lease, store
 from training.logs.follower import follow_job
-from training.models import JobState, TrainingJob, TrainingLogLine, TrainingMetric, TrainingPath
+from training.models import TrainingJob, TrainingLogLine, TrainingMetric
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,9 +56,7 @@ def running_job(team, *, name: str = "llama", cluster=None, **spec) -> TrainingJ
     api = kube.api_client(cluster.eks_name, region=cluster.region)
     k8s.CustomObjectsApi(api).create_namespaced_custom_object("sagemaker.amazonaws.com", "v1", namespace,
                                                               "hyperpodpytorchjobs", pytorch_job(name, **spec))
-    return TrainingJob.objects.create(team=team, cluster=cluster, name=name, namespace=namespace, recipe="custom",
-                                      path=TrainingPath.HYPERPOD, object_kind="HyperPodPyTorchJob",
-                                      replicas=spec["replicas"], state=JobState.RUNNING)
+    return factories.training_job(cluster, name, object_kind="HyperPodPyTorchJob", replicas=spec["replicas"])
 
 
 def job_object(job: TrainingJob) -> dict:
@@ -250,16 +249,14 @@ def test_purge_deletes_the_lines_of_long_finished_jobs_only(cast, settings):
     from django.db.models import Count
     from django.utils import timezone
 
-    from clusters.models import Cluster
     from training.logs.kubelet import PodLine, to_micros
 
-    cluster = Cluster.objects.create(team=cast.team, name="c", region="us-west-2", state="active", eks_name="c")
+    cluster = factories.cluster(cast.team, "c")
     now = to_micros(timezone.now())
     jobs = {}
     for name, state, age in (("old", "succeeded", 40), ("recent", "failed", 5), ("live", "running", None)):
-        jobs[name] = TrainingJob.objects.create(
-            team=cast.team, cluster=cluster, name=name, namespace="n", recipe="custom", path="hyperpod", state=state,
-            finished_at=timezone.now() - timedelta(days=age) if age else None)
+        jobs[name] = factories.training_job(cluster, name, state=state,
+                                            finished_at=timezone.now() - timedelta(days=age) if age else None)
         store.append(jobs[name].pk, [PodLine("p", 0, now + i, f"line {i}") for i in range(7)])
     settings.INSTANTSTART_TRAINING_LOG_RETENTION_DAYS = 30
     assert store.purge(chunk=3) == 7

@@ -14,8 +14,8 @@ from channels.testing import WebsocketCommunicator
 from django.db import connection
 from django.utils import timezone
 
-from clusters.models import Cluster
 from config.asgi import application
+from tests import factories
 from tests.accounts.test_websocket import session_cookie
 from training.consumers import FRAME_LINES
 from training.logs import store
@@ -27,9 +27,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio(loop_
 
 
 def make_job(team, state: str = JobState.RUNNING) -> TrainingJob:
-    cluster = Cluster.objects.create(team=team, name="c", region="us-west-2", state="active", eks_name="c")
-    return TrainingJob.objects.create(team=team, cluster=cluster, name="llama", namespace=f"team-{team.slug}",
-                                      recipe="custom", path="hyperpod", state=state)
+    return factories.training_job(factories.cluster(team, "c"), state=state)
 
 
 _clock = [to_micros(timezone.now())]

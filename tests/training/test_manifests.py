@@ -24,6 +24,7 @@ from cloud import kube
 from clusters.inspection.catalog import InstanceTypeOffer
 from clusters.models import Cluster, ClusterFeature, FeatureState, InstanceGroup
 from sandbox.kube import crds, customresources, validation
+from tests import factories
 from training import constraints
 from training.planning import plan_job, with_env
 from training.recipes import SHARED_MOUNT
@@ -59,8 +60,7 @@ def build_fake_cluster(make_team, monkeypatch) -> Cluster:
     monkeypatch.setenv("INSTANTSTART_SHARED_BUCKET", BUCKET)
     monkeypatch.setattr(constraints, "instance_facts", lambda region, instance_type: OFFERS.get(instance_type))
     monkeypatch.setattr(constraints, "operator_served", lambda cluster, path: True)
-    cluster = Cluster.objects.create(team=make_team("Vision"), name="alpha", region="us-west-2", state="active",
-                                     eks_name="alpha")
+    cluster = factories.cluster(make_team("Vision"))
     for name, instance_type, capacity_type, count in [("controller", "ml.m5.xlarge", "on-demand", 1),
                                                        ("gpu", "ml.p5.48xlarge", "on-demand", 2),
                                                        ("spot", "ml.g5.12xlarge", "spot", 1)]:

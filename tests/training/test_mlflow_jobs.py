@@ -15,14 +15,15 @@ from cloud import aws, kube
 from cloud.mlflow import MlflowClient
 from clusters import storage
 from clusters.features import identity
-from clusters.ownership import iam_name, team_namespace
+from clusters.ownership import iam_name
 from config.errors import Conflict
+from tests import factories
 from tests.clusters.sandbox import EKS_TRUST, tracked_hyperpod_cluster
 from tests.matrix_mlflow import sandbox_server
 from tests.training.sandbox import training_cluster
 from training.mlflow import grant_job_writes, job_env, job_series, services, sync_job_metrics
 from training.mlflow.metrics import downsample
-from training.models import JobState, MetricSource, TrainingJob, TrainingMetric
+from training.models import MetricSource, TrainingMetric
 
 pytestmark = pytest.mark.django_db
 READ_POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["s3:ListBucket"],
@@ -33,17 +34,12 @@ def attach(cast):
     return services.tracking_server_attach(actor=cast.admin, team=cast.team, arn=sandbox_server(), source="api")
 
 
-def job_on(cluster, name: str = "llama") -> TrainingJob:
-    return TrainingJob.objects.create(team=cluster.team, cluster=cluster, name=name, recipe="pytorch",
-                                      path="hyperpod", namespace=team_namespace(cluster.team), state=JobState.RUNNING)
-
-
 def iam():
     return aws.client("iam", region="us-west-2")
 
 
 def test_job_env_names_the_server_experiment_and_run_only_when_a_ready_server_is_there(cast, sandbox):
-    job = job_on(tracked_hyperpod_cluster(cast.team, cloud=False))
+    job = factories.training_job(tracked_hyperpod_cluster(cast.team, cloud=False))
     assert job_env(job=job) == {}
     server = attach(cast)
     assert job_env(job=job) == {"MLFLOW_TRACKING_URI": server.arn, "MLFLOW_EXPERIMENT_NAME": f"{cast.team.slug}/matrix",
@@ -114,7 +110,7 @@ def log_run(server, job, steps: range) -> None:
 
 
 def test_sync_reads_only_new_points_and_the_chart_prefers_mlflow(cast, sandbox, api):
-    job = job_on(tracked_hyperpod_cluster(cast.team, cloud=False))
+    job = factories.training_job(tracked_hyperpod_cluster(cast.team, cloud=False))
     TrainingMetric.objects.create(job=job, name="throughput", step=1, value=99.0, source=MetricSource.LOGS,
                                   at=timezone.now())
     assert sync_job_metrics(job) == 0 and job_series(job)["source"] == "logs"
@@ -149,7 +145,7 @@ def test_chart_without_points_and_downsampling():
 
 
 def test_chart_partial_says_nothing_was_reported(cast, client):
-    job = job_on(tracked_hyperpod_cluster(cast.team, cloud=False))
+    job = factories.training_job(tracked_hyperpod_cluster(cast.team, cloud=False))
     client.force_login(cast.viewer)
     response = client.get(f"/training/jobs/{job.pk}/metrics-chart/")
     assert response.status_code == 200 and b"Nothing reported yet" in response.content
@@ -160,7 +156,7 @@ def test_chart_partial_says_nothing_was_reported(cast, client):
 def test_a_simulated_job_with_the_env_reports_to_the_server_and_sync_reads_it(cast, sandbox):
     cluster = training_cluster(cast.team, count=1, ray=False)
     attach(cast)
-    job = job_on(cluster, "reporting")
+    job = factories.training_job(cluster, "reporting")
     env = [{"name": key, "value": value} for key, value in job_env(job=job).items()]
     manifest = {"apiVersion": "sagemaker.amazonaws.com/v1", "kind": "HyperPodPyTorchJob", "metadata": {
         "name": job.name, "annotations": {"sandbox.instantstart.dev/steps": "12",

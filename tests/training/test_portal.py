@@ -13,11 +13,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from accounts.models import Team
 from cloud import aws
-from clusters.models import Cluster, ClusterState
+from clusters.models import Cluster
 from clusters.shared_bucket import shared_bucket_name, team_prefix
 from operations.models import Operation
+from tests import factories
 from tests.training.sandbox import training_cluster
 from training.models import JobState, TrainingJob
 
@@ -32,20 +32,15 @@ def page_of(response) -> str:
     return response.content.decode()
 
 
-def fake_cluster(team: Team, name: str = "trainers") -> Cluster:
-    return Cluster.objects.create(team=team, name=name, region="us-west-2", state=ClusterState.ACTIVE)
-
-
 def job_row(cluster: Cluster, name: str = "llama", state: str = JobState.RUNNING, **fields) -> TrainingJob:
-    values = {"team": cluster.team, "cluster": cluster, "name": name, "namespace": "team-vision",
-              "recipe": "llama-factory", "path": "hyperpod", "state": state, "replicas": 2, "processes_per_node": 4,
-              "instance_group": "workers", "instance_type": "ml.g5.12xlarge", "restarts_used": 1,
-              "restarts_total": 3, **fields}
-    return TrainingJob.objects.create(**values)
+    """A LLaMA-Factory job with the placement and recovery budget the pages show."""
+    return factories.training_job(cluster, name, **{
+        "state": state, "recipe": "llama-factory", "replicas": 2, "processes_per_node": 4, "instance_group": "workers",
+        "instance_type": "ml.g5.12xlarge", "restarts_used": 1, "restarts_total": 3, **fields})
 
 
 def test_pages_render_for_members_and_are_404_for_other_teams(cast):
-    cluster = fake_cluster(cast.team)
+    cluster = factories.cluster(cast.team, "trainers")
     job = job_row(cluster, ranks=[{"rank": 0, "pod": "llama-worker-0", "node": "hyperpod-i-1", "phase": "Running",
                                    "throughput": 310.5, "straggler": False},
                                   {"rank": 1, "pod": "llama-worker-1", "node": "hyperpod-i-2", "phase": "Running",
@@ -78,7 +73,7 @@ def test_pages_render_for_members_and_are_404_for_other_teams(cast):
 
 
 def test_operators_see_cancel_on_active_jobs_and_resubmit_on_finished_ones(cast):
-    cluster = fake_cluster(cast.team)
+    cluster = factories.cluster(cast.team, "trainers")
     running = job_row(cluster)
     finished = job_row(cluster, name="done", state=JobState.SUCCEEDED)
     operator = signed_in(cast.operator)
@@ -94,7 +89,7 @@ def test_operators_see_cancel_on_active_jobs_and_resubmit_on_finished_ones(cast)
 
 
 def test_the_list_filters_by_state_and_cluster(cast):
-    first, second = fake_cluster(cast.team), fake_cluster(cast.team, "other")
+    first, second = factories.cluster(cast.team, "trainers"), factories.cluster(cast.team, "other")
     job_row(first, name="alpha")
     job_row(second, name="beta", state=JobState.FAILED)
     viewer = signed_in(cast.viewer)
@@ -145,7 +140,7 @@ def test_submit_shows_field_errors_then_submits_and_the_browser_lists_the_bucket
 
 
 def test_viewers_cannot_submit(cast):
-    fake_cluster(cast.team)
+    factories.cluster(cast.team, "trainers")
     viewer = signed_in(cast.viewer)
     assert "No cluster to run on" in page_of(viewer.get(reverse("training-job-submit")))
     cluster = Cluster.objects.get()
@@ -161,12 +156,12 @@ def test_the_training_link_opens_the_jobs_list(cast):
 
 
 def test_the_list_reads_a_fixed_number_of_queries(cast, django_assert_max_num_queries):
-    cluster = fake_cluster(cast.team)
+    cluster = factories.cluster(cast.team, "trainers")
     viewer = signed_in(cast.viewer)
     job_row(cluster, name="one", created_by=cast.admin)
     with CaptureQueriesContext(connection) as one:
         viewer.get(reverse("training-jobs"))
     for name in ("two", "three", "four"):
-        job_row(fake_cluster(cast.team, name), name=name, created_by=cast.operator)
+        job_row(factories.cluster(cast.team, name), name=name, created_by=cast.operator)
     with django_assert_max_num_queries(len(one)):
         viewer.get(reverse("training-jobs"))

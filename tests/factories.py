@@ -1,0 +1,37 @@
+"""Rows the tests need without going through a service or the cloud: valid defaults, any field overridden by keyword.
+
+``factories.cluster(team)`` is an active cluster record named ``alpha`` in ``us-west-2`` with nothing behind it in
+AWS; tests that need the cloud build it in the sandbox (``tests/clusters/sandbox.py``) or through the API.
+"""
+
+from __future__ import annotations
+
+from accounts.models import Team
+from clusters.models import Cluster, ClusterState, StorageKind, StorageVolume
+from clusters.ownership import team_namespace
+from clusters.storage import volume_object_names
+from training.models import JobState, TrainingJob, TrainingPath
+
+REGION = "us-west-2"
+
+
+def cluster(team: Team, name: str = "alpha", **fields) -> Cluster:
+    """An ``active`` cluster of ``team`` in ``us-west-2`` whose EKS cluster has its name."""
+    return Cluster.objects.create(**{"team": team, "name": name, "region": REGION, "state": ClusterState.ACTIVE,
+                                     "eks_name": name, **fields})
+
+
+def storage_volume(cluster: Cluster, name: str = "shared", **fields) -> StorageVolume:
+    """An S3 volume of ``cluster`` (state ``creating``) in its team's namespace, its PersistentVolume and claim named
+    as ``storage_create`` names them."""
+    pv_name, pvc_name = volume_object_names(cluster, name)
+    return StorageVolume.objects.create(**{
+        "cluster": cluster, "team": cluster.team, "name": name, "kind": StorageKind.S3,
+        "namespace": team_namespace(cluster.team), "pv_name": pv_name, "pvc_name": pvc_name, **fields})
+
+
+def training_job(cluster: Cluster, name: str = "llama", **fields) -> TrainingJob:
+    """A ``running`` PyTorch job of ``cluster``'s team on the HyperPod path, in the team's namespace."""
+    return TrainingJob.objects.create(**{
+        "team": cluster.team, "cluster": cluster, "name": name, "namespace": team_namespace(cluster.team),
+        "recipe": "pytorch", "path": TrainingPath.HYPERPOD, "state": JobState.RUNNING, **fields})
