@@ -58,19 +58,6 @@ CLOUD_RULE, PORTAL_VIEWS_RULE = RULES[0].name, RULES[5].name
 
 
 @dataclass(frozen=True)
-class KnownViolation:
-    """One import that breaks a rule, allowed by name while the fix is in flight; it fails once it is gone."""
-
-    importer: str
-    imported: str
-    rule: str
-    until: str
-
-
-KNOWN_VIOLATIONS: tuple[KnownViolation, ...] = ()
-
-
-@dataclass(frozen=True)
 class Import:
     path: str
     line: int
@@ -131,13 +118,6 @@ def violations(imports: list[Import]) -> list[tuple[Import, str]]:
     return [(found, rule) for found in imports for rule in broken_rules(found)]
 
 
-def is_known(found: Import, rule: str) -> bool:
-    return any(
-        (known.importer, known.imported, known.rule) == (found.importer, found.imported, rule)
-        for known in KNOWN_VIOLATIONS
-    )
-
-
 def all_imports() -> list[Import]:
     return [found for path in product_files() for found in imports_of(path.read_text(), path)]
 
@@ -145,16 +125,9 @@ def all_imports() -> list[Import]:
 def test_the_product_code_keeps_the_layering():
     broken = [
         f"{found.path}:{found.line}: imports {found.imported} — breaks “{rule}”"
-        for found, rule in violations(all_imports()) if not is_known(found, rule)
+        for found, rule in violations(all_imports())
     ]
     assert broken == [], "\n".join(broken)
-
-
-def test_every_known_violation_still_exists():
-    """A known violation that was fixed must leave the list, so it cannot come back unnoticed."""
-    present = {(found.importer, found.imported, rule) for found, rule in violations(all_imports())}
-    stale = [known for known in KNOWN_VIOLATIONS if (known.importer, known.imported, known.rule) not in present]
-    assert stale == [], f"fixed, remove from KNOWN_VIOLATIONS: {stale}"
 
 
 def test_the_checker_sees_late_and_relative_imports():
