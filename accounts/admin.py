@@ -1,7 +1,12 @@
 """Django admin for platform superusers: every accounts model, searchable, filterable, no N+1."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.http import HttpRequest
 
 from accounts.models import ApiToken, AuditEvent, Membership, Team, User
 
@@ -10,35 +15,34 @@ class ReadOnlyAdminMixin:
     """Rows whose changes carry rules and audit rows (memberships: the last-admin rule) are changed through the
     portal or the API, which run the services; admin shows them."""
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
-class MembershipInline(ReadOnlyAdminMixin, admin.TabularInline):
+class MembershipInline(ReadOnlyAdminMixin, admin.TabularInline[Membership, User]):
     model = Membership
     extra = 0
-    fields = ["user", "team", "role", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("user", "team", "role", "created_at")
 
 
 @admin.register(User)
-class UserAdmin(BaseUserAdmin):
+class UserAdmin(BaseUserAdmin[User]):
     list_display = ["username", "email", "is_active", "is_superuser", "current_team", "last_login"]
     list_select_related = ["current_team"]
     list_filter = ["is_active", "is_superuser", "memberships__role"]
-    fieldsets = [*BaseUserAdmin.fieldsets, ("InstantStart", {"fields": ["current_team"]})]
+    fieldsets = [*(BaseUserAdmin.fieldsets or ()), ("InstantStart", {"fields": ["current_team"]})]
     autocomplete_fields = ["current_team"]
     inlines = [MembershipInline]
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(admin.ModelAdmin[Team]):
     list_display = ["name", "slug", "created_at", "created_by"]
     list_select_related = ["created_by"]
     search_fields = ["name", "slug"]
@@ -48,7 +52,7 @@ class TeamAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class MembershipAdmin(ReadOnlyAdminMixin, admin.ModelAdmin[Membership]):
     list_display = ["user", "team", "role", "created_at"]
     list_select_related = ["user", "team"]
     list_filter = ["role", "team"]
@@ -56,7 +60,7 @@ class MembershipAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     """Tokens are issued and revoked by their owners; admins inspect them (deactivate the user to cut one off)."""
 
     list_display = ["name", "user", "prefix", "read_only", "created_at", "expires_at", "last_used_at", "revoked_at"]
@@ -66,12 +70,12 @@ class ApiTokenAdmin(admin.ModelAdmin):
     readonly_fields = ["user", "name", "prefix", "key_hash", "read_only", "created_at", "expires_at", "last_used_at",
                        "revoked_at"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin[AuditEvent]):
     """Read-only: the audit trail is append-only."""
 
     list_display = ["created_at", "actor_name", "team", "source", "action", "target_type", "target_repr"]

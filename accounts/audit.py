@@ -16,6 +16,7 @@ def snapshot(obj: models.Model, fields: list[str]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for name in fields:
         field = obj._meta.get_field(name)
+        assert isinstance(field, models.Field)  # a concrete field of obj, not a reverse relation
         value = getattr(obj, field.attname)
         summary[name] = value.isoformat() if hasattr(value, "isoformat") else value
     return summary
@@ -41,7 +42,7 @@ def record(
         source=source,
         request_id=current_request_id(),
         action=action,
-        target_type=target._meta.model_name,
+        target_type=target._meta.model_name or "",
         target_id=str(target.pk) if target.pk is not None else "",
         target_repr=str(target)[:200],
         before=before or {},

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 from rest_framework import authentication, exceptions
+from rest_framework.request import Request
 
 from accounts.models import ApiToken, User
 from accounts.tokens import TOKEN_PREFIX, hash_secret
@@ -44,7 +45,7 @@ def user_for_secret(secret: str) -> User:
 class ApiTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[User, ApiToken | None] | None:
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
@@ -57,5 +58,5 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         user = user_for_secret(secret)
         return user, user.api_token
 
-    def authenticate_header(self, request):
+    def authenticate_header(self, request: Request) -> str:
         return f'{self.keyword} realm="instantstart"'

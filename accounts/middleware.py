@@ -1,15 +1,24 @@
 """Puts the actor's current team on the request (``request.team``) for portal pages."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
+
+from django.http import HttpRequest, HttpResponse
+
 from accounts import access
+from accounts.requests import PortalRequest
 
 
 class CurrentTeamMiddleware:
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
-        request.team = None
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        page = cast(PortalRequest, request)  # gains its team here
+        page.team = None
         user = request.user
-        if user.is_authenticated and user.current_team_id is not None and access.can_see(user, user.current_team):
-            request.team = user.current_team
+        if user.is_authenticated and user.current_team is not None and access.can_see(user, user.current_team):
+            page.team = user.current_team
         return self.get_response(request)

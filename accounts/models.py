@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.core.validators import RegexValidator
@@ -27,6 +29,9 @@ class User(AbstractUser):
     current_team = models.ForeignKey(
         "accounts.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+
+    #: The API token this user authenticated with on the current request (``accounts.authentication``), else None.
+    api_token: ApiToken | None = None
 
     class Meta:
         db_table = "accounts_user"
@@ -55,6 +60,9 @@ class Team(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
+
+    #: The viewer's role, put on each team by the pages that list teams (``accounts.views.teams``); not a column.
+    my_role: Role | None
 
     class Meta:
         ordering = ["name"]
@@ -147,10 +155,10 @@ class AuditEvent(models.Model):
     def __str__(self) -> str:
         return f"{self.action} {self.target_type}:{self.target_id} by {self.actor_name or 'system'}"
 
-    def save(self, *args, **kwargs):
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
             raise ValueError("Audit events are append-only.")
         super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise ValueError("Audit events are append-only.")

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Count, Model, QuerySet
 
 from accounts import access
 from accounts.models import ApiToken, AuditEvent, Membership, Team, User
 from config.errors import NotFound, ValidationFailed
 
+ModelT = TypeVar("ModelT", bound=Model)
 
-def get_visible(queryset: QuerySet, pk: int | str, what: str) -> Model:
+
+def get_visible(queryset: QuerySet[ModelT], pk: int | str, what: str) -> ModelT:
     """``queryset.get(pk=pk)``, or ``NotFound`` ("No such <what>.") — the same answer whether the row does not
     exist or the actor may not see it."""
     try:
         return queryset.get(pk=pk)
-    except (queryset.model.DoesNotExist, ValueError):
+    except (ObjectDoesNotExist, ValueError):  # the only one .get raises here is queryset.model.DoesNotExist
         raise NotFound(f"No such {what}.") from None
 
 

@@ -99,7 +99,8 @@ def account_id(*, region: str, credentials: Credentials | None = None) -> str:
 @functools.lru_cache(maxsize=64)
 def _account_id(region: str, credentials: Credentials | None) -> str:
     with translated("sts", "GetCallerIdentity"):
-        return client("sts", region=region, credentials=credentials).get_caller_identity()["Account"]
+        account: str = client("sts", region=region, credentials=credentials).get_caller_identity()["Account"]
+    return account
 
 
 def error_is(error: ClientError, *codes: str) -> bool:
@@ -116,7 +117,7 @@ def principal_arn(*, region: str, credentials: Credentials | None = None) -> str
     (``…:iam::<account>:role/Name``; a role path is not recoverable from STS), a user reported under ``sts`` its IAM
     ARN."""
     with translated("sts", "GetCallerIdentity"):
-        arn = client("sts", region=region, credentials=credentials).get_caller_identity()["Arn"]
+        arn: str = client("sts", region=region, credentials=credentials).get_caller_identity()["Arn"]
     match = _PRINCIPAL.fullmatch(arn)
     if match is None:
         return arn
@@ -128,7 +129,8 @@ def principal_arn(*, region: str, credentials: Credentials | None = None) -> str
 
 def partition(region: str) -> str:
     """The ARN partition of ``region`` (``aws``, ``aws-cn``, ``aws-us-gov``…), from botocore's endpoint data."""
-    return boto3.session.Session().get_partition_for_region(region)
+    name: str = boto3.session.Session().get_partition_for_region(region)
+    return name
 
 
 def translate(error: Exception, *, service: str = "aws", operation: str = "") -> ApplicationError:

@@ -16,7 +16,9 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import boto3
 from kubernetes import client as k8s
@@ -66,7 +68,7 @@ def eks_token(cluster_name: str, *, region: str, credentials: aws.Credentials | 
         region_name=region,
     ).client("sts", config=aws.client_config())
 
-    def add_cluster_id(request, **_):
+    def add_cluster_id(request: Any, **_: Any) -> None:
         request.headers[CLUSTER_ID_HEADER] = cluster_name
 
     sts.meta.events.register("before-sign.sts.GetCallerIdentity", add_cluster_id)
@@ -113,7 +115,7 @@ def _cached_api_client(cluster_name: str, region: str, credentials: aws.Credenti
             config.api_key["authorization"] = token_box[0].value
 
     refresh(configuration)
-    configuration.refresh_api_key_hook = refresh
+    configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]  # kubernetes types the hook as None
     client = k8s.ApiClient(configuration)
     _api_clients_built.append(client)
     return client
@@ -174,3 +176,16 @@ def translate(error: Exception, *, operation: str = "") -> ApplicationError:
                               provider_code=type(error).__name__, provider_message=str(error), retryable=True)
     return provider_error(CloudError, "kube_error", service="kubernetes", operation=operation,
                           provider_code=type(error).__name__, provider_message=str(error))
+
+
+@contextlib.contextmanager
+def translated(operation: str = "") -> Iterator[None]:
+    """Run Kubernetes calls, raising their failures (API server answers, unreachable servers) as vocabulary errors::
+
+        with kube.translated("create rayjobs.ray.io"):
+            custom.create_namespaced_custom_object(...)
+    """
+    try:
+        yield
+    except (ApiException, HTTPError, OSError) as error:
+        raise translate(error, operation=operation) from error

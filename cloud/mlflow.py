@@ -77,7 +77,7 @@ _lock = threading.Lock()
 _credentials: dict[tuple[str, ...], Any] = {}
 
 
-def _resolved_credentials():
+def _resolved_credentials() -> Any:
     """The standard chain's credentials, resolved once per credential-selecting environment (refreshable ones renew
     themselves)."""
     key = tuple(os.environ.get(name, "") for name in ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_ROLE_ARN",
@@ -130,13 +130,16 @@ class MlflowClient:
                                  retryable=True) from error
         if response.status_code >= 400:
             raise _translate(response, path)
-        return response.json() if response.content else {}
+        answer: dict[str, Any] = response.json() if response.content else {}
+        return answer
 
     def experiment_by_name(self, name: str) -> dict[str, Any] | None:
         try:
-            return self.call("GET", "experiments/get-by-name", params={"experiment_name": name})["experiment"]
+            experiment: dict[str, Any] = self.call("GET", "experiments/get-by-name",
+                                                   params={"experiment_name": name})["experiment"]
         except NotFound:
             return None
+        return experiment
 
     def latest_run(self, experiment_id: str, run_name: str) -> dict[str, Any] | None:
         """The most recently started run named ``run_name`` in the experiment, or ``None``."""
@@ -147,7 +150,8 @@ class MlflowClient:
         return found[0] if found else None
 
     def run(self, run_id: str) -> dict[str, Any]:
-        return self.call("GET", "runs/get", params={"run_id": run_id})["run"]
+        found: dict[str, Any] = self.call("GET", "runs/get", params={"run_id": run_id})["run"]
+        return found
 
     def metric_history(self, run_id: str, key: str) -> Iterator[dict[str, Any]]:
         """Every logged value of metric ``key`` of the run (``{"key", "value", "timestamp", "step"}``), page by page."""

@@ -6,6 +6,7 @@
 """
 
 import os
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -21,7 +22,7 @@ from mcp_server.http import mcp_asgi_app  # noqa: E402
 MCP_PATH = "/mcp"
 
 
-async def http_router(scope, receive, send):
+async def http_router(scope: Any, receive: Any, send: Any) -> None:
     path = scope["path"]
     if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
         await mcp_asgi_app(scope, receive, send)
@@ -32,7 +33,7 @@ async def http_router(scope, receive, send):
 application = ProtocolTypeRouter(
     {
         "http": http_router,
-        "websocket": WebSocketAuthStack(URLRouter(websocket_urlpatterns)),
+        "websocket": WebSocketAuthStack(URLRouter(websocket_urlpatterns)),  # type: ignore[arg-type]  # see routing
         "lifespan": mcp_asgi_app,
     }
 )

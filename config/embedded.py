@@ -22,7 +22,7 @@ def redis_url(var_dir: Path) -> str:
     return f"unix://{redis_socket(var_dir)}"
 
 
-def start_redis(var_dir: Path, *, persist: bool = True, timeout: float = 10.0) -> subprocess.Popen:
+def start_redis(var_dir: Path, *, persist: bool = True, timeout: float = 10.0) -> subprocess.Popen[bytes]:
     """Start the bundled redis-server on a unix socket under ``var_dir`` and wait until it answers.
 
     With ``persist`` the data set is snapshotted to ``var_dir/redis.rdb`` so a restart keeps queued work.

@@ -17,6 +17,8 @@ class ApplicationError(Exception):
     code = "error"
     status = 400
     default_message = "The request could not be completed."
+    #: What the cloud provider answered; set only on errors built from a provider's answer (``cloud.errors``).
+    provider: dict[str, Any]
 
     def __init__(self, message: str | None = None, *, code: str | None = None, fields: FieldErrors | None = None):
         self.message = message or self.default_message
@@ -30,13 +32,53 @@ class ApplicationError(Exception):
 
 
 class ValidationFailed(ApplicationError):
+    """Refused input that names fields. The one rule for its top-level code: always ``validation_failed``, with one
+    failing field or several, whichever check refused; the specific codes are the fields' (as DRF's serializer
+    errors are rendered). Build it with :meth:`for_field` or :class:`InvalidFields`, never with a ``code`` — only
+    ``cloud`` passes one, for a provider's own refusal of what the product sent (``kube_invalid``)."""
+
     code = "validation_failed"
     status = 400
     default_message = "Some fields are not valid."
 
     @classmethod
     def for_field(cls, field: str, code: str, message: str) -> ValidationFailed:
-        return cls(message, fields={field: [{"code": code, "message": message}]})
+        """One failing field; the message is the failure's."""
+        invalid = InvalidFields()
+        invalid.add(field, code, message)
+        return invalid.error()
+
+
+class InvalidFields:
+    """Collects field failures, then raises them all at once as one :class:`ValidationFailed`.
+
+    ``fields`` is ``{field: [{"code", "message"}]}`` in the order added. The error's message is the single failure's
+    message, or with several, how many failed and each message (``message`` given to :meth:`error` replaces that)."""
+
+    def __init__(self) -> None:
+        self.fields: FieldErrors = {}
+
+    def add(self, field: str, code: str, message: str) -> None:
+        self.fields.setdefault(field, []).append({"code": code, "message": message})
+
+    def __contains__(self, field: str) -> bool:
+        return field in self.fields
+
+    def __bool__(self) -> bool:
+        return bool(self.fields)
+
+    def error(self, message: str | None = None) -> ValidationFailed:
+        failures = [failure["message"] for errors in self.fields.values() for failure in errors]
+        if message is None and len(failures) == 1:
+            message = failures[0]
+        elif message is None and failures:
+            message = f"{len(failures)} checks failed: {'; '.join(failures)}"
+        return ValidationFailed(message, fields=self.fields)
+
+    def raise_if_any(self, message: str | None = None) -> None:
+        """Raise :meth:`error` when any failure was added; nothing otherwise."""
+        if self.fields:
+            raise self.error(message)
 
 
 class PayloadTooLarge(ApplicationError):

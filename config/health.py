@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import Any
 
 import redis
 from django.conf import settings
 from django.db import connection
-from django.http import HttpResponseNotAllowed, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 
 from config.celery import app as celery_app
 
 logger = logging.getLogger(__name__)
 
 
-def _timed(check) -> dict:
+def _timed(check: Callable[[], None]) -> dict[str, Any]:
     """Run one check. A failure names only the exception class: the probe is public, the details go to the log."""
     started = time.perf_counter()
     try:
@@ -48,11 +50,11 @@ def _broker() -> None:
         conn.ensure_connection(max_retries=1, timeout=2)
 
 
-def healthz(request):
+def healthz(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"status": "ok"})
 
 
-def readyz(request):
+def readyz(request: HttpRequest) -> HttpResponse:
     checks = {"database": _timed(_database), "redis": _timed(_redis), "broker": _timed(_broker)}
     ready = all(check["ok"] for check in checks.values())
     return JsonResponse({"status": "ready" if ready else "not_ready", "checks": checks}, status=200 if ready else 503)
@@ -64,10 +66,10 @@ PROBES = {"/healthz": healthz, "/readyz": readyz}
 class ProbeMiddleware:
     """Answers the probe paths before host validation and every other middleware."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         probe = PROBES.get(request.path_info)
         if probe is None:
             return self.get_response(request)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import cast
+
+from django.http import HttpRequest, HttpResponse
 
 from config.context import Source, request_id_scope
 
@@ -12,7 +16,15 @@ MCP_SOURCE_META = "instantstart.source"
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
-def source_of(request) -> str:
+class ContextRequest(HttpRequest):
+    """The type of every request once ``RequestContextMiddleware`` ran (never instantiated: the middleware adds
+    the two attributes to Django's request)."""
+
+    request_id: str
+    source: str
+
+
+def source_of(request: HttpRequest) -> str:
     if request.META.get(MCP_SOURCE_META) == Source.MCP:
         return Source.MCP
     if request.path.startswith("/api/"):
@@ -21,14 +33,15 @@ def source_of(request) -> str:
 
 
 class RequestContextMiddleware:
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         supplied = request.headers.get("X-Request-ID", "")
         with request_id_scope(supplied if _REQUEST_ID.match(supplied) else None) as request_id:
-            request.request_id = request_id
-            request.source = source_of(request)
+            completed = cast(ContextRequest, request)  # becomes one with the next two lines
+            completed.request_id = request_id
+            completed.source = source_of(request)
             response = self.get_response(request)
             response["X-Request-ID"] = request_id
             return response

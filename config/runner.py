@@ -76,6 +76,7 @@ class Child:
         self.pump.start()
 
     def _pump(self) -> None:
+        assert self.process.stdout is not None  # started with stdout=PIPE
         for line in self.process.stdout:
             say(self.name, line)
 
@@ -128,7 +129,7 @@ def start_sandbox() -> Child:
 def answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status == 200
+            return bool(response.status == 200)
     except OSError:
         return False
 
@@ -148,7 +149,7 @@ def supervise(children: list[Child], health_url: str, banner: str) -> int:
         time.sleep(0.5)
 
 
-def stop(children: list[Child], redis: subprocess.Popen | None) -> None:
+def stop(children: list[Child], redis: subprocess.Popen[bytes] | None) -> None:
     """SIGTERM every child, give them ``STOP_TIMEOUT`` seconds in all, then stop Redis the same way."""
     for child in children:
         if child.process.poll() is None:

@@ -21,8 +21,11 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+import django_stubs_ext
 
 from config.embedded import redis_url as embedded_redis_url
+
+django_stubs_ext.monkeypatch()  # lets Django's generic classes (ModelAdmin[Team]) be subscripted at run time
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("INSTANTSTART_VAR_DIR", BASE_DIR / "var")).resolve()

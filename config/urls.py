@@ -5,12 +5,12 @@
 """
 
 from django.contrib import admin
-from django.urls import include, path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.api.views import api_not_found
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.api.urls")),
     path("", include("operations.api.urls")),
     path("", include("clusters.api.urls")),

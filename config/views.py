@@ -3,6 +3,8 @@ is a static template rendered without the request, so it works when the database
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseServerError
 from django.shortcuts import render
@@ -12,7 +14,7 @@ from config.api.exceptions import error_body
 from config.errors import ApplicationError
 
 
-def _error_context(exception: Exception | None, fallback: Exception) -> dict:
+def _error_context(exception: Exception | None, fallback: Exception) -> dict[str, Any]:
     """The REST error body of the ``ApplicationError`` behind the page, or of the Django exception."""
     cause = getattr(exception, "__cause__", None)
     body, _ = error_body(cause if isinstance(cause, ApplicationError) else exception or fallback)

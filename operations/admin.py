@@ -1,32 +1,37 @@
 """Django admin for platform superusers: operations are read-only here (state changes go through the services, so
 they are authorized, audited and enqueued); idempotency records likewise."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
 
 from operations.models import IdempotencyRecord, Operation, OperationLog, OperationPhase
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
+class ReadOnlyAdmin(admin.ModelAdmin[Any]):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
-class OperationPhaseInline(admin.TabularInline):
+class OperationPhaseInline(admin.TabularInline[OperationPhase, Operation]):
     model = OperationPhase
     extra = 0
     can_delete = False
     ordering = ["index"]
-    fields = ["index", "slug", "state", "step", "attempts", "polls", "status_reason", "error_code", "error_message",
-              "reference", "intent", "started_at", "finished_at", "deadline_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("index", "slug", "state", "step", "attempts", "polls", "status_reason", "error_code",
+                                "error_message", "reference", "intent", "started_at", "finished_at", "deadline_at")
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 

@@ -7,7 +7,7 @@ operation to another cannot overwrite what the new holder wrote.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from botocore.client import BaseClient
 
@@ -47,19 +47,19 @@ class StepContext:
 
     @property
     def params(self) -> Mapping[str, Any]:
-        return self._operation.params
+        return cast(Mapping[str, Any], self._operation.params)  # a JSON column
 
     @property
     def outputs(self) -> Mapping[str, Any]:
-        return self._operation.outputs
+        return cast(Mapping[str, Any], self._operation.outputs)  # a JSON column
 
     @property
     def intent(self) -> Mapping[str, Any]:
-        return self._phase.intent
+        return cast(Mapping[str, Any], self._phase.intent)  # a JSON column
 
     @property
     def reference(self) -> Mapping[str, Any]:
-        return self._phase.reference
+        return cast(Mapping[str, Any], self._phase.reference)  # a JSON column
 
     @property
     def attempt(self) -> int:
@@ -74,7 +74,7 @@ class StepContext:
         time; the stored value on every re-run (after a crash, a duplicate delivery, a retry)."""
         if name not in self._phase.intent:
             transitions.save_phase(self._phase, lease=self._lease, intent={**self._phase.intent, name: make()})
-        return self._phase.intent[name]
+        return cast(_T, self._phase.intent[name])  # what make() returned, as stored
 
     def record(self, **reference: Any) -> None:
         """Store provider references of this phase (ARN, id, provider status)."""

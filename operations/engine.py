@@ -28,6 +28,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
@@ -153,7 +154,7 @@ def _claim(operation_id: int, due: datetime | None) -> str | None:
 def _release(operation_id: int, lease: str, delay: float | None) -> datetime | None:
     """Give the lease back, with the next wake-up. An active operation left without one (a service retried or
     cancelled it while we held it) is woken at its own ``next_poll_at``."""
-    changes: dict = {"claimed_by": ""}
+    changes: dict[str, Any] = {"claimed_by": ""}
     if delay is not None:
         changes["next_poll_at"] = timezone.now() + timedelta(seconds=delay)
     if Operation.objects.filter(pk=operation_id, claimed_by=lease, state=OperationState.CANCELLING).exists():

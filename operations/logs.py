@@ -7,6 +7,8 @@ never leave gaps.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
@@ -31,6 +33,6 @@ def append(operation_id: int, message: str, *, phase: str = "", level: str = Log
     raise RuntimeError(f"could not allocate a log sequence number for operation {operation_id}")
 
 
-def line_payload(line: OperationLog) -> dict:
+def line_payload(line: OperationLog) -> dict[str, Any]:
     return {"seq": line.seq, "phase": line.phase, "level": line.level, "message": line.message,
             "created_at": line.created_at.isoformat()}

@@ -18,6 +18,7 @@ import logging
 
 import redis
 from django.conf import settings
+from redis.commands.core import Script
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def _connection() -> redis.Redis:
 
 
 @functools.cache
-def _script():
+def _script() -> Script:
     return _connection().register_script(_TAKE)
 
 

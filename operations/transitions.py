@@ -13,6 +13,7 @@ Every successful change is published after commit to ``operation.<id>`` and ``te
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -172,6 +173,6 @@ def _apply(obj: Any, changes: dict[str, Any]) -> None:
         setattr(obj, name, value)
 
 
-def _iso(value) -> str | None:
+def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 

@@ -54,7 +54,7 @@ class FollowingConsumer(AsyncJsonWebsocketConsumer, metaclass=abc.ABCMeta):
     async def subscribed(self) -> None:
         """Send what a new subscriber gets before live events (the groups are joined already)."""
 
-    async def connect(self):
+    async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
@@ -69,11 +69,11 @@ class FollowingConsumer(AsyncJsonWebsocketConsumer, metaclass=abc.ABCMeta):
         await self.accept()
         await self.subscribed()
 
-    async def disconnect(self, code):
+    async def disconnect(self, code: int) -> None:
         for group in getattr(self, "joined", []):
             await self.channel_layer.group_discard(group, self.channel_name)
 
-    async def receive_json(self, content, **kwargs):
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
 

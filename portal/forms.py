@@ -31,7 +31,7 @@ _INTEGER = re.compile(r"[+-]?\d{1,19}")
 _TRUE = {"on", "true", "1", "yes"}
 
 
-def _parse_value(field: serializers.Field, value: str) -> Any:
+def _parse_value(field: serializers.Field[Any, Any, Any, Any], value: str) -> Any:
     """One HTML form value as the JSON value a REST client would send; unparseable text is passed on
     unchanged so the serializer reports it (``invalid_type``) exactly as it would for REST."""
     if isinstance(field, serializers.BooleanField):
@@ -47,7 +47,7 @@ def _parse_value(field: serializers.Field, value: str) -> Any:
     return value
 
 
-def json_from_form(serializer: serializers.Serializer, data: QueryDict) -> dict[str, Any]:
+def json_from_form(serializer: serializers.Serializer[Any], data: QueryDict) -> dict[str, Any]:
     """The JSON body equivalent to a submitted HTML form.
 
     HTML forms only carry strings, so: a checkbox is a boolean, number inputs are numbers, list fields
@@ -69,7 +69,7 @@ def json_from_form(serializer: serializers.Serializer, data: QueryDict) -> dict[
             elif field.allow_null:
                 body[name] = None
         else:
-            body[name] = _parse_value(field, data.get(name))
+            body[name] = _parse_value(field, data.get(name, ""))
     return body
 
 
@@ -82,7 +82,7 @@ class SerializerForm:
 
     def __init__(
         self,
-        serializer_class: type[serializers.Serializer],
+        serializer_class: type[serializers.Serializer[Any]],
         data: QueryDict | None = None,
         *,
         initial: dict[str, Any] | None = None,

@@ -1,6 +1,9 @@
 """Query filters for the audit trail."""
 
+from __future__ import annotations
+
 import django_filters
+from django.db.models import QuerySet
 
 from accounts.models import AuditEvent
 from config.api.filters import IdFilter, UtcIsoDateTimeFilter
@@ -23,7 +26,7 @@ class AuditEventFilter(django_filters.FilterSet):
         model = AuditEvent
         fields = ["team", "actor", "source", "action", "target_type", "target_id", "request_id", "since", "until"]
 
-    def filter_action(self, queryset, name, value):
+    def filter_action(self, queryset: QuerySet[AuditEvent], name: str, value: str) -> QuerySet[AuditEvent]:
         if value.endswith("."):
             return queryset.filter(action__startswith=value)
         return queryset.filter(action=value)

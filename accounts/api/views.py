@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import selectors, services
 from accounts.api import serializers as s
 from accounts.api.filters import AuditEventFilter
-from accounts.models import Membership
+from accounts.models import ApiToken, AuditEvent, Membership, Team
+from accounts.requests import ApiRequest
 from config.api.idempotency import idempotent
 from config.api.pagination import NameCursorPagination
 from config.api.serializers import validated
@@ -18,14 +23,14 @@ from config.api.serializers import validated
 
 class MeView(APIView):
     @extend_schema(operation_id="me_retrieve", responses={200: s.MeSerializer}, tags=["accounts"])
-    def get(self, request):
+    def get(self, request: ApiRequest) -> Response:
         """Who am I: user, memberships with roles, current team, and the token in use."""
         return Response(s.MeSerializer(request.user, context={"request": request}).data)
 
     @extend_schema(operation_id="me_update", request=s.MeUpdateSerializer,
                    responses={200: s.MeSerializer}, tags=["accounts"])
     @idempotent()
-    def patch(self, request):
+    def patch(self, request: ApiRequest) -> Response:
         """Switch the current team (the default for portal pages and MCP tools); `null` clears it."""
         data = validated(s.MeUpdateSerializer, request)
         if "current_team" in data:
@@ -35,22 +40,23 @@ class MeView(APIView):
         return Response(s.MeSerializer(request.user, context={"request": request}).data)
 
 
-class TeamListView(generics.ListAPIView):
+class TeamListView(generics.ListAPIView[Team]):
+    request: ApiRequest
     serializer_class = s.TeamSerializer
     pagination_class = NameCursorPagination
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Team]:
         return selectors.team_list(actor=self.request.user)
 
     @extend_schema(operation_id="teams_list", tags=["teams"])
-    def get(self, request, *args, **kwargs):
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Teams the caller belongs to (all teams for platform superusers)."""
         return super().get(request, *args, **kwargs)
 
     @extend_schema(operation_id="teams_create", request=s.TeamCreateSerializer,
                    responses={201: s.TeamSerializer}, tags=["teams"])
     @idempotent()
-    def post(self, request):
+    def post(self, request: ApiRequest) -> Response:
         """Create a team; the caller becomes its admin."""
         team = services.team_create(actor=request.user, source=request.source,
                                     **validated(s.TeamCreateSerializer, request))
@@ -60,14 +66,14 @@ class TeamListView(generics.ListAPIView):
 
 class TeamDetailView(APIView):
     @extend_schema(operation_id="teams_retrieve", responses={200: s.TeamSerializer}, tags=["teams"])
-    def get(self, request, team_id: int):
+    def get(self, request: ApiRequest, team_id: int) -> Response:
         team = selectors.team_get(actor=request.user, team_id=team_id)
         return Response(s.TeamSerializer(team, context={"request": request}).data)
 
     @extend_schema(operation_id="teams_update", request=s.TeamUpdateSerializer,
                    responses={200: s.TeamSerializer}, tags=["teams"])
     @idempotent()
-    def patch(self, request, team_id: int):
+    def patch(self, request: ApiRequest, team_id: int) -> Response:
         """Rename a team or change its description (team admins)."""
         team = selectors.team_get(actor=request.user, team_id=team_id)
         services.team_update(actor=request.user, team=team, source=request.source,
@@ -77,32 +83,33 @@ class TeamDetailView(APIView):
 
     @extend_schema(operation_id="teams_destroy", responses={204: None}, tags=["teams"])
     @idempotent()
-    def delete(self, request, team_id: int):
+    def delete(self, request: ApiRequest, team_id: int) -> Response:
         """Delete a team that owns nothing (team admins)."""
         team = selectors.team_get(actor=request.user, team_id=team_id)
         services.team_delete(actor=request.user, team=team, source=request.source)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class MembershipListView(generics.ListAPIView):
+class MembershipListView(generics.ListAPIView[Membership]):
+    request: ApiRequest
     serializer_class = s.MembershipSerializer
     pagination_class = None
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Membership]:
         if getattr(self, "swagger_fake_view", False):
             return Membership.objects.none()
         team = selectors.team_get(actor=self.request.user, team_id=self.kwargs["team_id"])
         return selectors.membership_list(actor=self.request.user, team=team)
 
     @extend_schema(operation_id="memberships_list", tags=["teams"])
-    def get(self, request, *args, **kwargs):
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Members of a team with their roles."""
         return super().get(request, *args, **kwargs)
 
     @extend_schema(operation_id="memberships_create", request=s.MembershipCreateSerializer,
                    responses={201: s.MembershipSerializer}, tags=["teams"])
     @idempotent()
-    def post(self, request, team_id: int):
+    def post(self, request: ApiRequest, team_id: int) -> Response:
         """Add an existing user to the team (team admins)."""
         team = selectors.team_get(actor=request.user, team_id=team_id)
         membership = services.membership_create(actor=request.user, team=team, source=request.source,
@@ -111,19 +118,19 @@ class MembershipListView(generics.ListAPIView):
 
 
 class MembershipDetailView(APIView):
-    def membership(self, request, team_id: int, membership_id: int):
+    def membership(self, request: ApiRequest, team_id: int, membership_id: int) -> Membership:
         team = selectors.team_get(actor=request.user, team_id=team_id)
         return selectors.membership_get(actor=request.user, team=team, membership_id=membership_id)
 
     @extend_schema(operation_id="memberships_retrieve", responses={200: s.MembershipSerializer},
                    tags=["teams"])
-    def get(self, request, team_id: int, membership_id: int):
+    def get(self, request: ApiRequest, team_id: int, membership_id: int) -> Response:
         return Response(s.MembershipSerializer(self.membership(request, team_id, membership_id)).data)
 
     @extend_schema(operation_id="memberships_update", request=s.MembershipUpdateSerializer,
                    responses={200: s.MembershipSerializer}, tags=["teams"])
     @idempotent()
-    def patch(self, request, team_id: int, membership_id: int):
+    def patch(self, request: ApiRequest, team_id: int, membership_id: int) -> Response:
         """Change a member's role (team admins; the last admin cannot be demoted)."""
         membership = services.membership_update(
             actor=request.user, membership=self.membership(request, team_id, membership_id), source=request.source,
@@ -133,28 +140,29 @@ class MembershipDetailView(APIView):
 
     @extend_schema(operation_id="memberships_destroy", responses={204: None}, tags=["teams"])
     @idempotent()
-    def delete(self, request, team_id: int, membership_id: int):
+    def delete(self, request: ApiRequest, team_id: int, membership_id: int) -> Response:
         """Remove a member (team admins) or leave the team (yourself)."""
         services.membership_delete(actor=request.user, membership=self.membership(request, team_id, membership_id),
                                    source=request.source)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class TokenListView(generics.ListAPIView):
+class TokenListView(generics.ListAPIView[ApiToken]):
+    request: ApiRequest
     serializer_class = s.TokenSummarySerializer
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[ApiToken]:
         return selectors.token_list(actor=self.request.user)
 
     @extend_schema(operation_id="tokens_list", tags=["tokens"])
-    def get(self, request, *args, **kwargs):
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Your API tokens (secrets are never shown again)."""
         return super().get(request, *args, **kwargs)
 
     @extend_schema(operation_id="tokens_create", request=s.TokenCreateSerializer,
                    responses={201: s.IssuedTokenSerializer}, tags=["tokens"])
     @idempotent(redact=("token",))
-    def post(self, request):
+    def post(self, request: ApiRequest) -> Response:
         """Issue a personal API token. The `token` field of this response is the only time the secret is shown."""
         issued = services.token_create(actor=request.user, source=request.source,
                                        **validated(s.TokenCreateSerializer, request))
@@ -165,13 +173,13 @@ class TokenListView(generics.ListAPIView):
 class TokenDetailView(APIView):
     @extend_schema(operation_id="tokens_retrieve", responses={200: s.TokenSummarySerializer},
                    tags=["tokens"])
-    def get(self, request, token_id: int):
+    def get(self, request: ApiRequest, token_id: int) -> Response:
         return Response(s.TokenSummarySerializer(selectors.token_get(actor=request.user, token_id=token_id)).data)
 
     @extend_schema(operation_id="tokens_revoke", responses={200: s.TokenSummarySerializer},
                    tags=["tokens"])
     @idempotent()
-    def delete(self, request, token_id: int):
+    def delete(self, request: ApiRequest, token_id: int) -> Response:
         """Revoke a token. It stops working at once; the record stays for the audit trail."""
         token = services.token_revoke(actor=request.user, token=selectors.token_get(actor=request.user,
                                                                                     token_id=token_id),
@@ -179,15 +187,16 @@ class TokenDetailView(APIView):
         return Response(s.TokenSummarySerializer(token).data)
 
 
-class AuditEventListView(generics.ListAPIView):
+class AuditEventListView(generics.ListAPIView[AuditEvent]):
+    request: ApiRequest
     serializer_class = s.AuditEventSerializer
     filterset_class = AuditEventFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[AuditEvent]:
         return selectors.audit_event_list(actor=self.request.user)
 
     @extend_schema(operation_id="audit_events_list", tags=["audit"])
-    def get(self, request, *args, **kwargs):
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """The audit trail, newest first, narrowed to the teams you belong to."""
         return super().get(request, *args, **kwargs)
 
@@ -195,5 +204,5 @@ class AuditEventListView(generics.ListAPIView):
 class AuditEventDetailView(APIView):
     @extend_schema(operation_id="audit_events_retrieve", responses={200: s.AuditEventSerializer},
                    tags=["audit"])
-    def get(self, request, event_id: int):
+    def get(self, request: ApiRequest, event_id: int) -> Response:
         return Response(s.AuditEventSerializer(selectors.audit_event_get(actor=request.user, event_id=event_id)).data)

@@ -42,7 +42,7 @@ def flatten_field_errors(detail: Any, prefix: str = "") -> FieldErrors:
             if value:
                 fields.update(flatten_field_errors(value, f"{prefix}.{index}" if prefix else str(index)))
     elif isinstance(detail, drf.ErrorDetail):
-        fields[prefix or "non_field_errors"] = [{"code": detail.code, "message": str(detail)}]
+        fields[prefix or "non_field_errors"] = [{"code": detail.code or "invalid", "message": str(detail)}]
     return fields
 
 
@@ -80,8 +80,9 @@ def error_body(exc: Exception) -> tuple[dict[str, Any], int]:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     body, status = error_body(exc)
     response = Response(body, status=status)
-    if isinstance(exc, drf.Throttled) and exc.wait is not None:
-        response["Retry-After"] = str(int(exc.wait) + 1)
+    wait = exc.wait if isinstance(exc, drf.Throttled) else None  # type: ignore[attr-defined]  # stub omits .wait
+    if wait is not None:
+        response["Retry-After"] = str(int(wait) + 1)
     if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed) or status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="instantstart"'
     return response

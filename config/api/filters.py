@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 import django_filters
 from django import forms
@@ -15,7 +16,7 @@ class UtcIsoDateTimeField(IsoDateTimeField):
     """ISO 8601 date-time normalised to UTC; offsets beyond ±14:00 (none exists) and dates that cannot be
     expressed in UTC are invalid rather than passed to the database."""
 
-    def to_python(self, value):
+    def to_python(self, value: Any) -> datetime.datetime | None:
         parsed = super().to_python(value)
         if parsed is None:
             return None
@@ -36,9 +37,9 @@ class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
 class IdFilter(django_filters.NumberFilter):
     """A database id: an integer (``1.5`` or ``1e0`` is invalid, not truncated) that fits a bigint."""
 
-    field_class = forms.IntegerField
+    field_class = forms.IntegerField  # type: ignore[assignment]  # the stub says DecimalField; any number field works
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", 2**63 - 1)
         super().__init__(*args, **kwargs)

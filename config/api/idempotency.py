@@ -11,15 +11,23 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.errors import Conflict, ValidationFailed
 from operations.models import IdempotencyRecord
+
+if TYPE_CHECKING:
+    from rest_framework.views import APIView  # importing it here would close an import cycle through DRF's settings
+
+    from accounts.requests import ApiRequest
 
 HEADER = "Idempotency-Key"
 IDEMPOTENCY_TTL = timedelta(hours=24)
@@ -27,8 +35,12 @@ IDEMPOTENCY_TTL = timedelta(hours=24)
 IN_PROGRESS_LEASE = timedelta(minutes=5)
 MAX_KEY_LENGTH = 255
 
+_View = TypeVar("_View", bound="APIView")
+_Request = TypeVar("_Request", bound="ApiRequest")
+_Args = ParamSpec("_Args")
 
-def fingerprint(request) -> str:
+
+def fingerprint(request: Request) -> str:
     body = request.data if isinstance(request.data, dict | list) else {}
     canonical = json.dumps([request.method, request.path, body], sort_keys=True, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -40,7 +52,7 @@ def purge_expired() -> int:
     return deleted
 
 
-def _claim(request, key: str) -> IdempotencyRecord | Response:
+def _claim(request: ApiRequest, key: str) -> IdempotencyRecord | Response:
     """Insert the in-progress record, or answer from an existing one."""
     digest = fingerprint(request)
     now = timezone.now()
@@ -50,7 +62,7 @@ def _claim(request, key: str) -> IdempotencyRecord | Response:
     try:
         with transaction.atomic():
             return IdempotencyRecord.objects.create(
-                user=request.user, key=key, fingerprint=digest, method=request.method, path=request.path
+                user=request.user, key=key, fingerprint=digest, method=request.method or "", path=request.path
             )
     except IntegrityError:
         existing = IdempotencyRecord.objects.filter(user=request.user, key=key).first()
@@ -67,12 +79,15 @@ def _claim(request, key: str) -> IdempotencyRecord | Response:
     return response
 
 
-def idempotent(*, redact: tuple[str, ...] = ()):
+def idempotent(*, redact: tuple[str, ...] = ()) -> Callable[
+    [Callable[Concatenate[_View, _Request, _Args], Response]], Callable[Concatenate[_View, _Request, _Args], Response]
+]:
     """Decorate a mutating APIView method. ``redact`` names response fields never stored (secrets)."""
 
-    def decorator(method):
-        @functools.wraps(method)
-        def wrapper(view, request, *args, **kwargs):
+    def decorator(
+        method: Callable[Concatenate[_View, _Request, _Args], Response],
+    ) -> Callable[Concatenate[_View, _Request, _Args], Response]:
+        def wrapper(view: _View, request: _Request, /, *args: _Args.args, **kwargs: _Args.kwargs) -> Response:
             key = request.headers.get(HEADER)
             if key is None:
                 return method(view, request, *args, **kwargs)
@@ -99,7 +114,8 @@ def idempotent(*, redact: tuple[str, ...] = ()):
                 claimed.delete()
             return response
 
-        wrapper.honours_idempotency_key = True  # the OpenAPI description documents the header (config.api.schema)
+        functools.update_wrapper(wrapper, method)
+        vars(wrapper)["honours_idempotency_key"] = True  # the OpenAPI description documents it (config.api.schema)
         return wrapper
 
     return decorator

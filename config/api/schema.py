@@ -3,6 +3,8 @@ view honours ``Idempotency-Key`` documents that header."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from config.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from config.api.idempotency import MAX_KEY_LENGTH
 
@@ -38,7 +40,7 @@ ERROR_RESPONSE = {
 }
 
 
-def add_error_responses(result: dict, generator, request, public) -> dict:
+def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: add ``components.schemas.Error`` and a ``4XX`` response to
     every operation under ``/api/v1/``."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
@@ -66,7 +68,7 @@ IDEMPOTENCY_KEY_PARAMETER = {
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def add_idempotency_key_header(result: dict, generator, request, public) -> dict:
+def add_idempotency_key_header(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: add ``components.parameters.IdempotencyKey`` and reference it from every
     mutating operation whose view method is wrapped by ``config.api.idempotency.idempotent`` — the header is
     documented exactly where it is honoured (``tests/mcp_server/test_catalog.py`` checks that is everywhere)."""

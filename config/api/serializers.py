@@ -7,7 +7,15 @@ drives cloud infrastructure should say exactly what was wrong instead (codes ``u
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rest_framework import serializers
+from rest_framework.request import Request
+
+if TYPE_CHECKING:
+    _SerializerBase = serializers.Serializer[Any]  # what StrictMixin is mixed into
+else:
+    _SerializerBase = object
 
 _JSON_TYPES: list[tuple[type, tuple[type, ...], str]] = [
     (serializers.BooleanField, (bool,), "a boolean"),
@@ -23,7 +31,7 @@ _JSON_TYPES: list[tuple[type, tuple[type, ...], str]] = [
 ]
 
 
-def json_type_error(field: serializers.Field, value) -> str | None:
+def json_type_error(field: serializers.Field[Any, Any, Any, Any], value: Any) -> str | None:
     """The message for ``value`` when its JSON type does not suit ``field``, else None."""
     if value is None:
         return None if field.allow_null else "This field may not be null."
@@ -34,12 +42,12 @@ def json_type_error(field: serializers.Field, value) -> str | None:
     return None
 
 
-class StrictMixin:
+class StrictMixin(_SerializerBase):
     """Rejects undeclared input keys (``unknown_field``) and values of the wrong JSON type (``invalid_type``)."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, dict):
-            errors: dict[str, list] = {}
+            errors: dict[str, list[serializers.ErrorDetail]] = {}
             writable = {name: field for name, field in self.fields.items() if not field.read_only}
             for name in sorted(set(data) - set(writable)):
                 errors[name] = [serializers.ErrorDetail("This field is not accepted here.", code="unknown_field")]
@@ -52,16 +60,17 @@ class StrictMixin:
         return super().to_internal_value(data)
 
 
-class StrictSerializer(StrictMixin, serializers.Serializer):
+class StrictSerializer(StrictMixin, serializers.Serializer[Any]):
     pass
 
 
-class StrictModelSerializer(StrictMixin, serializers.ModelSerializer):
+class StrictModelSerializer(StrictMixin, serializers.ModelSerializer[Any]):
     pass
 
 
-def validated(serializer_class: type[serializers.Serializer], request, **kwargs) -> dict:
+def validated(serializer_class: type[serializers.Serializer[Any]], request: Request, **kwargs: Any) -> dict[str, Any]:
     """``request.data`` checked by ``serializer_class`` (``ValidationError`` → the field-level 400 every face shows)."""
     serializer = serializer_class(data=request.data, **kwargs)
     serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
+    data: dict[str, Any] = serializer.validated_data
+    return data

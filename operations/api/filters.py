@@ -1,6 +1,7 @@
 """Query filters for operations."""
 
 import django_filters
+from django.db.models import QuerySet
 
 from config.api.filters import IdFilter, UtcIsoDateTimeFilter
 from operations.models import ACTIVE_STATES, LogLevel, Operation, OperationLog, OperationState
@@ -22,7 +23,7 @@ class OperationFilter(django_filters.FilterSet):
         model = Operation
         fields = ["team", "state", "active", "kind", "target_type", "target_id", "since", "until"]
 
-    def filter_active(self, queryset, name, value):
+    def filter_active(self, queryset: QuerySet[Operation], name: str, value: bool) -> QuerySet[Operation]:
         return queryset.filter(state__in=ACTIVE_STATES) if value else queryset.exclude(state__in=ACTIVE_STATES)
 
 

@@ -104,7 +104,7 @@ def filter_url(context: template.Context, **params: Any) -> str:
 def switcher_teams(context: template.Context) -> list[dict[str, Any]]:
     """Teams for the switcher: the user's memberships, plus the current team when a superuser is looking
     at a team they do not belong to. Reads what the context processor loaded; no query."""
-    options = [{"id": m.team_id, "name": m.team.name, "role": m.role} for m in context.get("my_memberships", [])]
+    options = [{"id": m.team_id, "name": m.team.name, "role": m.role} for m in context.get("my_memberships") or []]
     current = context.get("current_team")
     if current is not None and all(option["id"] != current.pk for option in options):
         options.insert(0, {"id": current.pk, "name": current.name, "role": None})

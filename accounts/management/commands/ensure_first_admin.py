@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import secrets
+from argparse import ArgumentParser
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -30,7 +32,7 @@ def credentials_write(path: Path, *, username: str, password: str, url: str) -> 
 class Command(BaseCommand):
     help = "Create the first platform superuser if none exists (password from the environment or generated)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--username", default=settings.INSTANTSTART_FIRST_ADMIN_USERNAME)
         parser.add_argument("--email", default="")
         parser.add_argument(
@@ -38,7 +40,7 @@ class Command(BaseCommand):
             help="Where a generated password is written (mode 600).",
         )
 
-    def handle(self, *args, username: str, email: str, credentials_file: Path, **options):
+    def handle(self, *args: Any, username: str, email: str, credentials_file: Path, **options: Any) -> None:
         password = settings.INSTANTSTART_FIRST_ADMIN_PASSWORD or secrets.token_urlsafe(18)
         user, created = first_admin_ensure(username=username, password=password, email=email)
         url = f"http://localhost:{settings.PORT}"
