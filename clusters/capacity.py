@@ -1,4 +1,4 @@
-"""Capacity placement (F-IG-2): the one function that decides where an instance group's instances live.
+"""Capacity placement: the one function that decides where an instance group's instances live.
 
 Every path that places a group — the create pipeline's accelerated group and every group added later — calls
 :func:`place_instance_group` with the group's zone, capacity type and network interface mode. It finds or provisions

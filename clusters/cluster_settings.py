@@ -1,6 +1,6 @@
 """Cluster-level HyperPod settings (node recovery) and software updates, each an operation on the cluster.
 
-Settings follow the explicit-diff contract (F-MF-3): the caller sends only what it changed; the actual value is
+Settings follow the explicit-diff contract: the caller sends only what it changed; the actual value is
 read from ``DescribeCluster``; nothing different → no operation. Node recovery stays ``Automatic`` while managed
 autoscaling is on (HyperPod requires it: ``node_recovery_required``).
 

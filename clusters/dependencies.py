@@ -21,7 +21,7 @@ Health and observability. Of what EKS offers as add-ons (``DescribeAddonVersions
 ``amazon-cloudwatch-observability``: Container Insights with accelerated-compute (GPU, EFA, Neuron) metrics and
 container logs, needing nothing but its role. ``amazon-sagemaker-hyperpod-observability`` is *not* installed on
 create: it writes to an Amazon Managed Service for Prometheus workspace (and dashboards need Managed Grafana),
-resources with their own cost that a user opts into as a managed feature (F-MF-1); the HyperPod training
+resources with their own cost that a user opts into as a managed feature; the HyperPod training
 operator, inference operator and task governance add-ons are such features too. They are in the catalog with
 ``on_create=False`` so :func:`observe` reports them (import, refresh) but nothing here installs them. HyperPod's
 health-monitoring agent and deep health checks are not EKS add-ons; the deep health checks are requested on the

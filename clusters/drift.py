@@ -1,4 +1,4 @@
-"""Refresh and drift (F-CL-4): re-read a cluster from AWS and Kubernetes, bring its record up to date, and say what
+"""Refresh and drift: re-read a cluster from AWS and Kubernetes, bring its record up to date, and say what
 differed between the record and the world.
 
 :func:`refresh` reads EKS (status, version, endpoint, OIDC issuer), the HyperPod cluster (status, node recovery,

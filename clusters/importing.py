@@ -1,4 +1,4 @@
-"""Import of an EKS cluster made outside InstantStart (F-CL-4): the ``cluster.import`` pipeline.
+"""Import of an EKS cluster made outside InstantStart: the ``cluster.import`` pipeline.
 
 The service (``clusters.services.cluster_import``) calls :func:`check_import`, writes the Cluster row
 (``importing``, origin ``imported``) and starts the operation with params ``{"cluster_id", "region", "eks_name"}``.

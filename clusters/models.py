@@ -258,7 +258,7 @@ class InterfaceMode(models.TextChoices):
 
 
 class InstanceGroup(models.Model):
-    """One HyperPod instance group of a cluster, mirrored from ``DescribeCluster`` (F-IG).
+    """One HyperPod instance group of a cluster, mirrored from ``DescribeCluster``.
 
     Capacity type, training plan, interface mode, zone and subnet are fixed when the group is created. ``spec``
     is the ``ClusterInstanceGroupSpecification`` members as last read back from AWS (every member, including
@@ -311,7 +311,7 @@ class FeatureState(models.TextChoices):
 
 
 class ClusterFeature(models.Model):
-    """One managed feature of the "Advanced features" panel (F-MF-1) as last observed on the cluster: the training
+    """One managed feature of the "Advanced features" panel as last observed on the cluster: the training
     and inference operators, managed tiered checkpointing, managed autoscaling, observability. ``details`` holds
     what the feature made (role ARNs, service account, settings)."""
 

@@ -1,4 +1,4 @@
-"""Batch node actions (F-IG-4): reboot, replace and delete HyperPod nodes, each batch one operation on the cluster.
+"""Batch node actions: reboot, replace and delete HyperPod nodes, each batch one operation on the cluster.
 
 ``node_batch`` checks everything before anything is sent to AWS — the list (``required``, ``too_many_nodes`` past
 the API's batch limit, read from botocore's model), the cluster (``cluster_not_active``, ``cluster_busy``), the

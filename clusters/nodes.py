@@ -1,4 +1,4 @@
-"""The nodes of a cluster (F-IG-4): HyperPod's view of each instance merged with its Kubernetes Node and the pods
+"""The nodes of a cluster: HyperPod's view of each instance merged with its Kubernetes Node and the pods
 running there.
 
 One listing costs a fixed number of calls whatever the page: ``ListClusterNodes`` page by page (100 nodes a call,

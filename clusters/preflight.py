@@ -1,4 +1,4 @@
-"""Preflight of a cluster create (F-CL-5): every check that can fail is made *before* anything is written or sent
+"""Preflight of a cluster create: every check that can fail is made *before* anything is written or sent
 to AWS — and only reads are sent while checking.
 
 A failure is one :class:`~config.errors.ValidationFailed` naming every failing field at once (checks that depend on

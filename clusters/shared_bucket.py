@@ -1,4 +1,4 @@
-"""The shared S3 bucket (F-DEP-3): one per account and region, seen by the development environment and by pods.
+"""The shared S3 bucket: one per account and region, seen by the development environment and by pods.
 
 The management environment's CloudFormation template creates it and names it in ``INSTANTSTART_SHARED_BUCKET``;
 without that setting the product uses ``instantstart-shared-<account>-<region>`` and creates it on first use. It

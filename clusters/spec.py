@@ -1,4 +1,4 @@
-"""The decision-level answers a cluster is created from (F-CL-3): everything else — CIDRs, route tables, security
+"""The decision-level answers a cluster is created from: everything else — CIDRs, route tables, security
 groups, roles — is derived by the pipeline."""
 
 from __future__ import annotations

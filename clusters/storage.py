@@ -1,4 +1,4 @@
-"""Storage volumes (F-CL-6): the PersistentVolume/PersistentVolumeClaim builders and the per-volume steps the
+"""Storage volumes: the PersistentVolume/PersistentVolumeClaim builders and the per-volume steps the
 *storage* phase of the cluster pipelines and the ``storage.create`` / ``storage.delete`` pipelines share.
 
 A :class:`StorageVolume` is exposed to the team's pods as a statically provisioned PV (cluster-scoped, named

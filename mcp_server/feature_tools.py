@@ -1,4 +1,4 @@
-"""MCP tools of the feature slice: the "Advanced features" of a cluster (F-MF, F-IG-5).
+"""MCP tools of the feature slice: the "Advanced features" of a cluster.
 
 ``cluster_id`` defaults to the caller's active cluster (filled in by ``mcp_server.server``).
 """

@@ -1,4 +1,4 @@
-"""MCP tools for instance groups, cluster settings and software updates (F-IG-1…3, F-MF-3).
+"""MCP tools for instance groups, cluster settings and software updates.
 
 Tools that change something send only the fields the user changed: the server compares them with what AWS has and
 answers ``changed: false`` without starting anything when they already match.

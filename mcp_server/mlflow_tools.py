@@ -1,4 +1,4 @@
-"""MCP tools of the MLflow slice (F-TR-5): the team's SageMaker managed MLflow tracking servers and a training job's
+"""MCP tools of the MLflow slice: the team's SageMaker managed MLflow tracking servers and a training job's
 reported metrics."""
 
 from mcp_server.specs import PAGINATED, ToolSpec

@@ -1,4 +1,4 @@
-"""MCP tools for training jobs (F-TR): the recipe catalog, submit, list, inspect, follow logs, cancel, resubmit."""
+"""MCP tools for training jobs: the recipe catalog, submit, list, inspect, follow logs, cancel, resubmit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Operations state: long cloud actions as persisted, polled phases (F-OPS), and ``Idempotency-Key`` records.
+"""Operations state: long cloud actions as persisted, polled phases, and ``Idempotency-Key`` records.
 
 An :class:`Operation` moves through these states; every change goes through ``operations.transitions`` (one
 compare-and-set helper), so a transition not listed here is a ``Conflict``, never a silent overwrite::

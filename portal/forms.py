@@ -1,4 +1,4 @@
-"""Portal forms backed by the REST serializers, so a form and a REST call validate identically (F-CORE-5).
+"""Portal forms backed by the REST serializers, so a form and a REST call validate identically.
 
 A ``SerializerForm`` takes the POST body, drops the CSRF token (and any keys the view names as its own,
 such as ``next``), parses the HTML form values into the JSON types the REST API takes (``json_from_form``),

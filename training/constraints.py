@@ -1,4 +1,4 @@
-"""Submit-time constraints a job must meet on its cluster (F-TR-6), checked before anything is sent to it.
+"""Submit-time constraints a job must meet on its cluster, checked before anything is sent to it.
 
 Field problems (``{field: FieldProblem}``, collected by ``training.planning``):
 

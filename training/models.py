@@ -1,4 +1,4 @@
-"""Training jobs (F-TR), their stored log lines and metrics, and a team's MLflow tracking server.
+"""Training jobs, their stored log lines and metrics, and a team's MLflow tracking server.
 
 A :class:`TrainingJob` is one submission of a recipe to a cluster: the recipe inputs as the user gave them
 (``config``), the Kubernetes object built from them (``manifest``), and what the job's operation last observed of

@@ -1,4 +1,4 @@
-"""Training-job writes (F-TR): submit, cancel, resubmit.
+"""Training-job writes: submit, cancel, resubmit.
 
 Each service authorizes through ``accounts.access`` (operators submit and cancel), validates everything *before*
 anything is written or sent to the cluster (:func:`training.planning.plan_job`: recipe fields, shared-bucket paths,

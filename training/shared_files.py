@@ -1,4 +1,4 @@
-"""Browsing the team's part of the shared bucket (the data contract of F-TR-3): what pods see under the shared
+"""Browsing the team's part of the shared bucket (the recipes' data contract): what pods see under the shared
 mount is ``s3://<shared bucket>/teams/<slug>/``, so the portal lists that prefix to let people pick code, data and
 model paths. One folder per call (``Delimiter="/"``), at most :data:`PAGE` entries."""
 

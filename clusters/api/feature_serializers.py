@@ -1,4 +1,4 @@
-"""Shapes of the managed-features resource (F-MF): the actual state of each feature, and a change request that
+"""Shapes of the managed-features resource: the actual state of each feature, and a change request that
 names only what the user changed. The portal validates with the same serializer."""
 
 from __future__ import annotations

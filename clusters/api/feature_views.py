@@ -1,4 +1,4 @@
-"""REST endpoints of the managed features (F-MF): read the actual state, change only what differs."""
+"""REST endpoints of the managed features: read the actual state, change only what differs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Instance-group REST endpoints (F-IG-1…3). Mutations answer ``202`` with the operation to follow; a change that
+"""Instance-group REST endpoints. Mutations answer ``202`` with the operation to follow; a change that
 matches what AWS already has answers ``200`` with ``changed: false`` and starts nothing."""
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def region_field(**kwargs) -> serializers.CharField:
 
 
 class ClusterCreateSerializer(StrictSerializer):
-    """The decision-level answers (F-CL-3); CIDRs, route tables and security groups are never asked."""
+    """The decision-level answers; CIDRs, route tables and security groups are never asked."""
 
     team = serializers.IntegerField(required=False, help_text="Team id; your current team when omitted.")
     name = _CodedRegexField(CLUSTER_NAME_PATTERN, code="invalid_cluster_name", max_length=63, message=(

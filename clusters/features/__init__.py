@@ -1,4 +1,4 @@
-"""Managed features (F-MF, F-IG-5): the "Advanced features" panel of a cluster.
+"""Managed features: the "Advanced features" panel of a cluster.
 
 Each feature is a toggle whose actual state is read from AWS and Kubernetes (:mod:`.observe`, recorded in
 ``ClusterFeature``), compared with what a user asked for (:mod:`.diff`, only the fields they changed), and moved

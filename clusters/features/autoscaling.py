@@ -1,4 +1,4 @@
-"""HyperPod-managed Karpenter autoscaling (F-IG-5): HyperPod instance groups scale from zero for pending pods. It
+"""HyperPod-managed Karpenter autoscaling: HyperPod instance groups scale from zero for pending pods. It
 manages HyperPod instance groups only — never general EC2 capacity.
 
 Enabling, in order:

@@ -1,4 +1,4 @@
-"""Managed tiered checkpointing (F-MF-2): HyperPod's ``TieredStorageConfig`` plus the identity chain training pods
+"""Managed tiered checkpointing: HyperPod's ``TieredStorageConfig`` plus the identity chain training pods
 use to persist checkpoints to S3.
 
 The chain, made in this order and removed in the reverse one:

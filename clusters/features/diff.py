@@ -1,4 +1,4 @@
-"""The explicit-diff contract (F-MF-3): a request names only the fields the user changed; compared with the actual
+"""The explicit-diff contract: a request names only the fields the user changed; compared with the actual
 state, only what differs becomes work.
 
 ``requested`` maps a feature to ``{"enabled"?: bool, "memory_percentage"?: int}``. ``enabled`` left out keeps the

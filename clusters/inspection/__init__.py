@@ -1,4 +1,4 @@
-"""Read-only inspection of AWS (F-CL-1): the source of every choice the portal, REST and MCP offer, and of the
+"""Read-only inspection of AWS: the source of every choice the portal, REST and MCP offer, and of the
 checks preflight makes. Nothing here mutates anything.
 
 - :mod:`~clusters.inspection.catalog` — regions, availability zones, HyperPod instance types offered per zone;

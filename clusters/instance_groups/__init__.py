@@ -1,1 +1,1 @@
-"""Instance groups of a HyperPod cluster (F-IG-1…3): their specifications, checks, mirror, pipelines and services."""
+"""Instance groups of a HyperPod cluster: their specifications, checks, mirror, pipelines and services."""

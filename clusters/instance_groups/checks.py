@@ -1,4 +1,4 @@
-"""Checks of an instance group to add (F-IG-1), made before anything is written or sent to AWS.
+"""Checks of an instance group to add, made before anything is written or sent to AWS.
 
 One :class:`~config.errors.ValidationFailed` names every failing field, with the codes of the cluster preflight
 (``unknown_zone``, ``instance_type_not_allowed``, ``instance_type_not_offered``, ``invalid_count``,

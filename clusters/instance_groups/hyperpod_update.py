@@ -1,4 +1,4 @@
-"""UpdateCluster for instance groups, re-sending every group whole (F-IG-3).
+"""UpdateCluster for instance groups, re-sending every group whole.
 
 HyperPod takes no idempotency token on UpdateCluster and refuses it while the cluster is not ``InService``. So a
 step reads the cluster first: when the change is already there (a re-run after the call went out) it sends nothing;

@@ -1,4 +1,4 @@
-"""The instance-group pipelines (F-IG-1…3), each an operation on the cluster.
+"""The instance-group pipelines, each an operation on the cluster.
 
 ``instance_group.add``: *placement* (the compute subnet through :func:`clusters.capacity.place_instance_group`, and
 the execution role's policy widened to it) → *hyperpod* (UpdateCluster with every group plus the new one, polled

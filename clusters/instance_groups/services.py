@@ -1,4 +1,4 @@
-"""Instance-group writes (F-IG-1, F-IG-3): add, change (the explicit-diff contract, F-MF-3), delete.
+"""Instance-group writes: add, change (the explicit-diff contract), delete.
 
 Each service authorizes through ``accounts.access`` (admins change groups; members read them), checks *before*
 anything is written or sent to AWS, writes the row, the operation and an audit event in one transaction, and leaves

@@ -1,4 +1,4 @@
-"""The "Advanced features" panel of a cluster page (F-MF): loaded by htmx from the detail page, refreshed while an
+"""The "Advanced features" panel of a cluster page: loaded by htmx from the detail page, refreshed while an
 operation changes the cluster, and changed by ``static/js/cluster-features.js``, which posts as JSON only the
 fields the user changed — validated with the REST serializer and applied by the same service."""
 

@@ -1,4 +1,4 @@
-/* The "Advanced features" panel: on submit, send only the fields the user changed (F-MF-3) as JSON, and show the
+/* The "Advanced features" panel: on submit, send only the fields the user changed (the explicit-diff contract) as JSON, and show the
    server's answer (the panel again, with "No changes", the started operation, or the error codes). */
 (function () {
   function csrfToken() {

@@ -1,4 +1,4 @@
-"""Managed features (F-MF, F-IG-5) against the sandbox with the real clients: the explicit diff, refusals, each
+"""Managed features against the sandbox with the real clients: the explicit diff, refusals, each
 feature enabled then disabled leaving nothing behind, the ordering of prerequisites, the tiered-checkpointing
 identity chain, and the MCP tools."""
 
@@ -237,7 +237,7 @@ def test_inference_and_observability_in_one_operation_then_off_leave_nothing(api
     assert left == []
 
 
-# Autoscaling (F-IG-5) -----------------------------------------------------------------------------------------------
+# Autoscaling --------------------------------------------------------------------------------------------------------
 
 
 def hyperpod_group(cluster, name: str) -> dict:

@@ -1,4 +1,4 @@
-"""Training-job REST endpoints (F-TR): recipes, submit, list, detail, cancel, resubmit, the shared-bucket browser.
+"""Training-job REST endpoints: recipes, submit, list, detail, cancel, resubmit, the shared-bucket browser.
 Mutations answer ``202`` with the job and the operation that follows it."""
 
 from __future__ import annotations

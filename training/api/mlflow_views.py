@@ -1,4 +1,4 @@
-"""REST endpoints of the team's MLflow tracking servers and of a job's reported metrics (F-TR-5). Views parse,
+"""REST endpoints of the team's MLflow tracking servers and of a job's reported metrics. Views parse,
 call ``training.mlflow`` services and selectors, and render; creating (and deleting a managed server) answers
 ``202`` with the operation to follow."""
 

@@ -1,4 +1,4 @@
-"""MLflow on SageMaker for training jobs (F-TR-5): a team's managed tracking server, the job wiring that makes
+"""MLflow on SageMaker for training jobs: a team's managed tracking server, the job wiring that makes
 recipes report to it, and the metrics the portal charts.
 
 The job submit operation calls :func:`job_env` (the container environment) and :func:`grant_job_writes` (the pods'

@@ -1,4 +1,4 @@
-"""Training recipes (F-TR-3): a declarative catalog of what a user can submit and how it maps to a job.
+"""Training recipes: a declarative catalog of what a user can submit and how it maps to a job.
 
 - :data:`RECIPES` — slug → :class:`~training.recipes.base.Recipe`, in catalog order (``pytorch``,
   ``llama-factory``, ``ms-swift``, ``verl``, ``custom``);
