@@ -52,6 +52,10 @@ RULES = (
          importers=("mcp_server", "mcp_server.*"),
          forbids=(*PORTAL_VIEWS, *REST, "*.services", "*.services.*", "*.selectors", "*.selectors.*"),
          allows=("config.api.*",)),
+    Rule("clusters imports no app built on it (training and inference register with clusters.usage instead)",
+         importers=("clusters", "clusters.*"), forbids=("training*", "inference*")),
+    Rule("only config imports the MCP server (config.asgi mounts it)",
+         importers=("*",), exempt=("config", "config.*", "mcp_server", "mcp_server.*"), forbids=("mcp_server*",)),
 )
 
 CLOUD_RULE, PORTAL_VIEWS_RULE = RULES[0].name, RULES[5].name
