@@ -25,7 +25,7 @@ enforced.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -37,7 +37,7 @@ from clusters.inspection.capacity import Quota, TrainingPlanInfo
 from clusters.models import LIVE_STATES, CapacityType, Cluster, cluster_name_validator
 from clusters.ownership import owned_by
 from clusters.spec import ClusterSpec
-from config.errors import FieldErrors, ValidationFailed
+from config.errors import InvalidFields
 
 ENDED_PLAN_STATES = frozenset({"Expired", "Failed"})
 #: How many zones an ``instance_type_not_offered`` message names.
@@ -82,32 +82,17 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-@dataclass
-class Failures:
-    fields: FieldErrors = field(default_factory=dict)
-
-    def add(self, name: str, code: str, message: str) -> None:
-        self.fields.setdefault(name, []).append({"code": code, "message": message})
-
-    def raise_any(self) -> None:
-        failures = [failure for errors in self.fields.values() for failure in errors]
-        if len(failures) == 1:
-            raise ValidationFailed(failures[0]["message"], code=failures[0]["code"], fields=self.fields)
-        if failures:
-            summary = "; ".join(failure["message"] for failure in failures)
-            raise ValidationFailed(f"{len(failures)} checks failed: {summary}", fields=self.fields)
-
-
 def check_create(*, team: Team, spec: ClusterSpec, cluster: Cluster | None = None) -> Preflight:
     """Check ``spec`` for ``team`` (``cluster``: the row being created, which does not collide with itself).
 
-    Returns what was checked; raises ``ValidationFailed`` with every independent failure."""
-    failures = Failures()
+    Returns what was checked; raises ``ValidationFailed`` (top-level code ``validation_failed``) with every
+    independent failure."""
+    failures = InvalidFields()
     check_shape(spec, failures)
     if spec.region not in catalog.regions():
         failures.add("region", "unknown_region", f"{spec.region} is not a region where SageMaker HyperPod runs.")
-        failures.raise_any()
-    if "name" not in failures.fields:
+        failures.raise_if_any()
+    if "name" not in failures:
         _check_name(team, spec, cluster, failures)
     zones = check_zone(spec.region, spec.zone, failures)
     allowed = check_allowed(spec.instance_type, failures)
@@ -115,7 +100,7 @@ def check_create(*, team: Team, spec: ClusterSpec, cluster: Cluster | None = Non
     zone = plan.zone if plan is not None and plan.zone else spec.zone
     offered = check_offered(spec, zone, allowed and zone in zones, failures)
     quota, in_use = check_quota(spec, allowed, failures)
-    failures.raise_any()
+    failures.raise_if_any()
     notes = (f"Training plan {plan.name} places the instances in {plan.zone}.",) if plan is not None else ()
     return Preflight(
         region=spec.region, zone=zone, zone_id=zones[zone].zone_id, requested_zone=spec.zone,
@@ -126,7 +111,7 @@ def check_create(*, team: Team, spec: ClusterSpec, cluster: Cluster | None = Non
     )
 
 
-def check_zone(region: str, zone: str, failures: Failures) -> dict[str, catalog.Zone]:
+def check_zone(region: str, zone: str, failures: InvalidFields) -> dict[str, catalog.Zone]:
     """The region's available zones by name; ``unknown_zone`` when ``zone`` is not one of them."""
     zones = {found.name: found for found in catalog.availability_zones(region) if found.state == "available"}
     if zone not in zones:
@@ -135,7 +120,7 @@ def check_zone(region: str, zone: str, failures: Failures) -> dict[str, catalog.
     return zones
 
 
-def check_allowed(instance_type: str, failures: Failures) -> bool:
+def check_allowed(instance_type: str, failures: InvalidFields) -> bool:
     """Whether ``instance_type`` is a HyperPod type (``instance_type_not_allowed`` otherwise)."""
     allowed = instance_type in catalog.hyperpod_instance_types()
     if not allowed:
@@ -144,7 +129,7 @@ def check_allowed(instance_type: str, failures: Failures) -> bool:
     return allowed
 
 
-def check_shape(spec: ClusterSpec, failures: Failures) -> None:
+def check_shape(spec: ClusterSpec, failures: InvalidFields) -> None:
     try:
         cluster_name_validator(spec.name)
     except ValidationError as error:
@@ -162,7 +147,7 @@ def check_shape(spec: ClusterSpec, failures: Failures) -> None:
                      f"A training plan applies only to capacity type training-plan (this is {spec.capacity_type}).")
 
 
-def _check_name(team: Team, spec: ClusterSpec, cluster: Cluster | None, failures: Failures) -> None:
+def _check_name(team: Team, spec: ClusterSpec, cluster: Cluster | None, failures: InvalidFields) -> None:
     rows = Cluster.objects.filter(team=team, name=spec.name, state__in=LIVE_STATES)
     if cluster is not None:
         rows = rows.exclude(pk=cluster.pk)
@@ -196,7 +181,7 @@ def _hyperpod_is(cluster: Cluster, found: facts.HyperPodFacts) -> bool:
     return owned_by(tags, cluster)
 
 
-def check_training_plan(spec: ClusterSpec, zones: dict, failures: Failures) -> TrainingPlanInfo | None:
+def check_training_plan(spec: ClusterSpec, zones: dict, failures: InvalidFields) -> TrainingPlanInfo | None:
     if spec.capacity_type != CapacityType.TRAINING_PLAN or not spec.training_plan_arn:
         return None
     described = capacity.training_plan(spec.region, spec.training_plan_arn)
@@ -221,7 +206,7 @@ def check_training_plan(spec: ClusterSpec, zones: dict, failures: Failures) -> T
     return plan
 
 
-def check_offered(spec: ClusterSpec, zone: str, checkable: bool, failures: Failures) -> tuple[str, ...]:
+def check_offered(spec: ClusterSpec, zone: str, checkable: bool, failures: InvalidFields) -> tuple[str, ...]:
     if not checkable:
         return ()
     offer = catalog.catalog(spec.region).get(spec.instance_type)
@@ -234,7 +219,7 @@ def check_offered(spec: ClusterSpec, zone: str, checkable: bool, failures: Failu
     return offered
 
 
-def check_quota(spec: ClusterSpec, allowed: bool, failures: Failures) -> tuple[Quota | None, int]:
+def check_quota(spec: ClusterSpec, allowed: bool, failures: InvalidFields) -> tuple[Quota | None, int]:
     if not allowed or spec.instance_count < 1:
         return None, 0
     quota = next((quota for quota in capacity.quotas(spec.region) if quota.instance_type == spec.instance_type), None)

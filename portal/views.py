@@ -58,10 +58,12 @@ def template_capabilities(capabilities: dict[str, bool]) -> dict[str, bool]:
 
 
 def flash_error(request: HttpRequest, error: dict[str, Any]) -> None:
-    """Flash a REST error body (field messages appended); the stable code travels as the extra tag."""
+    """Flash a REST error body (field messages appended); the stable codes travel as the extra tags, the top-level
+    code first, then each field's (``validation_failed`` alone would not say what failed)."""
     details = [f"{name}: {item['message']}" for name, items in error["fields"].items() for item in items]
     text = " ".join([error["message"], *details])
-    messages.error(request, text, extra_tags=error["code"])
+    codes = dict.fromkeys([error["code"], *(item["code"] for items in error["fields"].values() for item in items)])
+    messages.error(request, text, extra_tags=" ".join(codes))
 
 
 def next_url(request: HttpRequest, default: str) -> str:

@@ -165,6 +165,35 @@ def test_cluster_create_bad_input_same_code_on_every_face(change, field, code, c
     assert AuditEvent.objects.count() == events
 
 
+@pytest.mark.parametrize(("face", "change", "field", "code"), [
+    ("cluster", {"region": "eu-north-9", "zone": "eu-north-9a"}, "region", "unknown_region"),
+    ("cluster", {"zone": "us-west-2z"}, "zone", "unknown_zone"),
+    ("mlflow", {"region": "eu-north-9"}, "region", "unknown_region"),
+])
+def test_an_unknown_region_or_zone_has_one_top_level_code_on_every_face(face, change, field, code, cast, token_for,
+                                                                        sandbox):
+    """One rule for a refusal naming fields: the top-level code is ``validation_failed`` (the specific code is the
+    field's), whichever check refuses — a cluster's preflight or an MLflow server's region check."""
+    rest_path, tool, portal_url, data = {
+        "cluster": ("/api/v1/clusters", "create_cluster", "cluster-create", {**CLUSTER, **change}),
+        "mlflow": ("/api/v1/mlflow-servers", "create_mlflow_server", "mlflow-create", change),
+    }[face]
+    data = {**data, "team": cast.team.pk}
+    secret = token_for(cast.admin)
+
+    rest = Client().post(rest_path, data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, tool, data)
+    browser = Client()
+    browser.force_login(cast.admin)
+    portal = browser.post(reverse(portal_url), data)
+
+    assert (rest.status_code, rest.json()["code"]) == (400, "validation_failed"), rest.content
+    assert {name: [error["code"] for error in errors] for name, errors in rest.json()["fields"].items()} == {
+        field: [code]}
+    assert is_error and mcp_body == rest.json()
+    assert portal_codes(portal) >= {"validation_failed", code}
+
+
 def test_deleting_another_teams_cluster_is_not_found_on_every_face(cast, token_for, make_team):
     other = factories.cluster(make_team("Elsewhere"), "theirs")
     secret = token_for(cast.admin)
@@ -237,7 +266,7 @@ def test_changing_a_fixed_group_field_is_immutable_field_on_every_face(change, f
     portal = browser.post(reverse("cluster-group-change", args=[ids["cluster_id"], "workers"]), change, follow=True)
 
     assert rest.status_code == 400, rest.content
-    assert (rest.json()["code"], rest.json()["fields"][field][0]["code"]) == ("immutable_field", "immutable_field")
+    assert (rest.json()["code"], rest.json()["fields"][field][0]["code"]) == ("validation_failed", "immutable_field")
     assert is_error and mcp_body == rest.json()
     assert "immutable_field" in portal_codes(portal)
     assert not Operation.objects.exists()

@@ -34,7 +34,8 @@ from training.models import TrainingPath
 from training.recipes.fields import FieldProblem
 
 #: The CRD each path needs on the cluster.
-CRDS = {TrainingPath.HYPERPOD: "hyperpodpytorchjobs.sagemaker.amazonaws.com", TrainingPath.KUBERAY: "rayjobs.ray.io"}
+CRDS: dict[str, str] = {TrainingPath.HYPERPOD: "hyperpodpytorchjobs.sagemaker.amazonaws.com",
+                        TrainingPath.KUBERAY: "rayjobs.ray.io"}
 
 
 class OperatorMissing(Conflict):
@@ -99,7 +100,8 @@ def choose_group(cluster: Cluster, name: str | None) -> tuple[InstanceGroup, cat
         candidates = groups
     facts = {group.name: instance_facts(cluster.region, group.instance_type) for group in candidates}
     if not name:
-        group = next((g for g in candidates if facts[g.name] and facts[g.name].accelerator_count), candidates[0])
+        group = next((g for g in candidates if (found := facts[g.name]) and found.accelerator_count), candidates[0])
+    assert group is not None  # the named group, or the first accelerated candidate
     offer = facts[group.name]
     if offer is None:
         raise FieldProblem("unknown_instance_type", f"EC2 does not describe {group.instance_type} (group "
@@ -135,15 +137,15 @@ def check_elastic(values: dict[str, Any], group: InstanceGroup | None) -> dict[s
         values["max_replicas"] = values["replicas"]
     reasons = []
     if group is not None and group.capacity_type == CapacityType.SPOT:
-        reasons.append(("elastic_spot_group", f"Elastic training cannot run on instance group {group.name}: it "
-                                              "uses spot capacity."))
+        reasons.append(FieldProblem("elastic_spot_group", f"Elastic training cannot run on instance group "
+                                                          f"{group.name}: it uses spot capacity."))
     if values.get("checkpoints") == "tiered":
-        reasons.append(("elastic_tiered_checkpointing", "Elastic training cannot use managed tiered "
-                                                        "checkpointing; choose nvme checkpoints."))
+        reasons.append(FieldProblem("elastic_tiered_checkpointing", "Elastic training cannot use managed tiered "
+                                                                    "checkpointing; choose nvme checkpoints."))
     if values.get("checkpointless"):
-        reasons.append(("elastic_checkpointless", "Elastic training cannot be combined with checkpointless "
-                                                  "training."))
-    problems = {"elastic": FieldProblem(*reasons[0])} if reasons else {}
+        reasons.append(FieldProblem("elastic_checkpointless", "Elastic training cannot be combined with "
+                                                              "checkpointless training."))
+    problems = {"elastic": reasons[0]} if reasons else {}
     low, high = values.get("min_replicas") or 1, values["max_replicas"]
     if not low <= values["replicas"] <= high:
         field = "min_replicas" if low > values["replicas"] else "max_replicas"

@@ -6,8 +6,9 @@ for ``CustomObjectsApi.create_namespaced_custom_object``. It raises:
 
 - ``ValidationFailed`` with field ``recipe`` code ``unknown_recipe`` for an unknown recipe;
 - one ``ValidationFailed`` naming every failing field (``fields={field: [{"code", "message"}]}``; the top code is
-  the first failing field's code): ``invalid_job_name`` (``name``), ``unknown_field``, ``required``, ``invalid``,
-  ``min_value``/``max_value``, ``invalid_choice``, ``unknown_command_type``, ``invalid_yaml``,
+  ``validation_failed``, as for every refusal that names fields): ``invalid_job_name`` (``name``),
+  ``unknown_field``, ``required``, ``invalid``, ``min_value``/``max_value``, ``invalid_choice``,
+  ``unknown_command_type``, ``invalid_yaml``,
   ``missing_config_key``, ``invalid_override``, ``invalid_env``, ``invalid_pattern`` (a log pattern that does not
   compile), ``path_outside_shared_bucket``, and the cluster constraints of ``training.constraints``
   (``unknown_instance_group``, ``too_many_gpus``, ``too_many_efa``, ``elastic_*``, ``tiered_checkpointing_off``…);
@@ -31,7 +32,7 @@ from typing import Any
 from clusters.models import Cluster
 from clusters.ownership import kube_labels, team_namespace
 from clusters.shared_bucket import shared_bucket_name, team_prefix
-from config.errors import FieldErrors, ValidationFailed
+from config.errors import InvalidFields, ValidationFailed
 from training import constraints, manifests
 from training.models import TrainingPath
 from training.recipes import RECIPES
@@ -75,49 +76,37 @@ def with_env(plan: JobPlan, env: dict[str, str]) -> JobPlan:
     return dataclasses.replace(plan, manifest=manifests.merge_env(plan.manifest, env))
 
 
-class _Problems:
-    def __init__(self) -> None:
-        self.fields: FieldErrors = {}
-
-    def add(self, field: str, problem: FieldProblem) -> None:
-        self.fields.setdefault(field, []).append({"code": problem.code, "message": problem.message})
-
-    def raise_any(self) -> None:
-        if not self.fields:
-            return
-        first = next(iter(self.fields.values()))[0]
-        count = sum(len(errors) for errors in self.fields.values())
-        message = first["message"] if count == 1 else f"{count} fields are not valid; first: {first['message']}"
-        raise ValidationFailed(message, code=first["code"], fields=self.fields)
+def _add(problems: InvalidFields, field: str, problem: FieldProblem) -> None:
+    problems.add(field, problem.code, problem.message)
 
 
-def _clean_inputs(spec: Recipe, config: dict[str, Any], shared: SharedBucket, problems: _Problems) -> dict:
+def _clean_inputs(spec: Recipe, config: dict[str, Any], shared: SharedBucket, problems: InvalidFields) -> dict:
     known = {field.name: field for field in spec.all_fields}
     for key in config:
         if key not in known:
-            problems.add(key, FieldProblem("unknown_field", f"The {spec.slug} recipe has no field {key!r}."))
+            problems.add(key, "unknown_field", f"The {spec.slug} recipe has no field {key!r}.")
     values: dict[str, Any] = {}
     for field in spec.all_fields:
         try:
             values[field.name] = clean(field, config.get(field.name))
             if field.type == "path" and values[field.name] is not None:
                 values[field.name] = resolve(field.name, values[field.name], shared)
-        except FieldProblem as problem:
-            problems.add(field.name, problem)
+        except FieldProblem as refused:
+            _add(problems, field.name, refused)
             values[field.name] = None
     for key, problem in (spec.check(values, shared) if spec.check else {}).items():
-        if key not in problems.fields:
-            problems.add(key, problem)
+        if key not in problems:
+            _add(problems, key, problem)
     return values
 
 
-def _check_patterns(values: dict[str, Any], problems: _Problems) -> None:
+def _check_patterns(values: dict[str, Any], problems: InvalidFields) -> None:
     for key in ("start_pattern", "progress_pattern"):
         if values.get(key):
             try:
                 re.compile(values[key])
             except re.error as error:
-                problems.add(key, FieldProblem("invalid_pattern", f"{key} is not a regular expression: {error}."))
+                problems.add(key, "invalid_pattern", f"{key} is not a regular expression: {error}.")
 
 
 def _run_policy(values: dict[str, Any]) -> dict[str, Any]:
@@ -161,16 +150,15 @@ def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any]
     docstring for the errors. Reads the database, EC2's instance facts and (last) the cluster's CRDs."""
     spec = RECIPES.get(recipe)
     if spec is None:
-        message = f"No recipe is called {recipe!r}; recipes: {', '.join(RECIPES)}."
-        raise ValidationFailed(message, code="unknown_recipe",
-                               fields={"recipe": [{"code": "unknown_recipe", "message": message}]})
-    problems = _Problems()
+        raise ValidationFailed.for_field("recipe", "unknown_recipe",
+                                         f"No recipe is called {recipe!r}; recipes: {', '.join(RECIPES)}.")
+    problems = InvalidFields()
     if not isinstance(name, str) or len(name) > JOB_NAME_MAX or not JOB_NAME_PATTERN.match(name):
-        problems.add("name", FieldProblem("invalid_job_name", f"Use 1–{JOB_NAME_MAX} lower-case letters, digits "
-                                                              "and hyphens, starting with a letter."))
+        problems.add("name", "invalid_job_name", f"Use 1–{JOB_NAME_MAX} lower-case letters, digits and hyphens, "
+                     "starting with a letter.")
     if not isinstance(config, dict):
-        problems.add("non_field_errors", FieldProblem("invalid", "config must be an object of recipe fields."))
-        problems.raise_any()
+        problems.add("non_field_errors", "invalid", "config must be an object of recipe fields.")
+        problems.raise_if_any()
     shared = SharedBucket(shared_bucket_name(cluster.region), team_prefix(cluster.team.slug))
     values = _clean_inputs(spec, config, shared, problems)
     if values.get("image"):
@@ -181,19 +169,20 @@ def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any]
     try:
         group, offer = constraints.choose_group(cluster, values.get("instance_group"))
         values["instance_group"] = group.name
-    except FieldProblem as problem:
-        problems.add("instance_group", problem)
-    if offer is not None and "gpus_per_node" not in problems.fields and "efa_per_node" not in problems.fields:
+    except FieldProblem as refused:
+        _add(problems, "instance_group", refused)
+    if offer is not None and "gpus_per_node" not in problems and "efa_per_node" not in problems:
         for key, problem in constraints.fit_hardware(values, offer).items():
-            problems.add(key, problem)
+            _add(problems, key, problem)
     if hyperpod and values.get("replicas"):
         for key, problem in constraints.check_elastic(values, group).items():
-            problems.add(key, problem)
+            _add(problems, key, problem)
         _check_patterns(values, problems)
-    account, problem = constraints.checkpoint_service_account(cluster, values)
-    if problem is not None:
-        problems.add("checkpoints", problem)
-    problems.raise_any()
+    account, account_problem = constraints.checkpoint_service_account(cluster, values)
+    if account_problem is not None:
+        _add(problems, "checkpoints", account_problem)
+    problems.raise_if_any()
+    assert group is not None and offer is not None  # else instance_group is among the problems
 
     if hyperpod and values["processes_per_node"] is None:
         values["processes_per_node"] = values["gpus_per_node"] or 1

@@ -15,32 +15,28 @@ from typing import Any
 from clusters.features.base import FeatureObservation
 from clusters.features.catalog import DEFAULT_MEMORY_PERCENTAGE, FEATURES, ORDER, TIERED_CHECKPOINTING
 from clusters.models import Cluster, FeatureState
-from config.errors import ValidationFailed
-
-
-def _error(errors: dict, field: str, code: str, message: str) -> None:
-    errors.setdefault(field, []).append({"code": code, "message": message})
+from config.errors import InvalidFields
 
 
 def changes(cluster: Cluster, requested: dict[str, dict[str, Any]],
             actual: dict[str, FeatureObservation]) -> dict[str, dict[str, Any]]:
     """What differs between ``requested`` and ``actual``, in operation order; ``ValidationFailed`` when a request
     cannot be met as the cluster is."""
-    errors: dict[str, list[dict[str, str]]] = {}
+    errors = InvalidFields()
     found: dict[str, dict[str, Any]] = {}
     for slug in ORDER:
         if slug not in requested:
             continue
         asked, seen = requested[slug], actual[slug]
         if seen.state == FeatureState.UNKNOWN:
-            _error(errors, slug, "feature_state_unknown", f"The state of {FEATURES[slug].title} could not be read: "
-                   f"{seen.message}")
+            errors.add(slug, "feature_state_unknown", f"The state of {FEATURES[slug].title} could not be read: "
+                       f"{seen.message}")
             continue
         wanted = asked.get("enabled", seen.enabled)
         percentage = asked.get("memory_percentage")
         if percentage is not None and not wanted:
-            _error(errors, f"{slug}.memory_percentage", "not_applicable",
-                   "The memory percentage applies only while tiered checkpointing is on.")
+            errors.add(f"{slug}.memory_percentage", "not_applicable",
+                       "The memory percentage applies only while tiered checkpointing is on.")
             continue
         if wanted and seen.state == FeatureState.ENABLED:
             current = seen.settings.get("memory_percentage")
@@ -50,17 +46,16 @@ def changes(cluster: Cluster, requested: dict[str, dict[str, Any]],
         if not wanted and seen.state == FeatureState.DISABLED:
             continue
         if not seen.managed:
-            _error(errors, slug, "feature_not_managed", f"{FEATURES[slug].title} was set up outside InstantStart; "
-                   "InstantStart does not change it.")
+            errors.add(slug, "feature_not_managed", f"{FEATURES[slug].title} was set up outside InstantStart; "
+                       "InstantStart does not change it.")
             continue
         if wanted and FEATURES[slug].needs_hyperpod and not cluster.hyperpod_name:
-            _error(errors, slug, "hyperpod_missing", f"Cluster {cluster.name} has no HyperPod cluster.")
+            errors.add(slug, "hyperpod_missing", f"Cluster {cluster.name} has no HyperPod cluster.")
             continue
         change: dict[str, Any] = {"enabled": wanted}
         if wanted and slug == TIERED_CHECKPOINTING:
             change["memory_percentage"] = percentage or seen.settings.get("memory_percentage") \
                 or DEFAULT_MEMORY_PERCENTAGE
         found[slug] = change
-    if errors:
-        raise ValidationFailed("Some features cannot be changed as asked.", fields=errors)
+    errors.raise_if_any("Some features cannot be changed as asked.")
     return found

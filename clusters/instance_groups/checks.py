@@ -24,6 +24,7 @@ from clusters import preflight
 from clusters.inspection import catalog
 from clusters.models import CapacityType, Cluster, InstanceGroup, InterfaceMode
 from clusters.spec import ClusterSpec
+from config.errors import InvalidFields
 
 GROUP_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
@@ -51,7 +52,7 @@ class GroupRequest:
 def check_add(cluster: Cluster, request: GroupRequest, *, existing: list[str], autoscaling: bool) -> GroupRequest:
     """Check ``request`` against ``cluster`` (``existing``: the names of its groups in AWS; ``autoscaling``: whether
     managed autoscaling is on). Returns the request with its effective zone; raises ``ValidationFailed``."""
-    failures = preflight.Failures()
+    failures = InvalidFields()
     zone = request.zone or cluster.spec.get("zone", "")
     spec = ClusterSpec(name=cluster.name, region=cluster.region, zone=zone, instance_type=request.instance_type,
                        instance_count=max(request.instance_count, 1), capacity_type=request.capacity_type,
@@ -65,7 +66,7 @@ def check_add(cluster: Cluster, request: GroupRequest, *, existing: list[str], a
                      f"autoscaling is on); got {request.instance_count}.")
     zones = preflight.check_zone(cluster.region, zone, failures)
     allowed = preflight.check_allowed(request.instance_type, failures)
-    plan = preflight.check_training_plan(spec, zones, failures) if "capacity_type" not in failures.fields else None
+    plan = preflight.check_training_plan(spec, zones, failures) if "capacity_type" not in failures else None
     if not request.zone and failures.fields.get("zone"):
         failures.fields["zone"] = [error for error in failures.fields["zone"] if error["code"] != "training_plan_zone"]
         if not failures.fields["zone"]:
@@ -76,11 +77,11 @@ def check_add(cluster: Cluster, request: GroupRequest, *, existing: list[str], a
         preflight.check_quota(replace(spec, instance_count=request.instance_count), allowed, failures)
     if allowed:
         _check_hardware(cluster.region, request, failures)
-    failures.raise_any()
+    failures.raise_if_any()
     return replace(request, zone=effective)
 
 
-def _check_name(cluster: Cluster, name: str, existing: list[str], failures: preflight.Failures) -> None:
+def _check_name(cluster: Cluster, name: str, existing: list[str], failures: InvalidFields) -> None:
     if not GROUP_NAME_PATTERN.match(name):
         failures.add("name", "invalid_instance_group_name",
                      "Use 1–63 letters, digits and hyphens, starting and ending with a letter or digit.")
@@ -88,7 +89,7 @@ def _check_name(cluster: Cluster, name: str, existing: list[str], failures: pref
         failures.add("name", "instance_group_name_taken", f"Cluster {cluster.name} already has a group named {name}.")
 
 
-def _check_hardware(region: str, request: GroupRequest, failures: preflight.Failures) -> None:
+def _check_hardware(region: str, request: GroupRequest, failures: InvalidFields) -> None:
     offer = catalog.catalog(region).get(request.instance_type)
     if request.interface_mode not in InterfaceMode.values:
         failures.add("interface_mode", "invalid_interface_mode",

@@ -67,7 +67,7 @@ def test_quota_exceeded_names_the_quota_and_both_numbers(sandbox, cast, quiet):
     quiet()
     failure = refused(cast.team, instance_count=4)
 
-    assert failure.code == "quota_exceeded"
+    assert failure.code == "validation_failed"
     assert failure.message == "quota ml.p5.48xlarge for cluster usage is 2, requested 4."
     assert codes(failure) == {"instance_count": ["quota_exceeded"]}
 
@@ -103,13 +103,13 @@ def test_independent_failures_are_reported_together(cast, quiet):
 def test_an_unknown_region_stops_the_checks(cast, quiet):
     quiet()
     failure = refused(cast.team, region="mars-north-1", zone="mars-north-1a")
-    assert (failure.code, codes(failure)) == ("unknown_region", {"region": ["unknown_region"]})
+    assert (failure.code, codes(failure)) == ("validation_failed", {"region": ["unknown_region"]})
 
 
 def test_a_type_not_offered_in_the_zone_names_zones_that_offer_it(cast, quiet):
     quiet()
     failure = refused(cast.team, instance_type="ml.trn1.32xlarge", instance_count=1)
-    assert failure.code == "instance_type_not_offered"
+    assert codes(failure) == {"instance_type": ["instance_type_not_offered"]}
     assert failure.message == "ml.trn1.32xlarge is not offered in us-west-2a; zones that offer it: us-west-2b, " \
                               "us-west-2d."
     nowhere = refused(cast.team, instance_type="ml.p6e-gb200.36xlarge", instance_count=1)
@@ -166,8 +166,8 @@ def test_a_training_plan_must_match_type_capacity_and_zone(sandbox, cast, quiet)
     assert wrong_type.message == "Training plan p5-b reserves ml.p5.48xlarge, not ml.p4d.24xlarge."
     too_few = refused(cast.team, capacity_type="training-plan", training_plan_arn=arn, zone="us-west-2b",
                       instance_count=3)
-    assert (too_few.code, too_few.message) == (
-        "training_plan_capacity", "Training plan p5-b has 2 instances available, requested 3.")
+    assert (codes(too_few), too_few.message) == (
+        {"training_plan_arn": ["training_plan_capacity"]}, "Training plan p5-b has 2 instances available, requested 3.")
     elsewhere = refused(cast.team, capacity_type="training-plan", training_plan_arn=arn)
     assert codes(elsewhere) == {"zone": ["training_plan_zone"]}
     assert "us-west-2b, not us-west-2a" in elsewhere.message and "choose us-west-2b" in elsewhere.message
@@ -191,3 +191,25 @@ def test_a_training_plan_places_the_cluster_in_its_zone_and_bypasses_the_quota(s
     assert checked.quota_value == 1.0, "reported, not enforced: plan instances do not count against it"
     assert checked.notes == ("Training plan p5-c places the instances in us-west-2c.",)
     assert json.loads(json.dumps(checked.checks))["training_plan"]["zone"] == "us-west-2c"
+
+
+@pytest.mark.parametrize(("change", "fields"), [
+    ({"region": "eu-north-9", "zone": "eu-north-9a"}, {"region": ["unknown_region"]}),
+    ({"region": "Mars"}, {"region": ["unknown_region"]}),
+    ({"zone": "us-west-2z"}, {"zone": ["unknown_zone"]}),
+    ({"instance_type": "ml.trn1.32xlarge", "instance_count": 1}, {"instance_type": ["instance_type_not_offered"]}),
+    ({"zone": "us-west-2z", "instance_type": "ml.x9.huge"},
+     {"zone": ["unknown_zone"], "instance_type": ["instance_type_not_allowed"]}),
+])
+def test_refused_checks_are_validation_failed_through_rest_with_one_failure_or_several(cast, api, quiet, change,
+                                                                                        fields):
+    """One rule for the top-level code: ``validation_failed`` whether the serializer or a preflight check refuses,
+    and whether one field fails or several; the specific codes are the fields'."""
+    body = {"team": cast.team.pk, "name": "vision", "region": REGION, "zone": "us-west-2a",
+            "instance_type": "ml.p5.48xlarge", "instance_count": 2, **change}
+    quiet()
+    for path in ("/api/v1/clusters/preflight", "/api/v1/clusters"):
+        response = api(cast.admin).post(path, body)
+        assert (response.status_code, response.json()["code"]) == (400, "validation_failed"), response.content
+        assert {field: [error["code"] for error in errors] for field, errors in response.json()["fields"].items()} \
+            == fields

@@ -8,12 +8,14 @@ import json
 import pytest
 from kubernetes import client as k8s
 
+from accounts.models import Membership
 from cloud import kube
 from clusters.models import InstanceGroup
 from config.errors import ValidationFailed
 from tests.training.test_manifests import VALID, build_fake_cluster, enable_tiered_checkpointing
 from training import constraints
 from training.constraints import OperatorMissing
+from training.models import TrainingJob
 from training.planning import plan_job
 from training.recipes import SHARED_MOUNT
 
@@ -50,7 +52,7 @@ def test_defaults_are_filled_and_resubmitting_them_plans_the_same_job(fake_clust
 
 def test_unknown_recipe(fake_cluster):
     error = _refusal(fake_cluster, recipe="tensorflow")
-    assert error.code == "unknown_recipe" and _codes(error) == {"recipe": ["unknown_recipe"]}
+    assert error.code == "validation_failed" and _codes(error) == {"recipe": ["unknown_recipe"]}
 
 
 @pytest.mark.parametrize(("recipe", "config", "field", "code"), [
@@ -96,12 +98,34 @@ def test_invalid_job_name(fake_cluster, name):
     assert _codes(error) == {"name": ["invalid_job_name"]}
 
 
-def test_every_field_error_is_reported_at_once_first_code_on_top(fake_cluster):
+def test_every_field_error_is_reported_at_once(fake_cluster):
     error = _refusal(fake_cluster, name="Bad Name", script="/etc/x.py", replicas=0, gpus_per_node=99)
     codes = _codes(error)
     assert codes == {"name": ["invalid_job_name"], "script": ["path_outside_shared_bucket"],
                      "replicas": ["min_value"], "gpus_per_node": ["too_many_gpus"]}
-    assert error.code == "invalid_job_name"
+    assert error.code == "validation_failed" and error.message.startswith("4 checks failed: Use 1–40 lower-case")
+
+
+@pytest.mark.parametrize(("submission", "fields"), [
+    ({"recipe": "tensorflow"}, {"recipe": ["unknown_recipe"]}),
+    ({"name": "Bad Name"}, {"name": ["invalid_job_name"]}),
+    ({"config": {"script": "/etc/x.py"}}, {"script": ["path_outside_shared_bucket"]}),
+    ({"name": "Bad Name", "config": {"script": "/etc/x.py"}},
+     {"name": ["invalid_job_name"], "script": ["path_outside_shared_bucket"]}),
+])
+def test_a_refused_submission_is_validation_failed_through_rest(fake_cluster, api, submission, fields):
+    """The one rule for the top-level code: ``validation_failed`` with one failing field or several, as a refused
+    cluster create; the specific codes are the fields'. A single failure's message is its own."""
+    admin = Membership.objects.get(team=fake_cluster.team).user
+    body = {"cluster": fake_cluster.pk, "recipe": "pytorch", "name": "job", **submission,
+            "config": {**VALID["pytorch"], **submission.get("config", {})}}
+    response = api(admin).post("/api/v1/training-jobs", body)
+    answer = response.json()
+    assert (response.status_code, answer["code"]) == (400, "validation_failed"), answer
+    assert _codes(ValidationFailed(fields=answer["fields"])) == fields
+    if len(fields) == 1:
+        assert answer["message"] == next(iter(answer["fields"].values()))[0]["message"]
+    assert not TrainingJob.objects.exists()
 
 
 def test_default_group_is_the_first_with_gpus_and_cpu_groups_get_no_gpus(fake_cluster):
@@ -123,7 +147,7 @@ def test_default_group_is_the_first_with_gpus_and_cpu_groups_get_no_gpus(fake_cl
 def test_elastic_training_constraints(fake_cluster, config, code):
     enable_tiered_checkpointing(fake_cluster)
     error = _refusal(fake_cluster, **VALID["pytorch"], elastic=True, **config)
-    assert _codes(error) == {"elastic": [code]} and error.code == code
+    assert _codes(error) == {"elastic": [code]} and error.code == "validation_failed"
     plan_job(cluster=fake_cluster, recipe="pytorch", name="job", config={**VALID["pytorch"], **config})
 
 
@@ -137,7 +161,7 @@ def test_elastic_range(fake_cluster):
 
 def test_operator_missing_is_a_conflict_after_field_checks(fake_cluster, monkeypatch):
     monkeypatch.setattr(constraints, "operator_served", lambda cluster, path: False)
-    assert _refusal(fake_cluster, script="/etc/x.py").code == "path_outside_shared_bucket"
+    assert _codes(_refusal(fake_cluster, script="/etc/x.py")) == {"script": ["path_outside_shared_bucket"]}
     with pytest.raises(OperatorMissing) as caught:
         plan_job(cluster=fake_cluster, recipe="pytorch", name="job", config=VALID["pytorch"])
     assert caught.value.status == 409 and caught.value.code == "operator_missing"
