@@ -7,7 +7,7 @@ AWS; tests that need the cloud build it in the sandbox (``tests/clusters/sandbox
 from __future__ import annotations
 
 from accounts.models import Team
-from clusters.models import Cluster, ClusterState, StorageKind, StorageVolume
+from clusters.models import Cluster, ClusterState, InstanceGroup, StorageKind, StorageVolume
 from clusters.ownership import team_namespace
 from clusters.storage import volume_object_names
 from training.models import JobState, TrainingJob, TrainingPath
@@ -19,6 +19,12 @@ def cluster(team: Team, name: str = "alpha", **fields) -> Cluster:
     """An ``active`` cluster of ``team`` in ``us-west-2`` whose EKS cluster has its name."""
     return Cluster.objects.create(**{"team": team, "name": name, "region": REGION, "state": ClusterState.ACTIVE,
                                      "eks_name": name, **fields})
+
+
+def instance_group(cluster: Cluster, name: str = "workers", **fields) -> InstanceGroup:
+    """An on-demand ``ml.g5.8xlarge`` instance group of ``cluster`` (no instances yet), owned by its team."""
+    return InstanceGroup.objects.create(**{"cluster": cluster, "team": cluster.team, "name": name,
+                                           "instance_type": "ml.g5.8xlarge", **fields})
 
 
 def storage_volume(cluster: Cluster, name: str = "shared", **fields) -> StorageVolume:

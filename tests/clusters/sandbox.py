@@ -107,12 +107,11 @@ def tracked_hyperpod_cluster(team, *, cloud: bool = True, instance_type: str = "
     ``count`` ``instance_type``) made with boto3 — or, without ``cloud``, only the rows (for callers refused before
     AWS is read)."""
     from clusters.instance_groups import mirror
-    from clusters.models import InstanceGroup
     from tests import factories
 
     cluster = factories.cluster(team, "matrix", hyperpod_name="matrix")
     if not cloud:
-        InstanceGroup.objects.create(cluster=cluster, team=team, name="workers", instance_type=instance_type)
+        factories.instance_group(cluster, instance_type=instance_type)
         return cluster
     with instant_clock():
         eks = make_eks_cluster("matrix")

@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from clusters import services
-from clusters.models import ClusterState, InstanceGroup, StorageKind, StorageState
+from clusters.models import ClusterState, StorageKind, StorageState
 from config.errors import Conflict
 from tests import factories
 
@@ -67,19 +67,14 @@ def test_a_volume_is_offered_for_removal_exactly_in_the_states_the_service_accep
             assert response.status_code == 409 and response.json()["code"] in ("volume_busy", "volume_deleted")
 
 
-def group(cluster, name: str, **fields) -> InstanceGroup:
-    return InstanceGroup.objects.create(cluster=cluster, team=cluster.team, name=name,
-                                        instance_type="ml.g5.8xlarge", **fields)
-
-
 def group_capabilities(api, user, cluster, name: str) -> dict[str, bool]:
     return api(user).get(f"/api/v1/clusters/{cluster.pk}/instance-groups/{name}").json()["capabilities"]
 
 
 def test_a_group_hyperpod_is_deleting_or_on_a_cluster_that_is_not_active_is_not_offered_for_change(api, cast):
     cluster = factories.cluster(cast.team)
-    group(cluster, "workers", status="InService")
-    group(cluster, "leaving", status="Deleting")
+    factories.instance_group(cluster, "workers", status="InService")
+    factories.instance_group(cluster, "leaving", status="Deleting")
     both = {"instance_group.update": True, "instance_group.delete": True}
     assert group_capabilities(api, cast.admin, cluster, "workers") == both
     assert group_capabilities(api, cast.admin, cluster, "leaving") == dict.fromkeys(both, False)
@@ -92,8 +87,8 @@ def test_a_group_hyperpod_is_deleting_or_on_a_cluster_that_is_not_active_is_not_
 
 def test_the_cluster_page_shows_only_the_actions_each_row_offers(cast):
     cluster = factories.cluster(cast.team)
-    group(cluster, "workers", status="InService")
-    group(cluster, "leaving", status="Deleting")
+    factories.instance_group(cluster, "workers", status="InService")
+    factories.instance_group(cluster, "leaving", status="Deleting")
     factories.storage_volume(cluster, name="ready", state=StorageState.AVAILABLE)
     factories.storage_volume(cluster, name="coming", state=StorageState.CREATING)
     browser = Client()

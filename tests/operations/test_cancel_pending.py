@@ -89,9 +89,7 @@ def _feature_check(feature):
 
 def _group_start(cast):
     cluster = factories.cluster(cast.team)
-    group = InstanceGroup.objects.create(cluster=cluster, team=cluster.team, name="workers",
-                                         instance_type="ml.g5.12xlarge",
-                                         target_count=2, status="Pending")
+    group = factories.instance_group(cluster, instance_type="ml.g5.12xlarge", target_count=2, status="Pending")
     params = {"cluster_id": cluster.pk, "group_id": group.pk, "name": "workers"}
     return _start(cast, "instance_group.add", params, group), group
 

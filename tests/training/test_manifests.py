@@ -22,7 +22,7 @@ from kubernetes import client as k8s
 
 from cloud import kube
 from clusters.inspection.catalog import InstanceTypeOffer
-from clusters.models import Cluster, ClusterFeature, FeatureState, InstanceGroup
+from clusters.models import Cluster, ClusterFeature, FeatureState
 from sandbox.kube import crds, customresources, validation
 from tests import factories
 from training import constraints
@@ -64,8 +64,8 @@ def build_fake_cluster(make_team, monkeypatch) -> Cluster:
     for name, instance_type, capacity_type, count in [("controller", "ml.m5.xlarge", "on-demand", 1),
                                                        ("gpu", "ml.p5.48xlarge", "on-demand", 2),
                                                        ("spot", "ml.g5.12xlarge", "spot", 1)]:
-        InstanceGroup.objects.create(cluster=cluster, team=cluster.team, name=name, instance_type=instance_type,
-                                     capacity_type=capacity_type, target_count=count)
+        factories.instance_group(cluster, name, instance_type=instance_type, capacity_type=capacity_type,
+                                 target_count=count)
     return cluster
 
 
