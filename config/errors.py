@@ -87,6 +87,14 @@ class PayloadTooLarge(ApplicationError):
     default_message = "The request body is too large."
 
 
+class JsonTooDeep(ApplicationError):
+    """A JSON body nested deeper than the parser accepts (``config.api.parsers.MAX_JSON_DEPTH``)."""
+
+    code = "json_too_deep"
+    status = 400
+    default_message = "The request body is nested too deeply."
+
+
 class NotAuthenticated(ApplicationError):
     code = "not_authenticated"
     status = 401

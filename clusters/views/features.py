@@ -17,6 +17,8 @@ from clusters.features import observe, services
 from clusters.features.catalog import MEMORY_PERCENTAGE_RANGE, ORDER
 from clusters.services import running_operation
 from config.api.exceptions import error_body
+from config.api.parsers import check_json_depth
+from config.errors import JsonTooDeep
 from operations import selectors as operation_selectors
 from portal.views import perform, portal_view
 
@@ -24,7 +26,10 @@ from portal.views import perform, portal_view
 def _requested(request: HttpRequest) -> tuple[dict | None, dict | None]:
     """The posted changes, shape-checked, or the REST error body."""
     try:
+        check_json_depth(request.body)
         data = json.loads(request.body or b"{}")
+    except JsonTooDeep as exc:
+        return None, exc.as_dict()
     except ValueError:
         data = None
     if not isinstance(data, dict):
@@ -59,7 +64,7 @@ def feature_panel(request: HttpRequest, cluster_id: int) -> HttpResponse:
             if result is not None:
                 outcome = "changed" if result.changed else "unchanged"
         if error:
-            status = 400 if error["code"] == "validation_failed" else 409
+            status = 400 if error["code"] in {"validation_failed", "malformed_request", "json_too_deep"} else 409
     running = running_operation(cluster)
     if running is None and request.method == "GET":
         rows = services.features_get(actor=request.user, cluster=cluster)

@@ -69,6 +69,16 @@ def test_foreign_hosts_and_origins_are_refused(mcp_url, cast, token_for):
     assert response.status_code == 200
 
 
+def test_a_deeply_nested_json_rpc_body_is_a_client_error(mcp_url, cast, token_for):
+    """A body nested 1,000 levels (as a whole, or as a tool's arguments) is refused with a 4xx, never a 500."""
+    headers = MCP_HEADERS | {"Authorization": f"Bearer {token_for(cast.admin)}"}
+    deep = "[" * 1000 + "]" * 1000
+    response = httpx.post(mcp_url, content=deep, headers=headers)
+    assert 400 <= response.status_code < 500
+    call = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "whoami", "arguments": {"x": %s}}}'
+    response = httpx.post(mcp_url, content=call % deep, headers=headers)
+    assert 400 <= response.status_code < 500
+
 def test_progress_notifications_stream_on_the_tool_call(transactional_db, cast, token_for):
     """The transport settings of /mcp let a long tool report progress before its result (wait_for_operation)."""
     server = CatalogServer()
