@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 
+from cloud import kube_objects
+from training.lifecycle.objects import KINDS
 from training.models import TrainingJob, TrainingPath
 
 JOB_LABEL = "sagemaker.amazonaws.com/job-name"
@@ -77,14 +78,8 @@ def job_pods(api: k8s.ApiClient, job: TrainingJob, book: RankBook) -> list[RankP
     """The job's pods now (none before they exist or after they are deleted), ordered by rank."""
     core = k8s.CoreV1Api(api)
     if job.path == TrainingPath.KUBERAY:
-        try:
-            ray_job = k8s.CustomObjectsApi(api).get_namespaced_custom_object("ray.io", "v1", job.namespace, "rayjobs",
-                                                                             job.name)
-        except ApiException as error:
-            if error.status == 404:
-                return []
-            raise
-        cluster = (ray_job.get("status") or {}).get("rayClusterName")
+        ray_job = kube_objects.get(api, KINDS["RayJob"], job.namespace, job.name)
+        cluster = ((ray_job or {}).get("status") or {}).get("rayClusterName")
         if not cluster:
             return []
         found = sorted(core.list_namespaced_pod(job.namespace, label_selector=f"{RAY_CLUSTER_LABEL}={cluster}").items,

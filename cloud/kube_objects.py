@@ -1,0 +1,91 @@
+"""Namespaced custom objects (a training job's HyperPodPyTorchJob or RayJob, an inference endpoint's objects) on a
+cluster's Kubernetes API, through the official client's ``CustomObjectsApi``.
+
+Every object InstantStart creates carries an owner label whose value names what it was made for (e.g. the job's
+id), so a retried create recognises its own object — ``409 AlreadyExists`` with our label means adopt it — and never
+takes over someone else's (:func:`create_once`). Answers the caller expects are values (a missing object is
+``None``, a delete of one already gone ``False``); every other failure raises in the vocabulary
+(:func:`cloud.kube.translated`: ``kube_invalid`` with field errors, ``kube_forbidden``, ``kube_unreachable``…).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from cloud import kube
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A namespaced custom resource as its CRD names it: API group, version and plural."""
+
+    group: str
+    version: str
+    plural: str
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+
+def get(api: k8s.ApiClient, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+    """The object as the cluster has it now, or ``None`` when there is none."""
+    with kube.translated(f"get {kind}"):
+        try:
+            found = k8s.CustomObjectsApi(api).get_namespaced_custom_object(kind.group, kind.version, namespace,
+                                                                           kind.plural, name)
+            return cast(dict[str, Any], found)  # the client types every custom object as `object`
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+
+def create_once(api: k8s.ApiClient, kind: Kind, namespace: str, body: dict[str, Any], *,
+                label: str) -> tuple[dict[str, Any] | None, bool]:
+    """Create ``body``, which must carry the owner ``label`` (``ValueError`` otherwise); returns ``(object, True)``
+    when it was created now or an object of that name already carries the same label value (a retry adopts it), and
+    ``(found, False)`` when the name is taken by an object made for something else (``found`` is ``None`` if that
+    object went away meanwhile). Nothing is ever overwritten."""
+    owner = ((body.get("metadata") or {}).get("labels") or {}).get(label)
+    if not owner:
+        raise ValueError(f"the object to create carries no {label} label")
+    with kube.translated(f"create {kind}"):
+        try:
+            created = k8s.CustomObjectsApi(api).create_namespaced_custom_object(kind.group, kind.version, namespace,
+                                                                               kind.plural, body)
+            return cast(dict[str, Any], created), True
+        except ApiException as error:
+            if error.status != 409:
+                raise
+    found = get(api, kind, namespace, body["metadata"]["name"])
+    return found, found is not None and ((found.get("metadata") or {}).get("labels") or {}).get(label) == owner
+
+
+def list_labelled(api: k8s.ApiClient, kind: Kind, namespace: str, label: str, value: str) -> list[dict[str, Any]]:
+    """The objects of ``kind`` in ``namespace`` whose ``label`` is ``value`` (``[]``: none)."""
+    with kube.translated(f"list {kind}"):
+        found = cast(dict[str, Any], k8s.CustomObjectsApi(api).list_namespaced_custom_object(
+            kind.group, kind.version, namespace, kind.plural, label_selector=f"{label}={value}"))
+    items: list[dict[str, Any]] = found.get("items") or []
+    return items
+
+
+def delete(api: k8s.ApiClient, kind: Kind, namespace: str, name: str, *, grace_seconds: int = 30,
+           propagation: str = "Foreground") -> bool:
+    """Delete the object; ``False`` when it was already gone. Its pods get ``grace_seconds`` to stop after SIGTERM;
+    ``propagation`` is Kubernetes' ``propagationPolicy``: ``Foreground`` (the default: what the object made goes
+    first, and the object stays visible until then), ``Background``, or ``Orphan`` (what it made stays)."""
+    with kube.translated(f"delete {kind}"):
+        try:
+            k8s.CustomObjectsApi(api).delete_namespaced_custom_object(
+                kind.group, kind.version, namespace, kind.plural, name, grace_period_seconds=grace_seconds,
+                propagation_policy=propagation)
+            return True
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
