@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from config.api.exceptions import error_body
@@ -50,6 +51,25 @@ def perform(action: Callable[[], Result]) -> tuple[Result | None, dict[str, Any]
         raise
     except ApplicationError as exc:
         return None, error_body(exc)[0]
+
+
+def act(request: HttpRequest, action: Callable[[], Result], *, to: str | Callable[[Result], str],
+        success: str | Callable[[Result], str] | None = None, back: str | None = None) -> HttpResponse:
+    """What a button that posts one service call answers: on an application error, flash it and go ``back``
+    (required when ``to`` is made from the result, else ``to``); otherwise flash ``success`` (a text, or made from
+    the result; nothing when ``None``) and go ``to`` (a URL, or made from the result). Page-level errors propagate
+    to ``portal_view``, as with :func:`perform`."""
+    result, error = perform(action)
+    if error is not None:
+        flash_error(request, error)
+        fallback = back if back is not None else to
+        if not isinstance(fallback, str):
+            raise TypeError("act: give `back` when `to` is made from the result")
+        return redirect(fallback)
+    done = cast(Result, result)
+    if success is not None:
+        messages.success(request, success if isinstance(success, str) else success(done))
+    return redirect(to if isinstance(to, str) else to(done))
 
 
 def template_capabilities(capabilities: dict[str, bool]) -> dict[str, bool]:

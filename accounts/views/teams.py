@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import access, actions, selectors, services
@@ -12,7 +13,7 @@ from accounts.api.serializers import MembershipCreateSerializer, MembershipUpdat
 from accounts.models import Role, Team
 from accounts.requests import PortalRequest
 from portal.forms import SerializerForm
-from portal.views import flash_error, perform, portal_view
+from portal.views import act, flash_error, portal_view
 
 MEMBER_ACTIONS = [actions.MEMBERSHIP_CREATE, actions.MEMBERSHIP_UPDATE, actions.MEMBERSHIP_DELETE]
 
@@ -103,14 +104,10 @@ def member_remove(request: PortalRequest, team_id: int, membership_id: int) -> H
     """Admins remove anyone; every member may remove themselves (leave). The last admin cannot go."""
     team = selectors.team_get(actor=request.user, team_id=team_id)
     membership = selectors.membership_get(actor=request.user, team=team, membership_id=membership_id)
-    leaving = membership.user_id == request.user.pk
-    _, error = perform(lambda: services.membership_delete(actor=request.user, membership=membership,
-                                                          source=request.source))
-    if error:
-        flash_error(request, error)
-        return redirect("team-detail", team_id=team.pk)
-    if leaving:
-        messages.success(request, f"You left {team.name}.")
-        return redirect("team-list")
-    messages.success(request, f"{membership.user.username} was removed from {team.name}.")
-    return redirect("team-detail", team_id=team.pk)
+    detail = reverse("team-detail", args=[team.pk])
+    if membership.user_id == request.user.pk:
+        to, success = reverse("team-list"), f"You left {team.name}."
+    else:
+        to, success = detail, f"{membership.user.username} was removed from {team.name}."
+    return act(request, lambda: services.membership_delete(actor=request.user, membership=membership,
+                                                           source=request.source), to=to, success=success, back=detail)

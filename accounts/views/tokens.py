@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
@@ -13,7 +13,7 @@ from accounts import access, actions, selectors, services
 from accounts.api.serializers import TokenCreateSerializer
 from accounts.requests import PortalRequest
 from portal.forms import SerializerForm
-from portal.views import flash_error, perform, portal_view
+from portal.views import act, portal_view
 
 
 def _render_list(request: PortalRequest, form: SerializerForm) -> HttpResponse:
@@ -55,9 +55,6 @@ def token_create(request: PortalRequest) -> HttpResponse:
 @portal_view
 def token_revoke(request: PortalRequest, token_id: int) -> HttpResponse:
     token = selectors.token_get(actor=request.user, token_id=token_id)
-    _, error = perform(lambda: services.token_revoke(actor=request.user, token=token, source=request.source))
-    if error:
-        flash_error(request, error)
-    else:
-        messages.success(request, f"Token {token.name} was revoked. Clients using it are refused from now on.")
-    return redirect("token-list")
+    return act(request, lambda: services.token_revoke(actor=request.user, token=token, source=request.source),
+               to=reverse("token-list"),
+               success=f"Token {token.name} was revoked. Clients using it are refused from now on.")

@@ -8,11 +8,13 @@ already match.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import access
+from accounts.requests import PortalRequest
 from clusters import actions, selectors
 from clusters.api.group_serializers import InstanceGroupChangeSerializer, InstanceGroupCreateSerializer
 from clusters.inspection import capacity, catalog
@@ -20,13 +22,13 @@ from clusters.instance_groups import services
 from clusters.instance_groups.checks import GroupRequest
 from clusters.models import CapacityType, InterfaceMode
 from portal.forms import SerializerForm
-from portal.views import flash_error, perform, portal_view
+from portal.views import act, flash_error, portal_view
 
 #: Fields of the add form that mean "the default" when left blank.
 OPTIONAL = ("ebs_volume_gib", "threads_per_core", "training_plan_arn", "zone")
 
 
-def _add_context(request: HttpRequest, cluster, form: SerializerForm) -> dict:
+def _add_context(request: PortalRequest, cluster, form: SerializerForm) -> dict:
     zone = cluster.spec.get("zone", "")
     return {"section": "clusters", "cluster": cluster, "form": form,
             "zones": [found.name for found in catalog.availability_zones(cluster.region)
@@ -38,7 +40,7 @@ def _add_context(request: HttpRequest, cluster, form: SerializerForm) -> dict:
 
 
 @portal_view
-def group_add(request: HttpRequest, cluster_id: int) -> HttpResponse:
+def group_add(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """GET: the add-group form, its choices read from the region (zones, offered types with EFA, training plans).
     POST: ``services.group_add``; errors come back next to their fields."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
@@ -62,7 +64,7 @@ def group_add(request: HttpRequest, cluster_id: int) -> HttpResponse:
 
 @require_POST
 @portal_view
-def group_change(request: HttpRequest, cluster_id: int, name: str) -> HttpResponse:
+def group_change(request: PortalRequest, cluster_id: int, name: str) -> HttpResponse:
     """Apply the fields the dialog sent (only the changed ones); "No changes" when AWS already has them."""
     group = selectors.group_get(actor=request.user, cluster_id=cluster_id, name=name)
     form = SerializerForm(InstanceGroupChangeSerializer, request.POST)
@@ -70,7 +72,7 @@ def group_change(request: HttpRequest, cluster_id: int, name: str) -> HttpRespon
                                                                source=request.source))
     if form.error is not None:
         flash_error(request, form.error)
-    elif changed[1] is None:
+    elif changed is None or changed[1] is None:
         messages.info(request, f"No changes: group {group.name} already is as asked.")
     else:
         messages.success(request, f"{changed[1].title} started.")
@@ -79,11 +81,7 @@ def group_change(request: HttpRequest, cluster_id: int, name: str) -> HttpRespon
 
 @require_POST
 @portal_view
-def group_delete(request: HttpRequest, cluster_id: int, name: str) -> HttpResponse:
+def group_delete(request: PortalRequest, cluster_id: int, name: str) -> HttpResponse:
     group = selectors.group_get(actor=request.user, cluster_id=cluster_id, name=name)
-    _, error = perform(lambda: services.group_delete(actor=request.user, group=group, source=request.source))
-    if error:
-        flash_error(request, error)
-    else:
-        messages.success(request, f"Deleting group {group.name}.")
-    return redirect("cluster-detail", cluster_id=cluster_id)
+    return act(request, lambda: services.group_delete(actor=request.user, group=group, source=request.source),
+               to=reverse("cluster-detail", args=[cluster_id]), success=f"Deleting group {group.name}.")

@@ -27,7 +27,7 @@ from clusters.models import Cluster, ClusterOrigin, StorageKind
 from operations import selectors as operation_selectors
 from operations.models import ACTIVE_STATES
 from portal.forms import SerializerForm
-from portal.views import MAX_LIVE_TEAMS, flash_error, next_url, perform, portal_view, template_capabilities
+from portal.views import MAX_LIVE_TEAMS, act, flash_error, next_url, perform, portal_view, template_capabilities
 
 ALL_TEAMS = "all"
 #: Most operations the detail page lists (the operations page has them all).
@@ -109,13 +109,9 @@ def cluster_detail(request: PortalRequest, cluster_id: int) -> HttpResponse:
 def cluster_activate(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """Make the cluster the user's active one in its team (``services.active_cluster_set``)."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-    _, error = perform(lambda: services.active_cluster_set(actor=request.user, cluster=cluster,
-                                                           source=request.source))
-    if error:
-        flash_error(request, error)
-    else:
-        messages.success(request, f"{cluster.name} is now your active cluster in {cluster.team.name}.")
-    return redirect(next_url(request, reverse("cluster-detail", args=[cluster.pk])))
+    return act(request, lambda: services.active_cluster_set(actor=request.user, cluster=cluster, source=request.source),
+               to=next_url(request, reverse("cluster-detail", args=[cluster.pk])),
+               success=f"{cluster.name} is now your active cluster in {cluster.team.name}.")
 
 
 @require_POST

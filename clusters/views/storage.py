@@ -4,20 +4,22 @@ one. Both start an operation; the detail page's storage table follows it through
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from accounts.requests import PortalRequest
 from clusters import selectors, services
 from clusters.api.serializers import VolumeCreateSerializer
 from clusters.views.pages import render_detail_with_volume_errors
 from portal.forms import SerializerForm
-from portal.views import flash_error, perform, portal_view
+from portal.views import act, portal_view
 
 
 @require_POST
 @portal_view
-def volume_create(request: HttpRequest, cluster_id: int) -> HttpResponse:
+def volume_create(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """Validate with ``VolumeCreateSerializer`` and call ``services.volume_create``; errors re-render the detail
     page with them next to the form's fields."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
@@ -33,13 +35,9 @@ def volume_create(request: HttpRequest, cluster_id: int) -> HttpResponse:
 
 @require_POST
 @portal_view
-def volume_delete(request: HttpRequest, cluster_id: int, volume_id: int) -> HttpResponse:
+def volume_delete(request: PortalRequest, cluster_id: int, volume_id: int) -> HttpResponse:
     """Remove a volume's PV/PVC (and the FSx file system InstantStart made; never a bucket)."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
     volume = selectors.volume_get(actor=request.user, cluster=cluster, volume_id=volume_id)
-    _, error = perform(lambda: services.volume_delete(actor=request.user, volume=volume, source=request.source))
-    if error:
-        flash_error(request, error)
-    else:
-        messages.success(request, f"Removing volume {volume.name}.")
-    return redirect("cluster-detail", cluster_id=cluster.pk)
+    return act(request, lambda: services.volume_delete(actor=request.user, volume=volume, source=request.source),
+               to=reverse("cluster-detail", args=[cluster.pk]), success=f"Removing volume {volume.name}.")

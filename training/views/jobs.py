@@ -9,15 +9,16 @@ re-read them every few seconds while jobs are active; the job's log streams over
 
 from __future__ import annotations
 
-from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import access
+from accounts.requests import PortalRequest
 from clusters import selectors as cluster_selectors
 from config.context import Source
-from portal.views import flash_error, perform, portal_view
+from portal.views import act, portal_view
 from training import actions, selectors, services, state_rules
 from training.api.job_serializers import JOB_ACTIONS
 from training.models import ACTIVE_JOB_STATES, JobState, TrainingJob
@@ -28,22 +29,22 @@ LIST_LIMIT = 200
 LOG_WINDOW = 5000
 
 
-def _filters(request: HttpRequest) -> dict:
+def _filters(request: PortalRequest) -> dict:
     state = request.GET.get("state", "")
     return {"cluster": request.GET.get("cluster", ""), "state": state if state in JobState.values else ""}
 
 
 @portal_view
-def job_list(request: HttpRequest) -> HttpResponse:
+def job_list(request: PortalRequest) -> HttpResponse:
     """The current team's jobs (every team of the user when none is current), newest first, filtered by
     ``?cluster=<id>`` and ``?state=<state>``; ``?partial=1`` renders the rows alone (the htmx refresh)."""
     filters = _filters(request)
     jobs = selectors.job_list(actor=request.user, team=request.team, state=filters["state"] or None)
     if filters["cluster"].isdigit():
         jobs = jobs.filter(cluster_id=int(filters["cluster"]))
-    jobs = list(jobs[:LIST_LIMIT])
-    context = {"section": "training", "jobs": jobs, "filters": filters, "states": JobState.choices,
-               "live": any(job.state in ACTIVE_JOB_STATES for job in jobs)}
+    listed = list(jobs[:LIST_LIMIT])
+    context = {"section": "training", "jobs": listed, "filters": filters, "states": JobState.choices,
+               "live": any(job.state in ACTIVE_JOB_STATES for job in listed)}
     if request.GET.get("partial"):
         return render(request, "training/jobs/_rows.html", context)
     clusters = list(cluster_selectors.cluster_list(actor=request.user, team=request.team).order_by("name"))
@@ -52,14 +53,14 @@ def job_list(request: HttpRequest) -> HttpResponse:
     return render(request, "training/jobs/list.html", context)
 
 
-def _job_context(request: HttpRequest, job: TrainingJob) -> dict:
+def _job_context(request: PortalRequest, job: TrainingJob) -> dict:
     caps = access.capabilities(request.user, job, JOB_ACTIONS, state_rules.job_allows)
     return {"section": "training", "job": job, "active": job.state in ACTIVE_JOB_STATES,
             "can_cancel": caps[actions.CANCEL], "can_resubmit": caps[actions.SUBMIT], "can_logs": caps[actions.LOGS]}
 
 
 @portal_view
-def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+def job_detail(request: PortalRequest, job_id: int) -> HttpResponse:
     """A job: header, recovery budget and recoveries, hangs, stragglers, ranks, metrics, the live log; ``?partial=1``
     renders the status block alone (the htmx refresh while the job is active)."""
     job = selectors.job_get(actor=request.user, job_id=job_id)
@@ -73,26 +74,18 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @require_POST
 @portal_view
-def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
+def job_cancel(request: PortalRequest, job_id: int) -> HttpResponse:
     job = selectors.job_get(actor=request.user, job_id=job_id)
-    _, error = perform(lambda: services.training_job_cancel(actor=request.user, job=job, source=Source.PORTAL))
-    if error:
-        flash_error(request, error)
-    else:
-        messages.success(request, f"Stopping {job.name}.")
-    return redirect("training-job", job_id=job.pk)
+    return act(request, lambda: services.training_job_cancel(actor=request.user, job=job, source=Source.PORTAL),
+               to=reverse("training-job", args=[job.pk]), success=f"Stopping {job.name}.")
 
 
 @require_POST
 @portal_view
-def job_resubmit(request: HttpRequest, job_id: int) -> HttpResponse:
+def job_resubmit(request: PortalRequest, job_id: int) -> HttpResponse:
     """Submit the job's configuration again as ``<name>-r<N>`` and open the new job."""
     job = selectors.job_get(actor=request.user, job_id=job_id)
-    submitted, error = perform(lambda: services.training_job_resubmit(actor=request.user, job=job,
-                                                                       source=Source.PORTAL))
-    if error:
-        flash_error(request, error)
-        return redirect("training-job", job_id=job.pk)
-    new_job, _ = submitted
-    messages.success(request, f"Resubmitted {job.name} as {new_job.name}.")
-    return redirect("training-job", job_id=new_job.pk)
+    return act(request, lambda: services.training_job_resubmit(actor=request.user, job=job, source=Source.PORTAL),
+               to=lambda submitted: reverse("training-job", args=[submitted[0].pk]),
+               success=lambda submitted: f"Resubmitted {job.name} as {submitted[0].name}.",
+               back=reverse("training-job", args=[job.pk]))

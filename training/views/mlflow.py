@@ -24,7 +24,7 @@ from config.errors import ValidationFailed
 from operations import selectors as operation_selectors
 from operations.models import ACTIVE_STATES
 from portal.forms import SerializerForm
-from portal.views import flash_error, perform, portal_view
+from portal.views import act, portal_view
 from training import selectors as job_selectors
 from training.actions import MLFLOW_MANAGE, MLFLOW_VIEW, VIEW
 from training.api.mlflow_serializers import TrackingServerAttachSerializer, TrackingServerCreateSerializer
@@ -42,8 +42,12 @@ def _team(request: PortalRequest):
     return team
 
 
+def _back_url(team_id: int) -> str:
+    return f"{reverse('mlflow')}?team={team_id}"
+
+
 def _back(team_id: int) -> HttpResponse:
-    return redirect(f"{reverse('mlflow')}?team={team_id}")
+    return redirect(_back_url(team_id))
 
 
 def _panel_context(request: PortalRequest, team) -> dict:
@@ -117,26 +121,19 @@ def mlflow_attach(request: PortalRequest) -> HttpResponse:
 @portal_view
 def mlflow_detach(request: PortalRequest, server_id: int) -> HttpResponse:
     server = selectors.tracking_server_get(actor=request.user, server_id=server_id)
-    operation, error = perform(lambda: services.tracking_server_detach(actor=request.user, server=server,
-                                                                       source=request.source))
-    if error:
-        flash_error(request, error)
-    elif operation is not None:
-        messages.success(request, f"Deleting the tracking server {server.name} and its role.")
-    else:
-        messages.success(request, f"Detached {server.name}; InstantStart no longer reports to it.")
-    return _back(server.team_id)
+    return act(request, lambda: services.tracking_server_detach(actor=request.user, server=server,
+                                                                source=request.source),
+               to=_back_url(server.team_id), success=lambda operation: (
+                   f"Deleting the tracking server {server.name} and its role." if operation is not None
+                   else f"Detached {server.name}; InstantStart no longer reports to it."))
 
 
 @require_POST
 @portal_view
 def mlflow_open(request: PortalRequest, server_id: int) -> HttpResponse:
     server = selectors.tracking_server_get(actor=request.user, server_id=server_id)
-    url, error = perform(lambda: services.tracking_server_ui_url(actor=request.user, server=server))
-    if error:
-        flash_error(request, error)
-        return _back(server.team_id)
-    return redirect(url)
+    return act(request, lambda: services.tracking_server_ui_url(actor=request.user, server=server),
+               to=lambda url: url, back=_back_url(server.team_id))
 
 
 @require_GET
