@@ -189,3 +189,17 @@ def translated(operation: str = "") -> Iterator[None]:
         yield
     except (ApiException, HTTPError, OSError) as error:
         raise translate(error, operation=operation) from error
+
+
+def meta(obj: Any) -> k8s.V1ObjectMeta:
+    """The metadata of an object the API server returned: it always carries one (the client's models type every
+    field as optional)."""
+    metadata: k8s.V1ObjectMeta | None = obj.metadata
+    if metadata is None:
+        raise ValueError(f"a {type(obj).__name__} without metadata")
+    return metadata
+
+
+def name(obj: Any) -> str:
+    """The name of an object the API server returned (always set)."""
+    return meta(obj).name or ""

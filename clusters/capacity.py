@@ -128,6 +128,7 @@ def _network_of(cluster: Cluster) -> NetworkPlan:
     if missing:
         raise NetworkIncomplete(f"Cluster {cluster.name} has no {', '.join(missing)} on record; its network phase "
                                 "has not finished.")
+    assert network is not None  # else "VPC" is missing
     return network
 
 

@@ -149,11 +149,11 @@ def submit_software(ctx: StepContext) -> None:
     ctx.log(f"Software update requested for {', '.join(ctx.params['groups']) or 'every group'}.")
 
 
-SETTINGS = Pipeline(kind=SETTINGS_KIND, phases=(
+SETTINGS: Pipeline = Pipeline(kind=SETTINGS_KIND, phases=(
     Phase(slug="hyperpod", title="HyperPod settings", submit=submit_settings, poll=poll_in_service,
           timeout=timedelta(hours=1), poll_interval=15),
 ))
-SOFTWARE = Pipeline(kind=SOFTWARE_KIND, phases=(
+SOFTWARE: Pipeline = Pipeline(kind=SOFTWARE_KIND, phases=(
     Phase(slug="hyperpod", title="HyperPod software update", submit=submit_software, poll=poll_in_service,
           timeout=timedelta(hours=6), poll_interval=60),
 ))

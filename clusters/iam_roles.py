@@ -40,6 +40,7 @@ def owned_role(iam, cluster: Cluster, *, purpose: str, trust: dict[str, Any], de
             if not aws.error_is(error, "EntityAlreadyExists"):
                 raise
             role = find_role(iam, name)
+            assert role is not None  # creating it said it exists
     if not owned_by(iam.list_role_tags(RoleName=name)["Tags"], cluster):
         raise Conflict(f"The IAM role {name} exists but InstantStart did not create it for cluster {cluster.name}.",
                        code="role_name_taken")

@@ -182,7 +182,7 @@ def _send(api: ApiClient, method: str, path: str, *, body: dict | None = None,
     response = api.call_api(*request)
     response.read()
     if not 200 <= response.status <= 299:
-        raise ApiException.from_response(http_resp=response, body=response.data.decode("utf-8", "replace"),
+        raise ApiException.from_response(http_resp=response, body=(response.data or b"").decode("utf-8", "replace"),
                                          data=None)
     return response.data or b"{}"
 

@@ -305,7 +305,7 @@ def _record_counts(cluster: Cluster) -> None:
 
 _TIMEOUTS = {REBOOT: timedelta(hours=1), REPLACE: timedelta(hours=3), DELETE: timedelta(hours=1)}
 
-PIPELINES = {action: Pipeline(kind=kind(action), phases=(
+PIPELINES: dict[str, Pipeline] = {action: Pipeline(kind=kind(action), phases=(
     Phase(slug=action, title=f"{_CALLS[action][3]} nodes", submit=_submit(action), poll=_poll(action),
           timeout=_TIMEOUTS[action], poll_interval=15),
 )) for action in ACTIONS}

@@ -7,7 +7,7 @@ same cluster id — an imported cluster's own resources never carry them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from accounts.models import Team
 from clusters.models import Cluster
@@ -39,7 +39,7 @@ def as_tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"Key": key, "Value": value} for key, value in tags.items()]
 
 
-def tag_dict(tags: list[Mapping[str, str]] | Mapping[str, str] | None) -> dict[str, str]:
+def tag_dict(tags: Sequence[Mapping[str, str]] | Mapping[str, str] | None) -> dict[str, str]:
     """Tags in either AWS shape as a plain dict."""
     if not tags:
         return {}
@@ -48,7 +48,7 @@ def tag_dict(tags: list[Mapping[str, str]] | Mapping[str, str] | None) -> dict[s
     return {tag["Key"]: tag["Value"] for tag in tags}
 
 
-def owned_by(tags: list[Mapping[str, str]] | Mapping[str, str] | None, cluster: Cluster) -> bool:
+def owned_by(tags: Sequence[Mapping[str, str]] | Mapping[str, str] | None, cluster: Cluster) -> bool:
     """True when ``tags`` mark the resource as created by InstantStart for ``cluster``."""
     found = tag_dict(tags)
     return found.get(MANAGED_BY_TAG) == MANAGED_BY and found.get(CLUSTER_ID_TAG) == str(cluster.pk)

@@ -183,14 +183,15 @@ def remove_volume_objects(core: k8s.CoreV1Api, volume: StorageVolume) -> bool:
     # read raw and dropped.
     steps = ((lambda: core.read_namespaced_persistent_volume_claim(volume.pvc_name, volume.namespace),
               lambda: core.delete_namespaced_persistent_volume_claim(volume.pvc_name, volume.namespace,
-                                                                     _preload_content=False).read()),
+                                                                     _preload_content=False).read()),  # type: ignore[attr-defined]
              (lambda: core.read_persistent_volume(volume.pv_name),
-              lambda: core.delete_persistent_volume(volume.pv_name, _preload_content=False).read()))
+              lambda: core.delete_persistent_volume(volume.pv_name,
+                                                    _preload_content=False).read()))  # type: ignore[attr-defined]
     gone = True
     for read, delete in steps:
         try:
             found = read()
-            if not _ours(found.metadata.labels, volume):
+            if not _ours(found.metadata.labels if found.metadata else None, volume):
                 continue
             delete()
             gone = False

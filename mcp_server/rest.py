@@ -74,7 +74,7 @@ def call(method: str, parts: RequestParts, *, authorization: str) -> RestRespons
         MCP_SOURCE_META: "mcp",
     }
     environ |= {"HTTP_" + name.upper().replace("-", "_"): value for name, value in parts.headers.items()}
-    response = _handler()(environ, lambda status, headers, exc_info=None: None)
+    response = _handler()(environ, _ignore_start_response)
     try:
         content = b"".join(response)
     finally:
@@ -89,6 +89,12 @@ async def run_in_django_thread(function: Callable[_P, _R], *args: _P.args, **kwa
     """Run synchronous Django code (ORM, request stack) from async code, one thread per call."""
     async with ThreadSensitiveContext():
         return await sync_to_async(function, thread_sensitive=True)(*args, **kwargs)
+
+
+def _ignore_start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None,
+                           /) -> Callable[[bytes], None]:
+    """WSGI ``start_response`` for the in-process call: status and headers are read from the response object."""
+    return lambda data: None
 
 
 @functools.cache

@@ -81,6 +81,7 @@ class CatalogTool:
         refused = self.refusal(caller)
         if refused is not None:
             return refused
+        assert caller is not None  # refusal() refuses a missing caller
         try:
             arguments = await self.with_active_cluster(caller, arguments)
             parts = self.operation.request_parts(arguments)
@@ -151,6 +152,7 @@ class WaitingTool(CatalogTool):
         refused = self.refusal(caller)
         if refused is not None:
             return refused
+        assert caller is not None  # refusal() refuses a missing caller
         arguments = dict(arguments)
         timeout = arguments.pop(TIMEOUT_ARGUMENT, None)
         fields = self._timeout_errors(timeout)
@@ -285,7 +287,8 @@ def bind_catalog(specs: Sequence[ToolSpec] = CATALOG) -> dict[str, CatalogTool]:
         if spec.name in tools:
             raise ValueError(f"Two catalog tools are named {spec.name!r}.")
         spec.check()
-        bound = (WaitingTool if isinstance(spec, WaitSpec) else CatalogTool)(spec, operation(spec.operation_id))
+        bound = (WaitingTool(spec, operation(spec.operation_id)) if isinstance(spec, WaitSpec)
+                 else CatalogTool(spec, operation(spec.operation_id)))
         if TIMEOUT_ARGUMENT in bound.operation.input_schema["properties"] and isinstance(spec, WaitSpec):
             raise ValueError(f"{spec.name}: {spec.operation_id} already has a {TIMEOUT_ARGUMENT!r} argument.")
         tools[spec.name] = bound

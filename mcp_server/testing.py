@@ -50,8 +50,11 @@ def call_tool_as(caller: Caller, name: str, arguments: Mapping[str, Any] | None 
 
 async def _call(caller: Caller, name: str, arguments: dict[str, Any],
                 progress: list[tuple[float, float | None, str | None]] | None = None) -> CallToolResult:
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append((value, total, message))
+    reported = progress
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if reported is not None:
+            reported.append((progress, total, message))
 
     async with Client(CatalogServer(caller=caller), mode="legacy") as client:
         return await client.call_tool(name, arguments, progress_callback=on_progress if progress is not None else None)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -46,7 +47,7 @@ FRAME_LINES = 2000
 _parallel_database = functools.partial(database_sync_to_async, thread_sensitive=False)
 
 
-def _whole(scope: dict[str, Any], name: str, default: str | None) -> int | bool | None:
+def _whole(scope: Mapping[str, Any], name: str, default: str | None) -> int | bool | None:
     """The query parameter as an int, ``None`` when absent without default, ``False`` when malformed."""
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
     value = (values[-1] if values else default or "").strip()
@@ -102,9 +103,11 @@ class TrainingLogConsumer(FollowingConsumer):
 
     async def _forward(self) -> None:
         """Send what the hub buffered for this viewer until the end, a refusal or the socket's end."""
+        viewer = self.viewer
+        assert viewer is not None  # joined before this task starts
         try:
             while not self.ended:
-                kind, value = await self.viewer.next()
+                kind, value = await viewer.next()
                 if not await self.still_allowed():
                     return
                 if kind == "batch":
@@ -124,7 +127,7 @@ class TrainingLogConsumer(FollowingConsumer):
             logger.exception("live log of job %s: viewer failed", self.job_id)
             await self.close(code=1011)
         finally:
-            self.viewer.leave()
+            viewer.leave()
 
     async def _batch(self, batch: hub.Batch) -> None:
         if batch.last_seq <= self.last_seq:

@@ -184,6 +184,9 @@ class TrackingServer(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    #: The operation now running on the server, put on it by the MLflow page (``training.views.mlflow``); not a column.
+    running: Operation | None
+
     class Meta:
         ordering = ["team_id", "region"]
         constraints = [models.UniqueConstraint(fields=["team", "region"], name="tracking_server_per_team_region")]

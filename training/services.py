@@ -102,6 +102,7 @@ def training_job_cancel(*, actor: User, job: TrainingJob, source: str) -> Traini
         before = {"state": job.state}
         job.state, job.status_reason = JobState.STOPPING, f"Stop requested by {actor.get_username()}"
         job.save(update_fields=["state", "status_reason", "updated_at"])
+        assert job.operation is not None  # a job that has not finished runs its operation
         operation_cancel(actor=actor, operation=job.operation, source=source)
         job.refresh_from_db()
         audit.record(actor=actor, source=source, action=actions.CANCEL, target=job, team=job.team, before=before,

@@ -7,6 +7,7 @@ import re
 from rest_framework import serializers
 
 from accounts.api.fields import CapabilitiesField
+from accounts.models import User
 from clusters import actions, state_rules
 from clusters.models import (
     CLUSTER_NAME_PATTERN,
@@ -168,7 +169,7 @@ class DependencySerializer(serializers.ModelSerializer):
 
 class ClusterSerializer(serializers.ModelSerializer):
     team_name = serializers.CharField(source="team.name", read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField[User](slug_field="username", read_only=True)
     capabilities = CapabilitiesField(CLUSTER_ACTIONS, state_rules.cluster_allows)
 
     class Meta:

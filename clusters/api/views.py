@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from accounts import access
 from accounts.models import Team
+from accounts.requests import ApiRequest
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
 from clusters import actions, inspection, preflight, selectors, services
@@ -54,6 +55,7 @@ def cluster_operation(request, cluster: Cluster, operation) -> Response:
 
 
 class ClusterListCreateView(generics.ListAPIView):
+    request: ApiRequest
     serializer_class = s.ClusterSerializer
     filterset_class = ClusterFilter
     pagination_class = CreatedCursorPagination
@@ -143,6 +145,7 @@ class ClusterRefreshView(APIView):
 
 
 class ClusterOperationListView(generics.ListAPIView):
+    request: ApiRequest
     serializer_class = OperationSerializer
     pagination_class = CreatedCursorPagination
 
@@ -186,6 +189,7 @@ def active_cluster_response(request, cluster: Cluster | None) -> Response:
 
 
 class VolumeListCreateView(generics.ListAPIView):
+    request: ApiRequest
     serializer_class = s.VolumeSerializer
     pagination_class = None
 

@@ -21,7 +21,7 @@ while autoscaling is on (:func:`enabled` says whether it is).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
@@ -102,7 +102,7 @@ def _apply(api: k8s.CustomObjectsApi, cluster: Cluster, kind: tuple[str, str, st
     group, version, plural = kind
     name = body["metadata"]["name"]
     try:
-        found = api.get_cluster_custom_object(group, version, plural, name)
+        found = cast(dict[str, Any], api.get_cluster_custom_object(group, version, plural, name))  # a JSON object
     except ApiException as error:
         if error.status != 404:
             raise
@@ -130,7 +130,8 @@ def remove_group_objects(cluster: Cluster, *, group: str) -> None:
     api = _custom(cluster)
     for kind_group, version, plural in reversed(_KINDS):
         try:
-            found = api.get_cluster_custom_object(kind_group, version, plural, object_name(group))
+            found = cast(dict[str, Any], api.get_cluster_custom_object(kind_group, version, plural,
+                                                                       object_name(group)))
             if _ours(found, cluster):
                 api.delete_cluster_custom_object(kind_group, version, plural, object_name(group))
         except ApiException as error:
@@ -144,8 +145,8 @@ def our_objects(cluster: Cluster) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for group, version, plural in _KINDS:
         try:
-            items = api.list_cluster_custom_object(group, version, plural,
-                                                   label_selector=f"{CLUSTER_LABEL}={cluster.pk}")["items"]
+            items = cast(dict[str, Any], api.list_cluster_custom_object(
+                group, version, plural, label_selector=f"{CLUSTER_LABEL}={cluster.pk}"))["items"]
         except ApiException as error:
             if error.status != 404:
                 raise
@@ -174,7 +175,7 @@ def observe(cluster: Cluster) -> FeatureObservation:
     details: dict[str, Any] = {"scope": "HyperPod instance groups only"}
     if on:
         details.update(status=config.get("Status", ""), cluster_role=(described or {}).get("ClusterRole", ""),
-                       groups=[name for name, _ in groups(described)])
+                       groups=[name for name, _ in groups(described or {})])
     state = FeatureState.ENABLED if on else FeatureState.DISABLED
     managed = not on or (described or {}).get("ClusterRole", "").endswith(f"/{iam_name(cluster, PURPOSE)}")
     return FeatureObservation(AUTOSCALING, state, managed=managed, details=details)
@@ -190,7 +191,7 @@ def submit_enable(ctx: StepContext, cluster: Cluster) -> None:
 
 
 def poll_enable(ctx: StepContext, cluster: Cluster) -> Progress:
-    role_arn = ctx.reference.get("cluster_role_arn") or identity.role_summary(cluster, PURPOSE)["arn"]
+    role_arn = ctx.reference.get("cluster_role_arn") or (identity.role_summary(cluster, PURPOSE) or {})["arn"]
     wanted = {"Mode": "Enable", "AutoScalerType": "Karpenter"}
     progress = converge_hyperpod(
         cluster, what="Autoscaling",

@@ -76,7 +76,7 @@ def read_service_account(cluster: Cluster) -> k8s.V1ServiceAccount | None:
 
 
 def _ours(found: k8s.V1ServiceAccount, cluster: Cluster) -> bool:
-    return (found.metadata.labels or {}).get(CLUSTER_LABEL) == str(cluster.pk)
+    return ((found.metadata and found.metadata.labels) or {}).get(CLUSTER_LABEL) == str(cluster.pk)
 
 
 def _tiered(described: dict[str, Any] | None) -> dict[str, Any]:
@@ -114,10 +114,10 @@ def _apply_service_account(cluster: Cluster, role_arn: str) -> None:
             if error.status != 409:
                 raise
             found = read_service_account(cluster)
-    if not _ours(found, cluster):
+    if found is None or not _ours(found, cluster):
         raise PhaseFailed(f"A ServiceAccount {namespace}/{SERVICE_ACCOUNT} exists and is not InstantStart's.",
                           code="service_account_taken")
-    if (found.metadata.annotations or {}).get(ROLE_ANNOTATION) != role_arn:
+    if ((found.metadata and found.metadata.annotations) or {}).get(ROLE_ANNOTATION) != role_arn:
         core.patch_namespaced_service_account(SERVICE_ACCOUNT, namespace,
                                               {"metadata": {"annotations": {ROLE_ANNOTATION: role_arn}}})
 
@@ -163,7 +163,7 @@ def poll_disable(ctx: StepContext, cluster: Cluster) -> Progress:
     found = read_service_account(cluster) if cluster.eks_name else None
     if found is not None and _ours(found, cluster):
         _core(cluster).delete_namespaced_service_account(SERVICE_ACCOUNT, team_namespace(cluster.team),
-                                                         _preload_content=False).read()
+                                                         _preload_content=False).read()  # type: ignore[attr-defined]
         ctx.log(f"Deleted the service account {team_namespace(cluster.team)}/{SERVICE_ACCOUNT}.")
     deleted = identity.delete_role(cluster, PURPOSE)
     if deleted:

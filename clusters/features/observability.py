@@ -104,7 +104,7 @@ def poll_enable(ctx: StepContext, cluster: Cluster) -> Progress:
         raise PhaseFailed("The Prometheus workspace could not be created.", code="feature_failed")
     if status != "ACTIVE":
         return Progress.waiting(f"Prometheus workspace {status or 'requested'}")
-    ctx.record(workspace_arn=workspace["arn"])
+    ctx.record(workspace_arn=(workspace or {})["arn"])
     if ADDON.observe(cluster).state == "disabled":
         ADDON.submit_enable(ctx, cluster)
     return ADDON.poll_enable(ctx, cluster)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from cloud import aws
 from clusters.models import SubnetRole
@@ -110,7 +111,8 @@ def read_network(region: str, vpc_id: str, subnet_ids: Iterable[str],
     eks_subnets = set(subnet_ids)
     compute = set(compute_subnet_ids) - eks_subnets
     tables = _route_tables(region, vpc_id)
-    subnets, route_tables = [], {}
+    subnets: list[Any] = []
+    route_tables: dict[str, Any] = {}
     for subnet in sorted(existing_subnets(region, eks_subnets | compute), key=lambda item: item["SubnetId"]):
         table = _table_of(subnet["SubnetId"], tables)
         role = _role(subnet, table, subnet["SubnetId"] in compute)

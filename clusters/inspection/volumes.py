@@ -41,19 +41,21 @@ def _gib(quantity: str | None) -> int | None:
 
 
 def _found(volume: k8s.V1PersistentVolume) -> FoundVolume | None:
-    csi = volume.spec.csi
+    spec, metadata = volume.spec, volume.metadata
+    assert spec is not None and metadata is not None  # the API server fills both on every object it lists
+    csi = spec.csi
     kind = CSI_DRIVERS.get(csi.driver) if csi is not None else None
-    if kind is None:
+    if csi is None or kind is None:
         return None
     attributes = csi.volume_attributes or {}
-    prefix = next((match.group(1) for option in volume.spec.mount_options or []
+    prefix = next((match.group(1) for option in spec.mount_options or []
                    if (match := PREFIX_OPTION.fullmatch(option.strip()))), "")
-    claim = volume.spec.claim_ref
+    claim = spec.claim_ref
     return FoundVolume(
-        pv_name=volume.metadata.name, kind=kind, bucket=attributes.get("bucketName", "") if kind == "s3" else "",
+        pv_name=metadata.name or "", kind=kind, bucket=attributes.get("bucketName", "") if kind == "s3" else "",
         prefix=prefix, file_system_id=csi.volume_handle if kind == "fsx" else "",
         dns_name=attributes.get("dnsname", ""), mount_name=attributes.get("mountname", ""),
-        capacity_gib=_gib((volume.spec.capacity or {}).get("storage")),
+        capacity_gib=_gib((spec.capacity or {}).get("storage")),
         namespace=claim.namespace or "" if claim else "", pvc_name=claim.name or "" if claim else "",
     )
 

@@ -55,7 +55,7 @@ def _subnet_ids(described: dict[str, Any], details: dict[str, Any]) -> list[str]
 def _values(described: dict[str, Any], details: dict[str, Any], zones: dict[str, str]) -> dict[str, Any]:
     spec = specs.specification(details)
     subnet_ids = _subnet_ids(described, details)
-    storage = next((config["EbsVolumeConfig"] for config in spec.get("InstanceStorageConfigs") or []
+    storage: dict[str, Any] = next((config["EbsVolumeConfig"] for config in spec.get("InstanceStorageConfigs") or []
                     if "EbsVolumeConfig" in config), {})
     return {
         "instance_type": details.get("InstanceType") or "",
@@ -86,10 +86,10 @@ def mirror(cluster: Cluster, described: dict[str, Any], *, ours: frozenset[str] 
     with transaction.atomic():
         rows = {row.name: row for row in InstanceGroup.objects.select_for_update()
                 .filter(cluster=cluster, deleted=False)}
-        for name, row in rows.items():
+        for name, gone in rows.items():
             if name not in groups:
-                row.deleted, row.status, row.current_count = True, "Deleted", 0
-                row.save(update_fields=["deleted", "status", "current_count", "updated_at"])
+                gone.deleted, gone.status, gone.current_count = True, "Deleted", 0
+                gone.save(update_fields=["deleted", "status", "current_count", "updated_at"])
         live = []
         for name, details in groups.items():
             values = _values(described, details, zones)

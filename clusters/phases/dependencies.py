@@ -19,6 +19,7 @@ Level-triggered: a re-run after a crash continues, and once everything is gone i
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import timedelta
 
@@ -76,7 +77,7 @@ def _replace_failed(ctx: StepContext, cluster: Cluster) -> None:
         if not (component.on_create and seen.kind == DependencyKind.ADDON and seen.managed
                 and seen.state in dependencies.PROBLEM_STATES):
             continue
-        replacing = ctx.intend(f"replace:{seen.component}:{ctx.attempt}", lambda seen=seen: seen.arn)
+        replacing = ctx.intend(f"replace:{seen.component}:{ctx.attempt}", functools.partial(str, seen.arn))
         if replacing == seen.arn:
             ctx.log(f"Replacing the EKS add-on {seen.component} ({seen.status}).")
             dependencies.replace_addon(cluster, seen.component)

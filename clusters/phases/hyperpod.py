@@ -15,6 +15,7 @@ Outputs: ``hyperpod_arn``, ``execution_role_arn``, ``compute_subnet_id``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -158,7 +159,7 @@ def require_spot_support(sagemaker, capacity_type: str) -> None:
                           code="spot_unsupported")
 
 
-def first_group(params: dict[str, Any], *, placement: Placement, execution_role_arn: str,
+def first_group(params: Mapping[str, Any], *, placement: Placement, execution_role_arn: str,
                 lifecycle_uri: str) -> dict[str, Any]:
     """The ``ClusterInstanceGroupSpecification`` of the accelerated group the user asked for."""
     return specs.new_group(

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 from rest_framework.exceptions import ValidationError
 
+from accounts.requests import PortalRequest
 from clusters import selectors
 from clusters.api.feature_serializers import FeaturesUpdateSerializer, capabilities, feature_row
 from clusters.features import observe, services
@@ -23,7 +24,7 @@ from operations import selectors as operation_selectors
 from portal.views import perform, portal_view
 
 
-def _requested(request: HttpRequest) -> tuple[dict | None, dict | None]:
+def _requested(request: PortalRequest) -> tuple[dict | None, dict | None]:
     """The posted changes, shape-checked, or the REST error body."""
     try:
         check_json_depth(request.body)
@@ -53,7 +54,7 @@ def _unplaced(fields: dict[str, list[dict[str, str]]]) -> list[dict[str, str]]:
 
 @require_http_methods(["GET", "POST"])
 @portal_view
-def feature_panel(request: HttpRequest, cluster_id: int) -> HttpResponse:
+def feature_panel(request: PortalRequest, cluster_id: int) -> HttpResponse:
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
     error, outcome, status = None, "", 200
     if request.method == "POST":

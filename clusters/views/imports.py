@@ -5,11 +5,12 @@ moving live."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 
 from accounts import access
 from accounts.models import Team
+from accounts.requests import PortalRequest
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
 from clusters import actions, inspection, services
@@ -18,7 +19,7 @@ from portal.forms import SerializerForm
 from portal.views import perform, portal_view
 
 
-def _team(request: HttpRequest) -> Team | None:
+def _team(request: PortalRequest) -> Team | None:
     """The team named by ``team`` (one the user can see), else the current team."""
     team_id = (request.POST if request.method == "POST" else request.GET).get("team", "")
     return team_chosen(actor=request.user, team_id=int(team_id)) if team_id.isdigit() else request.team
@@ -32,17 +33,18 @@ def _candidates(team: Team, region: str) -> dict:
     return {"candidates": candidates, "candidates_error": error}
 
 
-def _context(request: HttpRequest, team: Team, region: str, form: SerializerForm) -> dict:
+def _context(request: PortalRequest, team: Team, region: str, form: SerializerForm) -> dict:
     return {"section": "clusters", "team": team, "region": region, "regions": inspection.regions(), "form": form,
             **_candidates(team, region)}
 
 
 @portal_view
-def cluster_import(request: HttpRequest) -> HttpResponse:
+def cluster_import(request: PortalRequest) -> HttpResponse:
     """GET: pick a region and an import candidate (``?region=`` lists them without JavaScript). POST: validate with
     ``ClusterImportSerializer``, call ``services.cluster_import`` and open the cluster; errors re-render the page."""
     team = _team(request)
     access.require(request.user, actions.CLUSTER_IMPORT, team)
+    assert team is not None  # require refuses a team action without a team
     if request.method != "POST":
         region = request.GET.get("region", "")
         form = SerializerForm(ClusterImportSerializer, initial={"region": region or default_region()})
@@ -61,10 +63,11 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
 
 
 @portal_view
-def import_candidates(request: HttpRequest) -> HttpResponse:
+def import_candidates(request: PortalRequest) -> HttpResponse:
     """The candidates of ``?region=`` as an htmx partial (``cluster.import`` on the team required)."""
     team = _team(request)
     access.require(request.user, actions.CLUSTER_IMPORT, team)
+    assert team is not None  # require refuses a team action without a team
     region = request.GET.get("region", "")
     form = SerializerForm(ClusterImportSerializer, initial={"region": region})
     return render(request, "clusters/import/_candidates.html", _context(request, team, region, form))

@@ -14,12 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from rest_framework import serializers
 
 from accounts import access
 from accounts.models import Team
+from accounts.requests import PortalRequest
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
 from clusters import actions, inspection, services
@@ -44,7 +45,7 @@ WIZARD_KEYS = ("review",)
 AVAILABLE = "available"
 
 
-def _team(request: HttpRequest, values: QueryDict) -> Team | None:
+def _team(request: PortalRequest, values: QueryDict) -> Team | None:
     team_id = values.get("team", "")
     if team_id.isdigit():
         return team_chosen(actor=request.user, team_id=int(team_id))
@@ -69,7 +70,7 @@ def _choices(values: QueryDict, upto: str) -> dict[str, Any]:
         if values.get("zone") not in usable or upto == "zone":
             return found
         found["reached"] = "type"
-        found["offers"] = inspection.instance_types(region, values["zone"])
+        found["offers"] = inspection.instance_types(region, values.get("zone"))
         found["offer"] = next((offer for offer in found["offers"] if offer.name == values.get("instance_type")), None)
         if found["offer"] is None or upto == "type":
             return found
@@ -97,8 +98,9 @@ def _review(values: QueryDict) -> dict[str, Any]:
 
 
 def _context(team: Team | None, values: QueryDict, *, upto: str, form: SerializerForm | None = None) -> dict:
-    context = {"section": "clusters", "team": team, "values": values, "default_region": default_region(),
-               "capacity_types": CapacityType.choices, "form": form, "field_errors": {}, "other_errors": []}
+    context: dict[str, Any] = {
+        "section": "clusters", "team": team, "values": values, "default_region": default_region(),
+        "capacity_types": CapacityType.choices, "form": form, "field_errors": {}, "other_errors": []}
     context |= _choices(values, upto)
     if upto == "review" and context["reached"] == "capacity" and not context["step_errors"]:
         context |= {"review": _review(values), "reached": "review"}
@@ -112,7 +114,7 @@ def _context(team: Team | None, values: QueryDict, *, upto: str, form: Serialize
 
 
 @portal_view
-def cluster_wizard(request: HttpRequest) -> HttpResponse:
+def cluster_wizard(request: PortalRequest) -> HttpResponse:
     """GET: the wizard with every step whose predecessors are chosen (``?review=1`` adds the review). POST: create
     the cluster and open its detail page, where the create operation's phases move live; errors re-render the
     wizard with each field's code next to it."""
@@ -140,7 +142,7 @@ def cluster_wizard(request: HttpRequest) -> HttpResponse:
 
 
 @portal_view
-def cluster_wizard_step(request: HttpRequest, step: str) -> HttpResponse:
+def cluster_wizard_step(request: PortalRequest, step: str) -> HttpResponse:
     """One step's choices for the answers so far (query string), plus empty out-of-band copies of the later steps
     so a changed answer never leaves stale choices behind. Requires ``cluster.inspect`` on the team."""
     if step not in STEPS:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from moto.core.utils import get_service_model
 from moto.servicequotas.resources.default_quotas.vpc import VPC_DEFAULT_QUOTAS
@@ -77,7 +77,7 @@ def _definitions() -> dict[str, list[QuotaDef]]:
                  "The maximum number of Elastic IP addresses that you can allocate for EC2-VPC in this Region"),
     ]
     vpc = [QuotaDef("vpc", quota["QuotaCode"], quota["QuotaName"], quota["Value"], quota["QuotaName"],
-                    quota["Adjustable"]) for quota in VPC_DEFAULT_QUOTAS]
+                    quota["Adjustable"]) for quota in cast(list[dict[str, Any]], VPC_DEFAULT_QUOTAS)]  # moto: object
     return {"sagemaker": sagemaker, "ec2": ec2, "vpc": vpc}
 
 

@@ -75,7 +75,7 @@ def _tick(stopping: threading.Event) -> None:
 
 def _backend_app(service: str) -> Flask:
     """moto's Flask app for ``service``, letting exceptions reach ``SandboxApp`` (which answers in AWS's shape)."""
-    app = create_backend_app(service)
+    app = create_backend_app(service)  # type: ignore[arg-type]  # moto types the name as a literal of its services
     app.config["PROPAGATE_EXCEPTIONS"] = True
     return app
 

@@ -119,6 +119,7 @@ def _structural(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[
             return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         merged = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
         return _structural(merged, defs, (*seen, name))
+    out: dict[str, Any]
     if "anyOf" in node:
         branches = [branch for branch in node["anyOf"] if branch.get("type") != "null"]
         rest = {k: v for k, v in node.items() if k != "anyOf"}
@@ -131,7 +132,7 @@ def _structural(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[
         if len(branches) < len(node["anyOf"]):
             out["nullable"] = True
         return out
-    out: dict[str, Any] = {}
+    out = {}
     for key, value in node.items():
         if key in ("title", "default", "$schema", "$comment", "$defs"):
             continue

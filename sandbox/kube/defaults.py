@@ -184,7 +184,7 @@ def _namespace(obj: dict[str, Any], _allocator: Allocator) -> None:
 def _secret(obj: dict[str, Any], _allocator: Allocator) -> None:
     _set(obj, "type", "Opaque")
     string_data = obj.pop("stringData", None) or {}
-    data = _set(obj, "data", {}) if string_data else obj.get("data")
+    data: Any = _set(obj, "data", {}) if string_data else obj.get("data")
     for key, value in string_data.items():
         data[key] = base64.b64encode(str(value).encode()).decode()
 

@@ -9,8 +9,9 @@ reads. Messages follow the apiserver's wording (``pods "x" not found``,
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 _NO_VALUE = object()
@@ -46,7 +47,7 @@ class FieldError:
     type: str
     field: str
     detail: str = ""
-    value: Any = field(default=_NO_VALUE, compare=False)
+    value: Any = dataclasses.field(default=_NO_VALUE, compare=False)  # `field` names the path here
 
     @property
     def reason(self) -> str:

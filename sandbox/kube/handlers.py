@@ -167,8 +167,8 @@ def _delete(call: Call) -> Response:
     store, resource_type = call.store, call.resource_type
     warnings = [_JOB_ORPHAN_WARNING] if resource_type.plural == "jobs" and options["propagation"] is None else []
     with store.transaction():
-        obj = store.delete(resource_type, call.path.name, call.path.namespace, dry_run=call.dry_run, **options)
-        pending = store.find(resource_type, call.path.name, call.path.namespace) is not None
+        obj = store.delete(resource_type, call.path.item, call.path.namespace, dry_run=call.dry_run, **options)
+        pending = store.find(resource_type, call.path.item, call.path.namespace) is not None
     if pending or resource_type.plural in RETURNS_DELETED_OBJECT:
         return json_response(call.shaped(obj), warnings=warnings)
     return json_response(success(resource_type, obj), warnings=warnings)
@@ -198,27 +198,28 @@ def _patch_type(call: Call) -> str:
 def _scale(call: Call) -> Response:
     store, path = call.store, call.path
     if call.method == "GET":
-        return json_response(store.scale(call.resource_type, path.name, path.namespace))
+        return json_response(store.scale(call.resource_type, path.item, path.namespace))
     if call.method == "PUT":
         body = call.document()
     elif call.method == "PATCH":
         patch_type = _patch_type(call)
-        current = store.scale(call.resource_type, path.name, path.namespace)
+        current = store.scale(call.resource_type, path.item, path.namespace)
         body = patches.apply(current, call.document(yaml_allowed=True), patch_type, custom=False)
     else:
         raise method_not_allowed()
     if not isinstance(body, dict):
         raise bad_request("the body must be a Scale object")
-    return json_response(store.update_scale(call.resource_type, path.name, body, path.namespace, dry_run=call.dry_run))
+    return json_response(store.update_scale(call.resource_type, path.item, body, path.namespace, dry_run=call.dry_run))
 
 
 def _item(call: Call) -> Response:
     store, path, resource_type = call.store, call.path, call.resource_type
     subresource = path.subresource
     warnings: list[str] = []
-    options = {"version": call.version, "dry_run": call.dry_run, "strict": call.strict, "warnings": warnings}
+    options: dict[str, Any] = {"version": call.version, "dry_run": call.dry_run, "strict": call.strict,
+                               "warnings": warnings}
     if call.method == "GET":
-        return json_response(call.shaped(store.get(resource_type, path.name, path.namespace)))
+        return json_response(call.shaped(store.get(resource_type, path.item, path.namespace)))
     if call.method == "PUT":
         body = call.document()
         if isinstance(body, dict) and (body.get("metadata") or {}).get("name") not in (None, path.name):
@@ -231,7 +232,7 @@ def _item(call: Call) -> Response:
     if call.method == "PATCH":
         patch_type = _patch_type(call)
         document = call.document(yaml_allowed=patch_type == patches.APPLY)
-        obj = store.patch(resource_type, path.name, document, path.namespace, patch_type=patch_type,
+        obj = store.patch(resource_type, path.item, document, path.namespace, patch_type=patch_type,
                           subresource=subresource, **options)
         return json_response(call.shaped(obj), warnings=warnings)
     if call.method == "DELETE" and subresource is None:

@@ -58,7 +58,9 @@ def parse_rfc3339(text: str) -> float:
     whole, _, rest = text.partition(".")
     fraction = ""
     if rest:
-        digits = re.match(r"\d+", rest).group()
+        match = re.match(r"\d+", rest)
+        assert match is not None  # the fullmatch above requires digits after the dot
+        digits = match.group()
         fraction, text = digits[:6], whole + rest[len(digits):]
     moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     return moment.timestamp() + (int(fraction.ljust(6, "0")) / 1e6 if fraction else 0.0)

@@ -32,6 +32,13 @@ class ResourcePath:
     subresource: str | None = None
     legacy_watch: bool = False
 
+    @property
+    def item(self) -> str:
+        """The name an item route addresses (every item route has one)."""
+        if self.name is None:
+            raise ValueError(f"{self.plural}: a collection route has no item name")
+        return self.name
+
 
 def _resource(group: str, version: str, parts: list[str]) -> ResourcePath | None:
     watch = bool(parts) and parts[0] == "watch"

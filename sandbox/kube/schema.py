@@ -23,7 +23,8 @@ import copy
 import re
 import threading
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import jsonschema
 
@@ -120,7 +121,9 @@ def path_text(parts: Any) -> str:
 def _field_errors(error: jsonschema.ValidationError, prefix: str) -> list[FieldError]:
     path = path_text([*([prefix] if prefix else []), *error.absolute_path])
     where = path or "<root>"
-    kind, limit, value = error.validator, error.validator_value, error.instance
+    # an error from validation carries these; the stubs also allow the "unset" of a hand-made one
+    kind, limit, value = cast(tuple[str, Any, Any], (error.validator, error.validator_value, error.instance))
+    schema = cast(Mapping[str, Any], error.schema)
     if kind == "required":
         return [required(f"{path}.{name}" if path else name) for name in limit if name not in value]
     if kind == "type":
@@ -129,8 +132,8 @@ def _field_errors(error: jsonschema.ValidationError, prefix: str) -> list[FieldE
         return [FieldError("TypeInvalid", path, f'{where} in body must be of type {expected}: "{actual}"', actual)]
     if kind == "enum":
         return [not_supported(path, value, [item for item in limit if item is not None])]
-    or_equal_min = "" if error.schema.get("exclusiveMinimum") else " or equal to"
-    or_equal_max = "" if error.schema.get("exclusiveMaximum") else " or equal to"
+    or_equal_min = "" if schema.get("exclusiveMinimum") else " or equal to"
+    or_equal_max = "" if schema.get("exclusiveMaximum") else " or equal to"
     messages = {
         "pattern": f"{where} in body should match '{limit}'",
         "minimum": f"{where} in body should be greater than{or_equal_min} {limit}",

@@ -9,6 +9,7 @@ kind, plus the per-kind fields the apiserver indexes (``status.phase`` and ``spe
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +52,30 @@ def _split_terms(text: str) -> list[str]:
     return [term for term in terms if term.strip()]
 
 
+def _label_in(key: str, members: set[str], labels: dict[str, str]) -> bool:
+    return labels.get(key) in members
+
+
+def _label_not_in(key: str, members: set[str], labels: dict[str, str]) -> bool:
+    return labels.get(key) not in members
+
+
+def _label_is(key: str, value: str, labels: dict[str, str]) -> bool:
+    return labels.get(key) == value
+
+
+def _label_is_not(key: str, value: str, labels: dict[str, str]) -> bool:
+    return labels.get(key) != value
+
+
+def _label_absent(key: str, labels: dict[str, str]) -> bool:
+    return key not in labels
+
+
+def _label_present(key: str, labels: dict[str, str]) -> bool:
+    return key in labels
+
+
 def label_selector(text: str | None) -> Selector:
     """A predicate over objects for a label selector string; 400 ``BadRequest`` when it does not parse."""
     checks: list[Callable[[dict[str, str]], bool]] = []
@@ -63,18 +88,15 @@ def label_selector(text: str | None) -> Selector:
             raise bad_request(f"unable to parse requirement: {term.strip()}")
         if set_op:
             members = {item.strip() for item in values.split(",") if item.strip()}
-            if set_op == "in":
-                checks.append(lambda labels, k=key, m=members: labels.get(k) in m)
-            else:
-                checks.append(lambda labels, k=key, m=members: labels.get(k) not in m)
+            checks.append(functools.partial(_label_in if set_op == "in" else _label_not_in, key, members))
         elif op in ("=", "=="):
-            checks.append(lambda labels, k=key, v=value: labels.get(k) == v)
+            checks.append(functools.partial(_label_is, key, value))
         elif op == "!=":
-            checks.append(lambda labels, k=key, v=value: labels.get(k) != v)
+            checks.append(functools.partial(_label_is_not, key, value))
         elif negated:
-            checks.append(lambda labels, k=key: k not in labels)
+            checks.append(functools.partial(_label_absent, key))
         else:
-            checks.append(lambda labels, k=key: k in labels)
+            checks.append(functools.partial(_label_present, key))
 
     def matches(obj: dict[str, Any]) -> bool:
         labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -128,6 +150,14 @@ def _field_value(obj: dict[str, Any], path: str) -> str:
     return "" if value is None else str(value)
 
 
+def _field_is(path: str, value: str, obj: dict[str, Any]) -> bool:
+    return _field_value(obj, path) == value
+
+
+def _field_is_not(path: str, value: str, obj: dict[str, Any]) -> bool:
+    return _field_value(obj, path) != value
+
+
 def field_selector(text: str | None, plural: str) -> Selector:
     """A predicate for a field selector on resource ``plural``; 400 for unsupported fields or syntax."""
     checks: list[Callable[[dict[str, Any]], bool]] = []
@@ -141,8 +171,5 @@ def field_selector(text: str | None, plural: str) -> Selector:
             raise bad_request(f'"{path}" is not a known field selector: only "metadata.name", "metadata.namespace"'
                               if plural not in _FIELDS else
                               f'field label not supported: {path}')
-        if op == "!=":
-            checks.append(lambda obj, p=path, v=value: _field_value(obj, p) != v)
-        else:
-            checks.append(lambda obj, p=path, v=value: _field_value(obj, p) == v)
+        checks.append(functools.partial(_field_is_not if op == "!=" else _field_is, path, value))
     return lambda obj: all(check(obj) for check in checks)

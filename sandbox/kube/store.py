@@ -15,6 +15,7 @@ which must not mutate them.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import copy
 import itertools
@@ -213,7 +214,8 @@ class Store(Writer):
         """Write one log line of ``container`` in ``pod`` (see ``LogBook``)."""
         self.logs.append(namespace, pod, container, line, timestamp)
 
-    def append_logs(self, namespace: str, pod: str, container: str, lines: list[tuple[str, float | None]]) -> None:
+    def append_logs(self, namespace: str, pod: str, container: str,
+                    lines: builtins.list[tuple[str, float | None]]) -> None:
         """Write a batch of ``(line, timestamp or None)`` in order, waking log followers once (see ``LogBook``)."""
         self.logs.extend(namespace, pod, container, lines)
 
@@ -234,7 +236,7 @@ class Store(Writer):
             self.registry.add(customresources.resource_type(obj))
 
     def _prepare(self, resource_type: ResourceType, obj: dict[str, Any], version: str | None,
-                 old: dict[str, Any] | None, strict: bool) -> list[str]:
+                 old: dict[str, Any] | None, strict: bool) -> builtins.list[str]:
         """Prune, default and validate ``obj``; returns warnings. Built-ins are type-checked before their
         defaults are filled in, as the apiserver decodes before it defaults."""
         warnings = validation.prune(resource_type, obj, version, strict=strict)

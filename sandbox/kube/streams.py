@@ -58,7 +58,7 @@ class WatchRequest:
 def _translate(request: WatchRequest, event: WatchEvent) -> bytes | None:
     now = request.matches(event.object)
     before = request.matches(event.old) if event.old else False
-    kind = event.type
+    kind: str | None = event.type
     if kind == "MODIFIED":
         kind = {(True, True): "MODIFIED", (True, False): "ADDED", (False, True): "DELETED"}.get((now, before))
     elif not now:
@@ -116,9 +116,9 @@ def watch_response(request: WatchRequest, stopping: threading.Event) -> Streamin
                     event = await asyncio.wait_for(queue.get(), min(POLL_SECONDS, deadline - loop.time()))
                 except TimeoutError:
                     continue
-                line = _translate(request, event)
-                if line:
-                    yield line
+                translated = _translate(request, event)
+                if translated:
+                    yield translated
             if request.bookmarks:
                 yield _bookmark(request)
         finally:

@@ -8,8 +8,10 @@ methods copy their input, raise ``ApiError`` exactly where the apiserver answers
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox.kube import customresources, defaults, meta
 from sandbox.kube import patch as patches
@@ -28,6 +30,11 @@ from sandbox.kube.errors import (
 )
 from sandbox.kube.resources import ResourceType
 from sandbox.kube.selectors import selector_string
+
+if TYPE_CHECKING:
+    from sandbox.kube.logs import LogBook
+    from sandbox.kube.resources import Registry
+    from sandbox.kube.store import Ref
 
 _SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                   "generation", "managedFields", "selfLink")
@@ -58,6 +65,26 @@ def _desired_state(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str
 
 class Writer:
     """Write verbs; see the module docstring. Expects the attributes ``Store`` provides."""
+
+    if TYPE_CHECKING:  # what Store provides
+        registry: Registry
+        lock: contextlib.AbstractContextManager[Any]
+        logs: LogBook
+        _objects: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]]
+        _rv: int
+
+        def transaction(self) -> contextlib.AbstractContextManager[None]: ...
+        def _next_rv(self) -> int: ...
+        def _emit(self, kind: str, resource_type: ResourceType, obj: dict[str, Any],
+                  old: dict[str, Any] | None) -> None: ...
+        def resolve(self, ref: Ref) -> ResourceType: ...
+        def _bucket(self, resource_type: ResourceType) -> dict[tuple[str, str], dict[str, Any]]: ...
+        def _key(self, resource_type: ResourceType, name: str, namespace: str | None) -> tuple[str, str]: ...
+        def _stored(self, resource_type: ResourceType, name: str, namespace: str | None) -> dict[str, Any]: ...
+        def _after_create(self, resource_type: ResourceType, obj: dict[str, Any]) -> None: ...
+        def _after_update(self, resource_type: ResourceType, obj: dict[str, Any]) -> None: ...
+        def _prepare(self, resource_type: ResourceType, obj: dict[str, Any], version: str | None,
+                     old: dict[str, Any] | None, strict: bool) -> list[str]: ...
 
     # -- shared steps -------------------------------------------------------------------------------------
 
@@ -93,7 +120,9 @@ class Writer:
         return metadata["namespace"]
 
     def _require_namespace(self, namespace: str) -> None:
-        if ("", namespace) not in self._bucket(self.registry.get(("", "namespaces"))):
+        namespaces = self.registry.get(("", "namespaces"))
+        assert namespaces is not None  # a built-in type
+        if ("", namespace) not in self._bucket(namespaces):
             raise not_found("", "namespaces", namespace)
 
     # -- create -------------------------------------------------------------------------------------------
@@ -358,3 +387,6 @@ class Writer:
             self._replace(resource_type, old, updated, None, None, dry_run, False, None)
             return self.scale(resource_type, name, namespace)
 
+    if TYPE_CHECKING:  # last: below this line `list` would name the method
+        def list(self, resource: Ref, namespace: str | None = None, *, label_selector_text: str = "",
+                 field_selector_text: str = "") -> builtins.list[dict[str, Any]]: ...

@@ -8,6 +8,7 @@ failures (409 conflicts, 404 for objects deleted meanwhile) and lets everything 
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import logging
 from collections.abc import Callable, Iterator
@@ -51,7 +52,7 @@ class Context:
         return self.store.list(resource, namespace, **selectors)
 
     def reconcile_each(self, resource: str, controller: str,
-                       sync: Callable[[dict[str, Any], list[dict[str, Any]], dict[str, Any]], None]) -> None:
+                       sync: Callable[[dict[str, Any], builtins.list[dict[str, Any]], dict[str, Any]], None]) -> None:
         """Call ``sync(obj, pods, memory)`` for every live ``resource`` object, each under ``guard``: ``pods`` are
         all the cluster's pods (listed once per pass), ``memory`` the controller's own state for that object."""
         live = self.list(resource)
@@ -63,7 +64,7 @@ class Context:
             with self.guard(f"{resource} {objects.namespace(obj)}/{objects.name(obj)}"):
                 sync(obj, pods, memory.setdefault(objects.uid(obj), {}))
 
-    def remembered(self, controller: str, live: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def remembered(self, controller: str, live: builtins.list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """``controller``'s memory, keyed by object uid, forgetting objects that no longer exist."""
         memory = self.memory.setdefault(controller, {})
         alive = {objects.uid(obj) for obj in live}

@@ -99,7 +99,7 @@ def _virtual_node(ctx: Context, target: nodeclasses.Target, labels: dict[str, st
 def _capacity(instance_type: str) -> Counter[str]:
     usage: Counter[str] = Counter({key: parse_quantity(value)
                                    for key, value in instances.facts(instance_type).capacity().items()})
-    usage["nodes"] = Decimal(1)
+    usage["nodes"] = Decimal(1)  # type: ignore[assignment]  # typeshed counts in int; these are Decimal quantities
     return usage
 
 
@@ -149,9 +149,10 @@ class Provisioner:
             if self.placement.fits_new_node(pod, planned.node, planned.used):
                 break
         else:
-            planned = self._candidates(pod)
-            if planned is None:
+            candidate = self._candidates(pod)
+            if candidate is None:
                 return
+            planned = candidate
             self.planned.append(planned)
             self.usage[objects.name(planned.pool)].update(_capacity(planned.target.group.instance_type))
         planned.used.update(scheduler.pod_requests(pod["spec"]))

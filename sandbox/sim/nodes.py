@@ -201,9 +201,9 @@ def reconcile(ctx: Context, views: list[aws.HyperPodView], phases: NodePhases) -
                     _apply(ctx, view, node, phase, managed.get(name))
                     state["applied"] = phase
                 _report(ctx, view, node, state)
-    for name, node in managed.items():
+    for name, stale in managed.items():
         if name not in wanted:
-            ctx.delete("nodes", node)
+            ctx.delete("nodes", stale)
     live = {node.instance_id for view in views for node in view.nodes}
     for instance_id in [key for key in memory if key not in live]:
         del memory[instance_id]
@@ -215,7 +215,7 @@ def _report(ctx: Context, view: aws.HyperPodView, node: aws.NodeView, state: dic
     current = ctx.store.find("nodes", node_name(node.instance_id))
     label = objects.labels(current).get(HEALTH) if current else None
     own = _PHASES[state["applied"]][0] if state.get("applied") in _PHASES else None
-    if label == own and label.startswith("UnschedulablePending"):
+    if label is not None and label == own and label.startswith("UnschedulablePending"):
         return
     if label and label != state.get("reported"):
         state["reported"] = label

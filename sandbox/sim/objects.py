@@ -26,6 +26,11 @@ def namespace(obj: dict[str, Any]) -> str | None:
     return obj["metadata"].get("namespace")
 
 
+def own_namespace(obj: dict[str, Any]) -> str:
+    """The namespace of an object of a namespaced kind (a pod, a service…): always set."""
+    return str(obj["metadata"]["namespace"])
+
+
 def uid(obj: dict[str, Any]) -> str:
     return str(obj["metadata"]["uid"])
 

@@ -42,7 +42,7 @@ def create_pod(ctx: Context, owner: dict[str, Any], template: dict[str, Any], *,
         present = {entry.get("name") for entry in container.get("env") or []}
         container["env"] = (container.get("env") or []) + [
             {"name": key, "value": value} for key, value in (env or {}).items() if key not in present]
-    pod = {"apiVersion": "v1", "kind": "Pod",
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"labels": {**(metadata.get("labels") or {}), **(labels or {})},
                         "annotations": dict(metadata.get("annotations") or {}),
                         **({"name": name} if name else {"generateName": generate_name or f"{objects.name(owner)}-"})},
@@ -158,7 +158,7 @@ def finish(ctx: Context, pod: dict[str, Any], exit_code: int = 0, reason: str = 
 def restart_containers(ctx: Context, pod: dict[str, Any], exit_code: int = 137, reason: str = "Error") -> None:
     """Restart every container of a running ``pod`` in place (its log so far becomes ``previous``)."""
     for container in pod["spec"].get("containers") or []:
-        ctx.store.restart_log(objects.namespace(pod), objects.name(pod), container["name"])
+        ctx.store.restart_log(objects.own_namespace(pod), objects.name(pod), container["name"])
     last = {"terminated": {"exitCode": exit_code, "reason": reason, "finishedAt": objects.timestamp()}}
     ctx.set_status("pods", pod, _running_status(pod, True, restarts=1, last_state=last))
 

@@ -163,11 +163,11 @@ class _Run:
                                                                self.name, self.ctx.now)
         for rank in self.ranks:
             pod = self.pods[rank.pod_name]
-            self.ctx.store.append_log(objects.namespace(pod), rank.pod_name, _container(pod),
+            self.ctx.store.append_log(objects.own_namespace(pod), rank.pod_name, _container(pod),
                                       f"hyperpodrun: started {self.workers} worker processes (node rank {rank.rank} "
                                       f"of {len(self.ranks)}, world size {len(self.ranks) * self.workers})")
             if warning and rank.rank == 0:
-                self.ctx.store.append_log(objects.namespace(pod), rank.pod_name, _container(pod), warning)
+                self.ctx.store.append_log(objects.own_namespace(pod), rank.pod_name, _container(pod), warning)
         self.status["conditions"] = _transition(self.status, self.name, "Running", ends=("Restarting",))
 
     def _train(self) -> None:
@@ -188,7 +188,7 @@ class _Run:
                 slow = state["monitor"].observe(plan.line(rank.rank, len(self.ranks), step), at, rank.pod_name)
                 if slow:
                     break
-            self.ctx.store.append_logs(objects.namespace(pod), rank.pod_name, _container(pod), lines)
+            self.ctx.store.append_logs(objects.own_namespace(pod), rank.pod_name, _container(pod), lines)
             mlflowreport.log(report, points)
             if slow:
                 self._fault("JobSlow", slow, [rank])
@@ -200,7 +200,7 @@ class _Run:
             crashed = self.ranks[-1]
             pod = self.pods[crashed.pod_name]
             for line in training.CRASH:
-                self.ctx.store.append_log(objects.namespace(pod), crashed.pod_name, _container(pod), line)
+                self.ctx.store.append_log(objects.own_namespace(pod), crashed.pod_name, _container(pod), line)
             self._fault("ProcessFailure", f"{training.CRASH[0]} (rank {crashed.rank})", [crashed])
         else:
             hanging = state["monitor"].hanging(self.ctx.now)
@@ -253,7 +253,7 @@ class _Run:
 
     def _restart_processes(self, number: int) -> None:
         for pod in self.pods.values():
-            self.ctx.store.append_log(objects.namespace(pod), objects.name(pod), _container(pod),
+            self.ctx.store.append_log(objects.own_namespace(pod), objects.name(pod), _container(pod),
                                       f"hyperpodrun: restarting worker processes (restart {number})")
 
     def _restart_job_level(self) -> None:

@@ -137,7 +137,7 @@ class _Job:
 
     def _driver(self, line: str, at: float | None = None) -> None:
         assert self.head is not None
-        self.ctx.store.append_log(objects.namespace(self.head), objects.name(self.head),
+        self.ctx.store.append_log(objects.own_namespace(self.head), objects.name(self.head),
                                   self.head["spec"]["containers"][0]["name"], line, at)
 
     def _run(self) -> None:
@@ -166,7 +166,7 @@ class _Job:
             lines.extend(self.plan.lines(0, 1, step, at))
             points.append((step, *self.plan.metrics(0, 1, step), at))
         assert self.head is not None
-        self.ctx.store.append_logs(objects.namespace(self.head), objects.name(self.head),
+        self.ctx.store.append_logs(objects.own_namespace(self.head), objects.name(self.head),
                                    self.head["spec"]["containers"][0]["name"], lines)
         mlflowreport.log(self.state["mlflow"], points)
         self.state["written"] = done

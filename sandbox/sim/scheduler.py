@@ -54,7 +54,8 @@ def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool
 
 
 def expression_matches(expression: dict[str, Any], values: dict[str, str]) -> bool:
-    key, operator, wanted = expression.get("key"), expression.get("operator"), expression.get("values") or []
+    key: str = expression.get("key") or ""  # a requirement always names its key
+    operator, wanted = expression.get("operator"), expression.get("values") or []
     present = key in values
     if operator == "In":
         return present and values[key] in wanted

@@ -24,7 +24,7 @@ CONTROLLER = "services"
 def hostname(service: dict[str, Any], region: str) -> str:
     """The DNS name of the load balancer fronting ``service``."""
     digest = hashlib.sha256(objects.uid(service).encode()).hexdigest()[:16]
-    return f"k8s-{objects.namespace(service)[:8]}-{objects.name(service)[:8]}-{digest}.elb.{region}.amazonaws.com"
+    return f"k8s-{objects.own_namespace(service)[:8]}-{objects.name(service)[:8]}-{digest}.elb.{region}.amazonaws.com"
 
 
 def _load_balancer(ctx: Context, service: dict[str, Any], memory: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import access
+from accounts.requests import ApiRequest
 from clusters import selectors as cluster_selectors
 from clusters.models import Cluster
 from config.api.idempotency import HEADER, idempotent
@@ -59,6 +60,7 @@ class RecipeListView(APIView):
 
 
 class JobListCreateView(generics.ListAPIView):
+    request: ApiRequest
     serializer_class = s.TrainingJobSerializer
     filterset_class = JobFilter
     pagination_class = CreatedCursorPagination

@@ -57,8 +57,9 @@ class TrackingServerUiUrlSerializer(serializers.Serializer):
 
 class JobMetricsSerializer(serializers.Serializer):
     job = serializers.IntegerField()
-    source = serializers.CharField(allow_null=True, help_text="mlflow (the job's MLflow run), logs (parsed from its "
-                                                              "log lines) or null (nothing reported yet).")
+    source = serializers.CharField(  # type: ignore[assignment]  # a field named source, not Field.source
+        allow_null=True, help_text="mlflow (the job's MLflow run), logs (parsed from its log lines) or null (nothing "
+                                   "reported yet).")
     series = serializers.DictField(
         child=serializers.ListField(child=serializers.ListField(child=serializers.FloatField())),
         help_text="{\"throughput\": [[step, value], …], \"loss\": […]}, at most 500 points each, by step.")

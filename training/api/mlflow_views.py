@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import access
+from accounts.requests import ApiRequest
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
 from config.api.idempotency import HEADER, idempotent
@@ -35,6 +36,7 @@ def server_operation(request, server, operation, *, created: bool = False) -> Re
 
 
 class TrackingServerListCreateView(generics.ListAPIView):
+    request: ApiRequest
     serializer_class = s.TrackingServerSerializer
     pagination_class = CreatedCursorPagination
 

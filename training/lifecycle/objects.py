@@ -8,7 +8,8 @@ name, which no other job of the namespace has), so a retried create step recogni
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
 from kubernetes import client as k8s
 
@@ -59,10 +60,10 @@ def pods(job: TrainingJob, found: dict[str, Any] | None = None) -> list[k8s.V1Po
         if not cluster_name:
             return []
         items = core.list_namespaced_pod(job.namespace, label_selector=f"{RAY_CLUSTER_LABEL}={cluster_name}").items
-        return sorted(items, key=lambda pod: ((pod.metadata.labels or {}).get(RAY_NODE_TYPE_LABEL) != "head",
-                                              pod.metadata.name))
+        return sorted(items, key=lambda pod: ((kube.meta(pod).labels or {}).get(RAY_NODE_TYPE_LABEL) != "head",
+                                              kube.name(pod)))
     items = core.list_namespaced_pod(job.namespace, label_selector=f"{HYPERPOD_JOB_LABEL}={job.name}").items
-    return sorted(items, key=lambda pod: int((pod.metadata.labels or {}).get(RANK_LABEL, "0") or 0))
+    return sorted(items, key=lambda pod: int((kube.meta(pod).labels or {}).get(RANK_LABEL, "0") or 0))
 
 
 def latest_restart_message(job: TrainingJob) -> str:
@@ -70,5 +71,7 @@ def latest_restart_message(job: TrainingJob) -> str:
     core = k8s.CoreV1Api(_api(job))
     selector = f"involvedObject.name={job.name},reason=Restarting"
     events = core.list_namespaced_event(job.namespace, field_selector=selector).items
-    newest = max(events, key=lambda event: event.last_timestamp or event.metadata.creation_timestamp, default=None)
+    # the API server stamps every event's creation
+    newest = max(events, key=lambda event: cast(datetime, event.last_timestamp or kube.meta(event).creation_timestamp),
+                 default=None)
     return (newest.message or "") if newest is not None else ""

@@ -21,6 +21,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 from kubernetes import client as k8s
 
+from cloud import kube
 from training.lifecycle.objects import RANK_LABEL
 from training.models import JobState, MetricSource, TrainingJob, TrainingMetric
 
@@ -81,7 +82,7 @@ def _cause(status: dict[str, Any], event_message: str) -> tuple[str, str]:
     """``(reason, message)`` of the latest restart: the ``Restarting`` condition while it holds, else the newest
     ``Restarting`` event (``"PLR restart 2: JobHanging: …"``); the condition's text is replaced once the job runs
     again."""
-    restarting = next((c for c in status.get("conditions") or [] if c.get("type") == "Restarting"), {})
+    restarting: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Restarting"), {})
     text = restarting.get("message") if restarting.get("status") == "True" else _EVENT.sub("", event_message)
     reason, _, message = (text or "").partition(": ")
     return (reason, message) if message else ("Restarted", text or "")
@@ -131,20 +132,21 @@ def latest_throughputs(job: TrainingJob) -> dict[int, float]:
 def _rank_of(pod: k8s.V1Pod, index: int, kind: str) -> int:
     if kind == "RayJob":
         return index
-    return int((pod.metadata.labels or {}).get(RANK_LABEL, index) or index)
+    return int((kube.meta(pod).labels or {}).get(RANK_LABEL, index) or index)
 
 
 def ranks(job: TrainingJob, pods: list[k8s.V1Pod]) -> list[dict[str, Any]]:
     """One entry per pod, rank order, with its latest throughput and whether it straggles."""
-    entries, throughputs = [], latest_throughputs(job)
+    entries: list[dict[str, Any]] = []
+    throughputs = latest_throughputs(job)
     for index, pod in enumerate(pods):
         statuses = pod.status.container_statuses or [] if pod.status else []
         rank = _rank_of(pod, index, job.object_kind)
-        entries.append({"rank": rank, "pod": pod.metadata.name, "node": pod.spec.node_name or "",
+        entries.append({"rank": rank, "pod": kube.name(pod), "node": (pod.spec.node_name if pod.spec else None) or "",
                         "phase": (pod.status.phase if pod.status else "") or "Pending",
                         "restarts": sum(status.restart_count or 0 for status in statuses),
                         "throughput": throughputs.get(rank), "straggler": False})
-    reported = [entry["throughput"] for entry in entries if entry["throughput"] is not None]
+    reported: list[float] = [entry["throughput"] for entry in entries if entry["throughput"] is not None]
     slow_ranks = {entry["rank"] for entry in job.stragglers if "rank" in entry}
     if len(reported) >= 2:
         median = statistics.median(reported)

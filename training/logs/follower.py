@@ -23,6 +23,7 @@ import threading
 import time
 from collections import Counter
 
+from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
@@ -54,7 +55,7 @@ class Follower:
         self.job, self.stop = job, stop
         self.drain_seconds, self.batch_lines, self.batch_seconds = drain_seconds, batch_lines, batch_seconds
         self.discover_seconds = discover_seconds
-        self.api = None
+        self.api: k8s.ApiClient | None = None
         self.marks = {pod: Watermark(micros, Counter(texts)) for pod, (micros, texts)
                       in store.watermarks(job.pk).items()}
         self.lines: queue.Queue[PodLine] = queue.Queue()
@@ -109,6 +110,7 @@ class Follower:
         mark = self.marks.setdefault(pod.name, Watermark())
         if previous is not None and previous.uid != pod.uid:
             mark.reset()
+        assert self.api is not None  # the pods to read were found with it
         reader = PodReader(self.api, self.job.namespace, pod, mark, self.lines)
         self.readers[pod.name] = reader
         reader.start()

@@ -122,7 +122,9 @@ class Hub:
 
     def __init__(self, job_id: int, hubs: dict[int, Hub]):
         self.job_id, self.group, self.hubs = job_id, log_group(job_id), hubs
-        self.layer = get_channel_layer()
+        layer = get_channel_layer()
+        assert layer is not None  # settings always configure CHANNEL_LAYERS
+        self.layer = layer
         self.viewers: set[Viewer] = set()
         self.subscribed = asyncio.Event()
         self.subscriptions = 0  # group_add calls that succeeded (the first, and each after a failure)

@@ -94,6 +94,7 @@ class Watermark:
 
     def accept(self, micros: int, text: str) -> bool:
         if self._skip is not None:
+            assert self.micros is not None  # a skip is set only with the timestamp it skips at
             if micros < self.micros:
                 return False
             if micros == self.micros and self._skip[text] > 0:

@@ -40,7 +40,7 @@ def points(job_id: int, lines: Iterable[PodLine]) -> list[TrainingMetric]:
         if step is None:
             continue
         number = int(step.group(1))
-        values = {}
+        values: dict[str, float | None] = {}
         throughput = _number(_THROUGHPUT, line.text)
         if throughput is not None:
             values[f"throughput/rank{line.rank}"] = throughput

@@ -12,10 +12,11 @@ followed).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kubernetes import client as k8s
 
-from cloud import kube_objects
+from cloud import kube, kube_objects
 from training.lifecycle.objects import KINDS
 from training.models import TrainingJob, TrainingPath
 
@@ -65,13 +66,15 @@ def _restarts(pod: k8s.V1Pod, container: str) -> int:
 
 
 def _rank_pod(pod: k8s.V1Pod, rank: int) -> RankPod:
+    assert pod.spec is not None  # the API server returns every pod with its spec
     container = pod.spec.containers[0].name
-    return RankPod(name=pod.metadata.name, uid=pod.metadata.uid or "", rank=rank, container=container,
+    return RankPod(name=kube.name(pod), uid=kube.meta(pod).uid or "", rank=rank, container=container,
                    phase=(pod.status.phase if pod.status else None) or "Pending", restarts=_restarts(pod, container))
 
 
-def _creation(pod: k8s.V1Pod):
-    return (pod.metadata.creation_timestamp is None, pod.metadata.creation_timestamp, pod.metadata.name)
+def _creation(pod: k8s.V1Pod) -> tuple[bool, Any, str]:
+    created = kube.meta(pod).creation_timestamp
+    return (created is None, created, kube.name(pod))
 
 
 def job_pods(api: k8s.ApiClient, job: TrainingJob, book: RankBook) -> list[RankPod]:
@@ -84,11 +87,11 @@ def job_pods(api: k8s.ApiClient, job: TrainingJob, book: RankBook) -> list[RankP
             return []
         found = sorted(core.list_namespaced_pod(job.namespace, label_selector=f"{RAY_CLUSTER_LABEL}={cluster}").items,
                        key=_creation)
-        head = next((pod.metadata.name for pod in found
-                     if (pod.metadata.labels or {}).get(RAY_NODE_TYPE_LABEL) == "head"), None)
-        ranks = book.assign(head, [pod.metadata.name for pod in found if pod.metadata.name != head])
-        pods = [_rank_pod(pod, ranks[pod.metadata.name]) for pod in found]
+        head = next((kube.name(pod) for pod in found
+                     if (kube.meta(pod).labels or {}).get(RAY_NODE_TYPE_LABEL) == "head"), None)
+        ranks = book.assign(head, [kube.name(pod) for pod in found if kube.name(pod) != head])
+        pods = [_rank_pod(pod, ranks[kube.name(pod)]) for pod in found]
     else:
         found = core.list_namespaced_pod(job.namespace, label_selector=f"{JOB_LABEL}={job.name}").items
-        pods = [_rank_pod(pod, int((pod.metadata.labels or {}).get(RANK_LABEL, "0") or 0)) for pod in found]
+        pods = [_rank_pod(pod, int((kube.meta(pod).labels or {}).get(RANK_LABEL, "0") or 0)) for pod in found]
     return sorted(pods, key=lambda pod: (pod.rank, pod.name))

@@ -68,7 +68,7 @@ class Runner:
 
     def scan(self) -> None:
         for job_id, following in list(self.following.items()):
-            if not following.thread.is_alive():
+            if following.thread is not None and not following.thread.is_alive():
                 following.lease.release()
                 del self.following[job_id]
                 if following.failed:
@@ -102,6 +102,7 @@ class Runner:
         for following in self.following.values():
             following.stop.set()
         for following in self.following.values():
-            following.thread.join(timeout=10)
+            if following.thread is not None:
+                following.thread.join(timeout=10)
             following.lease.release()
         self.following.clear()

@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 from kubernetes.client.exceptions import ApiException
 
 from accounts.models import Team
-from cloud import aws
+from cloud import aws, kube
 from clusters import storage
 from clusters.features import identity
 from clusters.iam_roles import ensure_inline_policy
@@ -114,7 +114,7 @@ def _annotated_role(cluster, namespace: str, service_account: str) -> str:
         if error.status == 404:
             return ""
         raise
-    return (found.metadata.annotations or {}).get(ROLE_ANNOTATION, "")
+    return (kube.meta(found).annotations or {}).get(ROLE_ANNOTATION, "")
 
 
 def _put_policy(cluster, role: str, policy: dict) -> None:

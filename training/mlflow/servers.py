@@ -92,6 +92,7 @@ def ensure_role(team: Team, region: str) -> str:
                 if not aws.error_is(error, "EntityAlreadyExists"):
                     raise
                 role = find_role(iam, name)
+                assert role is not None  # creating it said it exists
         if not ours(iam.list_role_tags(RoleName=name)["Tags"], team):
             raise Conflict(f"The IAM role {name} exists but InstantStart did not create it for team {team.slug}.",
                            code="role_name_taken")

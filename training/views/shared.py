@@ -9,10 +9,11 @@ from __future__ import annotations
 import posixpath
 import re
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from accounts import access
+from accounts.requests import PortalRequest
 from clusters import selectors as cluster_selectors
 from config.errors import ApplicationError
 from portal.views import portal_view
@@ -23,7 +24,7 @@ _TARGET = re.compile(r"^[a-z][a-z0-9_-]{0,80}$")
 
 
 @portal_view
-def shared_browser(request: HttpRequest, cluster_id: int) -> HttpResponse:
+def shared_browser(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """``?path=`` (a folder under the mount, or relative to it) and ``?target=`` (the input to fill)."""
     cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
     access.require(request.user, actions.VIEW, cluster)

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from rest_framework.exceptions import ValidationError
 
 from accounts import access
+from accounts.requests import PortalRequest
 from clusters import selectors as cluster_selectors
 from clusters.models import Cluster, ClusterState
 from config.api.exceptions import error_body
@@ -29,14 +30,14 @@ from training.api.job_serializers import TrainingJobSubmitSerializer
 from training.views.recipe_form import config_from_post, field_rows, split_errors
 
 
-def _clusters(request: HttpRequest) -> list[Cluster]:
+def _clusters(request: PortalRequest) -> list[Cluster]:
     """Active clusters of the current team (of every team of the user when none is current) the user may submit
     to."""
     found = cluster_selectors.cluster_list(actor=request.user, team=request.team).filter(state=ClusterState.ACTIVE)
     return [cluster for cluster in found.order_by("name") if access.can(request.user, actions.SUBMIT, cluster)]
 
 
-def _chosen(request: HttpRequest, clusters: list[Cluster], wanted: str) -> Cluster | None:
+def _chosen(request: PortalRequest, clusters: list[Cluster], wanted: str) -> Cluster | None:
     by_id = {str(cluster.pk): cluster for cluster in clusters}
     if wanted in by_id:
         return by_id[wanted]
@@ -46,7 +47,7 @@ def _chosen(request: HttpRequest, clusters: list[Cluster], wanted: str) -> Clust
     return clusters[0] if clusters else None
 
 
-def _context(request: HttpRequest, *, recipe: dict[str, Any], cluster: Cluster | None, clusters: list[Cluster],
+def _context(request: PortalRequest, *, recipe: dict[str, Any], cluster: Cluster | None, clusters: list[Cluster],
              values: dict[str, Any], error: dict[str, Any] | None) -> dict[str, Any]:
     catalog = recipes.catalog_payload(cluster.region if cluster else None)
     placed, top, others = split_errors(recipe["fields"], error)
@@ -62,7 +63,7 @@ def _recipe(slug: str, region: str | None) -> dict[str, Any]:
     return next((item for item in catalog if item["slug"] == slug), catalog[0])
 
 
-def _submit(request: HttpRequest, cluster: Cluster, recipe: dict[str, Any], data: QueryDict):
+def _submit(request: PortalRequest, cluster: Cluster, recipe: dict[str, Any], data: QueryDict):
     """Validate and submit: ``(job, None, 202)`` or ``(None, REST error body, status)``. Page errors (404/403)
     propagate to ``portal_view``."""
     body = {"cluster": cluster.pk, "recipe": data.get("recipe", ""), "name": data.get("name", "").strip(),
@@ -83,7 +84,7 @@ def _submit(request: HttpRequest, cluster: Cluster, recipe: dict[str, Any], data
 
 
 @portal_view
-def job_submit(request: HttpRequest) -> HttpResponse:
+def job_submit(request: PortalRequest) -> HttpResponse:
     """GET: the recipe tabs, the cluster choice and the recipe's form with its defaults (image for the cluster's
     region). POST: submit; the form again with its errors (4xx, the REST status), or a redirect to the job."""
     clusters = _clusters(request)
