@@ -52,7 +52,8 @@ EXTENSIONS = (eks, eks_access, eks_addons, fsx, hyperpod, hyperpod_nodes, mlflow
 
 VALIDATION_CODES = {"eks": "InvalidParameterException", "service-quotas": "IllegalArgumentException",
                     "fsx": "BadRequest"}
-TOKEN_MISMATCH = {"fsx": ("IncompatibleParameterError", {"Parameter": "ClientRequestToken"})}
+TOKEN_MISMATCH: dict[str, tuple[str, dict[str, Any]]] = {
+    "fsx": ("IncompatibleParameterError", {"Parameter": "ClientRequestToken"})}
 Response = tuple[int, dict[str, str], bytes]
 StartResponse = Callable[..., Any]
 
@@ -73,9 +74,10 @@ def _reset() -> None:
     at a bucket of a forgotten backend, and moto loops on it.
     """
     with backend_lock:
-        for backends in BackendDict._instances:
+        # moto types its registry of every BackendDict as an instance variable of the generic class
+        for backends in BackendDict._instances:  # type: ignore[misc]
             backends.clear()
-        BackendDict._instances.clear()
+        BackendDict._instances.clear()  # type: ignore[misc]
         s3_backends.bucket_accounts.clear()
     reset_model_data()
     with core.transaction():
