@@ -11,9 +11,11 @@ CHROMIUM := /usr/bin/chromium
 run: $(STAMP)
 	$(VENV)/bin/python -m config.runner
 
+# Tests run on two worker processes (pytest-xdist), each with its own database and Redis (tests/embedded.py);
+# tests of one xdist_group share a worker. PYTEST_ARGS='-n 0' runs them in one process.
 test: $(STAMP) $(CHROMIUM)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -21,6 +21,10 @@ from config.context import Source
 
 _counter = itertools.count(1)
 
+#: moto fills every EC2 backend it creates — after each ``sandbox`` reset, per region — with 1,300 default AMIs: about
+#: a second per test on this machine. Nothing in InstantStart reads EC2 images (HyperPod's ``ImageId`` is its own).
+os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+
 
 @pytest.fixture(autouse=True)
 def _fast_and_isolated(settings):

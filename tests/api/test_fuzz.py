@@ -4,9 +4,16 @@ Every generated request, valid or not, must get a non-5xx answer that conforms t
 schema, status codes and content type. Runs as an authenticated team admin, so the generated
 requests reach the services rather than stopping at authentication — and, for the endpoints that read or change
 the cloud, the sandbox.
+
+``make test`` and CI draw the same examples on every run (Hypothesis's ``derandomize``), so their verdict does not
+depend on luck. Set ``INSTANTSTART_FUZZ_EXPLORE=1`` to explore instead: a fresh random draw of ``EXPLORE_EXAMPLES``
+per operation, e.g. ``INSTANTSTART_FUZZ_EXPLORE=1 .venv/bin/python -m pytest -m fuzz`` (a failure prints the
+``@seed`` that reproduces it; ``--hypothesis-seed=N`` replays a draw).
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 import schemathesis
@@ -26,6 +33,10 @@ pytestmark = pytest.mark.fuzz
 
 schema = schemathesis.pytest.from_fixture("api_schema")
 
+EXPLORE = os.environ.get("INSTANTSTART_FUZZ_EXPLORE", "").strip().lower() in {"1", "true", "yes", "on"}
+FIXED_EXAMPLES = 25
+EXPLORE_EXAMPLES = 200
+
 
 @pytest.fixture
 def api_schema(db):
@@ -44,7 +55,8 @@ def fuzz_token(cast, token_for) -> str:
 
 
 @schema.parametrize()
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=EXPLORE_EXAMPLES if EXPLORE else FIXED_EXAMPLES, derandomize=not EXPLORE, deadline=None,
+          suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_schema(case, fuzz_token, sandbox):
     case.call_and_validate(
         headers={"Authorization": f"Bearer {fuzz_token}"},
