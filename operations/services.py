@@ -16,7 +16,7 @@ from django.utils import timezone
 from accounts import access, audit
 from accounts.models import Team, User
 from config.errors import Conflict, ValidationFailed
-from operations import actions, logs, transitions
+from operations import actions, idempotency, logs, transitions
 from operations.models import TERMINAL_STATES, Operation, OperationPhase, OperationState, PhaseState, PhaseStep
 from operations.pipeline import pipeline_for
 from operations.tasks import enqueue
@@ -35,10 +35,9 @@ def operation_start(
     False)`` and starts nothing.
     """
     pipeline = pipeline_for(kind)
-    if idempotency_key:
-        existing = Operation.objects.filter(team=team, idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return existing, False
+    existing = idempotency.replayed(team, idempotency_key)
+    if existing is not None:
+        return existing, False
     now = timezone.now()
     try:
         with transaction.atomic():
@@ -58,10 +57,9 @@ def operation_start(
             transitions.publish(operation)
             transaction.on_commit(lambda: enqueue(operation.pk, operation.next_poll_at))
     except IntegrityError:
-        if idempotency_key:
-            existing = Operation.objects.filter(team=team, idempotency_key=idempotency_key).first()
-            if existing is not None:
-                return existing, False
+        existing = idempotency.replayed(team, idempotency_key)
+        if existing is not None:
+            return existing, False
         raise
     return operation, True
 
