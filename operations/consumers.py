@@ -38,7 +38,7 @@ LOG_BATCH = 200
 def _after_seq(scope: Mapping[str, Any]) -> int | None:
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("after_seq", ["0"])
     value = values[-1].strip()
-    return int(value) if value.isdigit() and len(value) <= 10 else None
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 10 else None
 
 
 def _moment(value: str | None) -> datetime | None:

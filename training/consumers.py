@@ -53,7 +53,7 @@ def _whole(scope: Mapping[str, Any], name: str, default: str | None) -> int | bo
     value = (values[-1] if values else default or "").strip()
     if not value:
         return None
-    return int(value) if value.isdigit() and len(value) <= 12 else False
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 12 else False
 
 
 class TrainingLogConsumer(FollowingConsumer):

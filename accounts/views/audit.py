@@ -23,6 +23,7 @@ from accounts.requests import PortalRequest
 from config.api.exceptions import error_body
 from config.api.pagination import CreatedCursorPagination
 from config.context import Source
+from config.converters import database_id
 from portal.views import portal_view
 
 #: Query parameters that narrow the table to something the live feed cannot match event by event.
@@ -39,9 +40,9 @@ def _relative(link: str | None) -> str | None:
 def _live_team(request: PortalRequest, teams: list[Team], team_filter: str) -> Team | None:
     """The team whose feed may prepend rows: the filtered team, else the current team, and only on the
     first page of an otherwise unfiltered table."""
-    if any(request.GET.get(name) for name in NARROWING_PARAMS) or (team_filter and not team_filter.isdigit()):
+    if any(request.GET.get(name) for name in NARROWING_PARAMS) or (team_filter and database_id(team_filter) is None):
         return None
-    team_id = int(team_filter) if team_filter else (request.team.pk if request.team else None)
+    team_id = database_id(team_filter) if team_filter else (request.team.pk if request.team else None)
     team = next((team for team in teams if team.pk == team_id), None)
     return team if team is not None and access.can(request.user, actions.AUDIT_VIEW, team) else None
 

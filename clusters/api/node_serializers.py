@@ -45,7 +45,7 @@ class NodeQuery:
                                              f"{', '.join(unknown)} (one of {', '.join(nodes.node_statuses())}).")
         self.cursor = params.get("cursor") or None
         raw = params.get("page_size") or ""
-        self.page_size = min(int(raw), nodes.MAX_PAGE_SIZE) if raw.isdigit() and int(raw) > 0 else \
+        self.page_size = min(int(raw), nodes.MAX_PAGE_SIZE) if raw.isascii() and raw.isdigit() and int(raw) > 0 else \
             nodes.DEFAULT_PAGE_SIZE
 
     def page(self, cluster) -> nodes.NodePage:

@@ -23,6 +23,7 @@ from clusters.models import Cluster, StorageVolume
 from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
+from config.converters import database_id
 from config.errors import ValidationFailed
 from operations.api.responses import operation_response
 from operations.api.serializers import OperationSerializer
@@ -36,13 +37,19 @@ TEAM = OpenApiParameter("team", OpenApiTypes.INT, description="Team id; your cur
 
 def query_team(request) -> Team:
     raw = request.query_params.get("team")
-    if raw is not None and not raw.isdigit():
+    if raw is not None and database_id(raw) is None:
         raise ValidationFailed.for_field("team", "invalid", "Give a team id.")
-    return team_chosen(actor=request.user, team_id=int(raw) if raw else None)
+    return team_chosen(actor=request.user, team_id=database_id(raw))
 
 
 def query_region(request) -> str:
-    return request.query_params.get("region") or default_region()
+    """The ``region`` parameter (the deployment's default when absent); ``unknown_region`` on field ``region`` when it
+    is not a region the product offers, as in a cluster's spec."""
+    region = request.query_params.get("region") or default_region()
+    if region not in inspection.regions():
+        raise ValidationFailed.for_field("region", "unknown_region",
+                                         f"{region} is not a region where SageMaker HyperPod runs.")
+    return region
 
 
 def cluster_operation(request, cluster: Cluster, operation) -> Response:

@@ -15,14 +15,15 @@ from accounts.selectors import team_chosen
 from cloud.aws import default_region
 from clusters import actions, inspection, services
 from clusters.api.serializers import ClusterImportSerializer
+from config.converters import database_id
 from portal.forms import SerializerForm
 from portal.views import perform, portal_view
 
 
 def _team(request: PortalRequest) -> Team | None:
     """The team named by ``team`` (one the user can see), else the current team."""
-    team_id = (request.POST if request.method == "POST" else request.GET).get("team", "")
-    return team_chosen(actor=request.user, team_id=int(team_id)) if team_id.isdigit() else request.team
+    team_id = database_id((request.POST if request.method == "POST" else request.GET).get("team"))
+    return team_chosen(actor=request.user, team_id=team_id) if team_id is not None else request.team
 
 
 def _candidates(team: Team, region: str) -> dict:

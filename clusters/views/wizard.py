@@ -28,6 +28,7 @@ from clusters.api.serializers import ClusterCreateSerializer
 from clusters.inspection.capacity import hyperpod_usage
 from clusters.models import CapacityType
 from config.api.exceptions import error_body
+from config.converters import database_id
 from config.errors import ApplicationError
 from portal.forms import SerializerForm, json_from_form
 from portal.views import portal_view
@@ -46,9 +47,9 @@ AVAILABLE = "available"
 
 
 def _team(request: PortalRequest, values: QueryDict) -> Team | None:
-    team_id = values.get("team", "")
-    if team_id.isdigit():
-        return team_chosen(actor=request.user, team_id=int(team_id))
+    team_id = database_id(values.get("team"))
+    if team_id is not None:
+        return team_chosen(actor=request.user, team_id=team_id)
     return request.team
 
 

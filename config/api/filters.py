@@ -34,10 +34,19 @@ class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcIsoDateTimeField
 
 
-class IdFilter(django_filters.NumberFilter):
-    """A database id: an integer (``1.5`` or ``1e0`` is invalid, not truncated) that fits a bigint."""
+class IdField(forms.IntegerField):
+    """An integer in ASCII digits: ``１`` (fullwidth) is invalid like ``²``, which ``int`` refuses anyway."""
 
-    field_class = forms.IntegerField  # type: ignore[assignment]  # the stub says DecimalField; any number field works
+    def to_python(self, value: Any) -> int | None:
+        if isinstance(value, str) and not value.isascii():
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+class IdFilter(django_filters.NumberFilter):
+    """A database id: an integer in ASCII digits (``1.5`` or ``1e0`` is invalid, not truncated) that fits a bigint."""
+
+    field_class = IdField  # type: ignore[assignment]  # the stub says DecimalField; any number field works
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("min_value", 1)

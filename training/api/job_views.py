@@ -13,6 +13,7 @@ from accounts import access
 from accounts.requests import ApiRequest
 from clusters import selectors as cluster_selectors
 from clusters.models import Cluster
+from config.api.filters import IdFilter
 from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
@@ -26,8 +27,8 @@ TAGS = ["training"]
 
 
 class JobFilter(django_filters.FilterSet):
-    team = django_filters.NumberFilter(field_name="team_id", help_text="Only this team's jobs.")
-    cluster = django_filters.NumberFilter(field_name="cluster_id", help_text="Only jobs on this cluster.")
+    team = IdFilter(field_name="team_id", help_text="Only this team's jobs.")
+    cluster = IdFilter(field_name="cluster_id", help_text="Only jobs on this cluster.")
     state = django_filters.MultipleChoiceFilter(choices=JobState.choices, help_text="Repeat for several.")
     recipe = django_filters.CharFilter()
 

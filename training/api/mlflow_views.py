@@ -17,6 +17,7 @@ from cloud.aws import default_region
 from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
+from config.converters import database_id
 from config.errors import ValidationFailed
 from operations.api.responses import operation_response
 from training import selectors as job_selectors
@@ -42,10 +43,11 @@ class TrackingServerListCreateView(generics.ListAPIView):
 
     def get_queryset(self):
         raw = self.request.query_params.get("team")
-        if raw is not None and not raw.isdigit():
+        team_id = database_id(raw)
+        if raw is not None and team_id is None:
             raise ValidationFailed.for_field("team", "invalid", "Give a team id.")
         servers = selectors.tracking_server_list(actor=self.request.user)
-        return servers.filter(team_id=int(raw)) if raw else servers
+        return servers.filter(team_id=team_id) if team_id is not None else servers
 
     @extend_schema(operation_id="mlflow_servers_list", parameters=[TEAM], tags=TAGS)
     def get(self, request, *args, **kwargs):

@@ -18,6 +18,7 @@ from accounts import access
 from accounts.requests import PortalRequest
 from clusters import selectors as cluster_selectors
 from config.context import Source
+from config.converters import database_id
 from portal.views import act, portal_view
 from training import actions, selectors, services, state_rules
 from training.api.job_serializers import JOB_ACTIONS
@@ -40,8 +41,9 @@ def job_list(request: PortalRequest) -> HttpResponse:
     ``?cluster=<id>`` and ``?state=<state>``; ``?partial=1`` renders the rows alone (the htmx refresh)."""
     filters = _filters(request)
     jobs = selectors.job_list(actor=request.user, team=request.team, state=filters["state"] or None)
-    if filters["cluster"].isdigit():
-        jobs = jobs.filter(cluster_id=int(filters["cluster"]))
+    cluster_id = database_id(filters["cluster"])
+    if cluster_id is not None:
+        jobs = jobs.filter(cluster_id=cluster_id)
     listed = list(jobs[:LIST_LIMIT])
     context = {"section": "training", "jobs": listed, "filters": filters, "states": JobState.choices,
                "live": any(job.state in ACTIVE_JOB_STATES for job in listed)}

@@ -20,6 +20,7 @@ from accounts.requests import PortalRequest
 from accounts.selectors import team_chosen
 from cloud.aws import default_region
 from clusters.inspection.catalog import regions
+from config.converters import database_id
 from config.errors import ValidationFailed
 from operations import selectors as operation_selectors
 from operations.models import ACTIVE_STATES
@@ -37,7 +38,7 @@ BUSY = (TrackingServerState.CREATING, TrackingServerState.DELETING)
 
 def _team(request: PortalRequest):
     raw = request.POST.get("team") or request.GET.get("team") or None
-    team = team_chosen(actor=request.user, team_id=int(raw) if raw and raw.isdigit() else None)
+    team = team_chosen(actor=request.user, team_id=database_id(raw))
     access.require(request.user, MLFLOW_VIEW, team)
     return team
 
