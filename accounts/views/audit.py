@@ -24,6 +24,7 @@ from config.api.exceptions import error_body
 from config.api.pagination import CreatedCursorPagination
 from config.context import Source
 from config.converters import database_id
+from config.errors import ValidationFailed
 from portal.views import portal_view
 
 #: Query parameters that narrow the table to something the live feed cannot match event by event.
@@ -67,6 +68,9 @@ def audit_list(request: PortalRequest) -> HttpResponse:
         context["events"] = paginator.paginate_queryset(filterset.qs, Request(request))
     except DrfNotFound as exc:
         raise Http404("The page cursor is not valid.") from exc
+    except ValidationFailed as exc:
+        context["error"] = exc.as_dict()
+        return render(request, "accounts/audit/list.html", context, status=400)
     context["next_link"] = _relative(paginator.get_next_link())
     context["show_newest"] = bool(request.GET.get("cursor")) and "HX-Request" not in request.headers
     context["live_team"] = _live_team(request, teams, request.GET.get("team", ""))

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from clusters import actions, nodes
 from clusters.api.serializers import ClusterSerializer
 from clusters.node_actions import DATA_LOSS_WARNING
+from config.api.pagination import page_size
 from config.api.serializers import StrictSerializer
 from config.errors import ValidationFailed
 from operations.api.serializers import OperationSerializer
@@ -44,9 +45,8 @@ class NodeQuery:
             raise ValidationFailed.for_field("status", "invalid_choice", f"Not a HyperPod node status: "
                                              f"{', '.join(unknown)} (one of {', '.join(nodes.node_statuses())}).")
         self.cursor = params.get("cursor") or None
-        raw = params.get("page_size") or ""
-        self.page_size = min(int(raw), nodes.MAX_PAGE_SIZE) if raw.isascii() and raw.isdigit() and int(raw) > 0 else \
-            nodes.DEFAULT_PAGE_SIZE
+        self.page_size = page_size(params.get("page_size"), default=nodes.DEFAULT_PAGE_SIZE,
+                                   maximum=nodes.MAX_PAGE_SIZE)
 
     def page(self, cluster) -> nodes.NodePage:
         return nodes.node_page(cluster, instance_group=self.instance_group, statuses=self.statuses,

@@ -24,8 +24,8 @@ LIST_PARAMETERS = [
     OpenApiParameter("status", OpenApiTypes.STR, many=True, explode=True, enum=list(nodes.node_statuses()),
                      description="Only nodes in this HyperPod status; repeat for several."),
     OpenApiParameter("cursor", OpenApiTypes.STR, description="The `cursor` query value of `next` or `previous`."),
-    OpenApiParameter("page_size", OpenApiTypes.INT, description=f"Nodes per page (default "
-                     f"{nodes.DEFAULT_PAGE_SIZE}, at most {nodes.MAX_PAGE_SIZE})."),
+    OpenApiParameter("page_size", OpenApiTypes.INT, description=f"Nodes per page, 1 to {nodes.MAX_PAGE_SIZE} "
+                     f"(default {nodes.DEFAULT_PAGE_SIZE})."),
 ]
 
 

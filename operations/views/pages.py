@@ -29,6 +29,7 @@ from accounts.selectors import team_chosen, team_list
 from cloud.aws import default_region
 from config.api.exceptions import error_body
 from config.api.pagination import CreatedCursorPagination
+from config.errors import ValidationFailed
 from operations import actions, demo, selectors, services
 from operations.api.filters import OperationFilter
 from operations.api.serializers import (
@@ -88,6 +89,9 @@ def _render_list(request: PortalRequest, *, demo_form: SerializerForm | None = N
         context["operations"] = paginator.paginate_queryset(filterset.qs, Request(request))
     except DrfNotFound as exc:
         raise Http404("The page cursor is not valid.") from exc
+    except ValidationFailed as exc:
+        context["error"] = exc.as_dict()
+        return render(request, "operations/list.html", context, status=400)
     context["next_link"] = _relative(paginator.get_next_link())
     live = [team for team in teams if not scope or str(team.pk) == scope]
     context["live_teams"] = ",".join(str(team.pk) for team in live[:MAX_LIVE_TEAMS])

@@ -63,6 +63,10 @@ def test_unknown_recipe(fake_cluster):
     ("pytorch", {"script": "x.py", "epochs": 3}, "epochs", "unknown_field"),
     ("pytorch", {"script": "x.py", "replicas": 0}, "replicas", "min_value"),
     ("pytorch", {"script": "x.py", "replicas": 65}, "replicas", "max_value"),
+    ("pytorch", {"script": "x.py", "replicas": "2"}, "replicas", "invalid_type"),
+    ("pytorch", {"script": "x.py", "replicas": True}, "replicas", "invalid_type"),
+    ("pytorch", {"script": "x.py", "replicas": 1.5}, "replicas", "invalid"),
+    ("pytorch", {"script": "x.py", "gpus_per_node": "8"}, "gpus_per_node", "invalid_type"),
     ("pytorch", {"script": "x.py", "gpus_per_node": 9}, "gpus_per_node", "too_many_gpus"),
     ("pytorch", {"script": "x.py", "efa_per_node": 33}, "efa_per_node", "too_many_efa"),
     ("pytorch", {"script": "x.py", "instance_group": "gpu", "gpus_per_node": 8, "efa_per_node": 32}, None, None),
@@ -108,6 +112,7 @@ def test_every_field_error_is_reported_at_once(fake_cluster):
 
 @pytest.mark.parametrize(("submission", "fields"), [
     ({"recipe": "tensorflow"}, {"recipe": ["unknown_recipe"]}),
+    ({"config": {"script": "x.py", "replicas": "2"}}, {"replicas": ["invalid_type"]}),
     ({"name": "Bad Name"}, {"name": ["invalid_job_name"]}),
     ({"config": {"script": "/etc/x.py"}}, {"script": ["path_outside_shared_bucket"]}),
     ({"name": "Bad Name", "config": {"script": "/etc/x.py"}},
@@ -201,3 +206,17 @@ def test_operators_missing_on_a_real_cluster(cast, sandbox):
     with pytest.raises(OperatorMissing) as caught:
         plan_job(cluster=cluster, recipe="verl", name="job", config=VALID["verl"])
     assert caught.value.detail == {"dependency": "kuberay-operator"}
+
+
+def test_a_number_sent_as_a_string_is_refused_by_mcp_like_rest(fake_cluster, token_for):
+    """REST and MCP take JSON, where ``"2"`` is not a number; only the portal's form, whose values are all text,
+    reads its integer fields as numbers."""
+    from mcp_server.testing import call_tool
+
+    admin = Membership.objects.get(team=fake_cluster.team).user
+    data = {"cluster": fake_cluster.pk, "recipe": "pytorch", "name": "job",
+            "config": {**VALID["pytorch"], "replicas": "2"}}
+    is_error, body = call_tool(token_for(admin), "submit_training_job", data)
+    assert is_error
+    assert (body["code"], body["fields"]["replicas"][0]["code"]) == ("validation_failed", "invalid_type")
+    assert not TrainingJob.objects.exists()

@@ -39,7 +39,7 @@ def test_catalog_order_and_payload_shape():
 
 
 @pytest.mark.parametrize(("field", "value", "expected"), [
-    (Field("n", "integer", min=1, max=4), "3", 3),
+    (Field("n", "integer", min=1, max=4), 3, 3),
     (Field("n", "integer", default=2), None, 2),
     (Field("b", "boolean"), "true", True),
     (Field("b", "boolean"), False, False),
@@ -57,8 +57,10 @@ def test_clean_accepts(field, value, expected):
 @pytest.mark.parametrize(("field", "value", "code"), [
     (Field("n", "integer", required=True), None, "required"),
     (Field("n", "integer", required=True), "  ", "required"),
-    (Field("n", "integer"), "three", "invalid"),
-    (Field("n", "integer"), True, "invalid"),
+    (Field("n", "integer"), "three", "invalid_type"),
+    (Field("n", "integer"), "3", "invalid_type"),
+    (Field("n", "integer"), True, "invalid_type"),
+    (Field("n", "integer"), 2.5, "invalid"),
     (Field("n", "integer", min=1), 0, "min_value"),
     (Field("n", "integer", max=64), 65, "max_value"),
     (Field("b", "boolean"), "maybe", "invalid"),

@@ -5,8 +5,8 @@ bounds. :func:`clean` turns one submitted value into its normalized Python value
 with a stable code. Types:
 
 ``string``/``text``  a string (``string`` is stripped; an empty one counts as missing)
-``integer``          an int (digit strings accepted) within ``min``/``max`` — codes ``invalid``, ``min_value``,
-                     ``max_value``
+``integer``          a JSON integer within ``min``/``max`` — codes ``invalid_type`` (a string such as ``"2"``, a
+                     boolean, a list or an object), ``invalid`` (a fraction), ``min_value``, ``max_value``
 ``boolean``          ``true``/``false`` (also the strings) — code ``invalid``
 ``choice``           one of ``choices`` — code ``choice_code`` (``invalid_choice`` unless the field names another)
 ``path``             a string; resolved against the shared bucket later (``training.recipes.paths``)
@@ -91,12 +91,12 @@ def parse_yaml_mapping(text: str) -> dict[str, Any]:
 
 
 def _integer(field: Field, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise FieldProblem("invalid", f"{field.name} must be a whole number.")
-    try:
-        number = int(value)
-    except ValueError:
-        raise FieldProblem("invalid", f"{field.name} must be a whole number, not {value!r}.") from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise FieldProblem("invalid_type", f"{field.name} must be a whole number, not {type(value).__name__} "
+                                           f"{value!r}.")
+    if isinstance(value, float):
+        raise FieldProblem("invalid", f"{field.name} must be a whole number, not {value!r}.")
+    number = value
     if field.min is not None and number < field.min:
         raise FieldProblem("min_value", f"{field.name} must be at least {field.min}; got {number}.")
     if field.max is not None and number > field.max:

@@ -7,18 +7,22 @@ a recipe field may be called ``config`` or ``name`` like the submission's own ke
 
 - an empty input is left out (the field's default, or its ``required`` error, applies);
 - a boolean is a checkbox: always sent, checked or not (so a default of ``true`` can be turned off);
-- integers, lists (one line, split like a shell) and the rest are sent as typed;
+- an integer field's text is sent as a number when it spells one (ASCII digits, an optional sign), else as typed,
+  so it fails with the field's own code (``invalid_type``);
+- lists (one line, split like a shell) and the rest are sent as typed;
 - a ``map`` (environment variables) or ``annotations`` field is a textarea of ``key=value`` lines; a line without
   ``=`` is sent as a key, so it fails with the field's own code (``invalid_env``, ``invalid_annotation``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.http import QueryDict
 
 PREFIX = "cfg-"
+_WHOLE = re.compile(r"[+-]?[0-9]{1,18}")
 #: Fields the form lays out in its own sections (compute / storage / run policy); the rest are the recipe's own.
 COMPUTE = ("instance_group", "replicas", "gpus_per_node", "efa_per_node", "processes_per_node", "image")
 STORAGE = ("checkpoints", "env", "annotations")
@@ -81,7 +85,10 @@ def config_from_post(fields: list[dict[str, Any]], data: QueryDict) -> dict[str,
         raw = data.get(key, "")
         if not raw.strip():
             continue
-        config[field["name"]] = _pairs(raw) if kind in PAIRS else raw
+        if kind == "integer" and _WHOLE.fullmatch(raw.strip()):
+            config[field["name"]] = int(raw)
+        else:
+            config[field["name"]] = _pairs(raw) if kind in PAIRS else raw
     return config
 
 
