@@ -7,35 +7,21 @@ bad input with the same codes.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
-from django_filters.utils import translate_validation
-from rest_framework.exceptions import NotFound as DrfNotFound
-from rest_framework.request import Request
 
 from accounts import access, actions, selectors
 from accounts.api.filters import AuditEventFilter
 from accounts.models import Team
 from accounts.requests import PortalRequest
-from config.api.exceptions import error_body
-from config.api.pagination import CreatedCursorPagination
 from config.context import Source
 from config.converters import database_id
-from config.errors import ValidationFailed
+from portal.tables import table_page
 from portal.views import portal_view
 
 #: Query parameters that narrow the table to something the live feed cannot match event by event.
 NARROWING_PARAMS = ("actor", "source", "action", "target_type", "target_id", "request_id", "since", "until", "cursor")
-
-
-def _relative(link: str | None) -> str | None:
-    if not link:
-        return None
-    parts = urlsplit(link)
-    return f"{parts.path}?{parts.query}" if parts.query else parts.path
 
 
 def _live_team(request: PortalRequest, teams: list[Team], team_filter: str) -> Team | None:
@@ -59,19 +45,11 @@ def audit_list(request: PortalRequest) -> HttpResponse:
         "filtered": any(value for name, value in request.GET.items() if name != "cursor"),
         "events": [], "error": None, "next_link": None,
     }
-    if not filterset.is_valid():
-        # the stub says translate_validation returns a dict; it returns DRF's ValidationError
-        context["error"] = error_body(translate_validation(filterset.errors))[0]  # type: ignore[arg-type]
+    page = table_page(request, filterset)
+    if page.error is not None:
+        context["error"] = page.error
         return render(request, "accounts/audit/list.html", context, status=400)
-    paginator = CreatedCursorPagination()
-    try:
-        context["events"] = paginator.paginate_queryset(filterset.qs, Request(request))
-    except DrfNotFound as exc:
-        raise Http404("The page cursor is not valid.") from exc
-    except ValidationFailed as exc:
-        context["error"] = exc.as_dict()
-        return render(request, "accounts/audit/list.html", context, status=400)
-    context["next_link"] = _relative(paginator.get_next_link())
+    context["events"], context["next_link"] = page.rows, page.next_link
     context["show_newest"] = bool(request.GET.get("cursor")) and "HX-Request" not in request.headers
     context["live_team"] = _live_team(request, teams, request.GET.get("team", ""))
     response = render(request, "accounts/audit/list.html", context)

@@ -10,26 +10,19 @@ input with the same codes. Forms validate with the REST serializers and call the
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
-from django_filters.utils import translate_validation
-from rest_framework.exceptions import NotFound as DrfNotFound
-from rest_framework.request import Request
 
 from accounts import access
 from accounts.requests import PortalRequest
 from accounts.selectors import team_chosen, team_list
 from cloud.aws import default_region
-from config.api.exceptions import error_body
-from config.api.pagination import CreatedCursorPagination
-from config.errors import ValidationFailed
 from operations import actions, demo, selectors, services
 from operations.api.filters import OperationFilter
 from operations.api.serializers import (
@@ -39,18 +32,12 @@ from operations.api.serializers import (
 )
 from operations.models import Operation, OperationState
 from portal.forms import SerializerForm
+from portal.tables import table_page
 from portal.views import MAX_LIVE_TEAMS, flash_error, next_url, portal_view
 
 #: Query parameters that narrow the table to something a pushed change cannot be matched against.
 NARROWING_PARAMS = ("state", "active", "kind", "target_type", "target_id", "since", "until", "cursor")
 ALL_TEAMS = "all"
-
-
-def _relative(link: str | None) -> str | None:
-    if not link:
-        return None
-    parts = urlsplit(link)
-    return f"{parts.path}?{parts.query}" if parts.query else parts.path
 
 
 def _scoped_query(request: PortalRequest) -> QueryDict:
@@ -80,19 +67,11 @@ def _render_list(request: PortalRequest, *, demo_form: SerializerForm | None = N
     filterset = OperationFilter(query, queryset=selectors.with_phases(selectors.operation_list(actor=request.user)),
                                 request=request)
     status = demo_form.status if demo_form is not None and demo_form.error else 200
-    if not filterset.is_valid():
-        # the stub says translate_validation returns a dict; it returns DRF's ValidationError
-        context["error"] = error_body(translate_validation(filterset.errors))[0]  # type: ignore[arg-type]
+    page = table_page(request, filterset)
+    if page.error is not None:
+        context["error"] = page.error
         return render(request, "operations/list.html", context, status=400)
-    paginator = CreatedCursorPagination()
-    try:
-        context["operations"] = paginator.paginate_queryset(filterset.qs, Request(request))
-    except DrfNotFound as exc:
-        raise Http404("The page cursor is not valid.") from exc
-    except ValidationFailed as exc:
-        context["error"] = exc.as_dict()
-        return render(request, "operations/list.html", context, status=400)
-    context["next_link"] = _relative(paginator.get_next_link())
+    context["operations"], context["next_link"] = page.rows, page.next_link
     live = [team for team in teams if not scope or str(team.pk) == scope]
     context["live_teams"] = ",".join(str(team.pk) for team in live[:MAX_LIVE_TEAMS])
     context["live_prepend"] = not any(request.GET.get(name) for name in NARROWING_PARAMS)
