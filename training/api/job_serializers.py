@@ -13,6 +13,32 @@ from training.models import TrainingJob
 JOB_ACTIONS = [actions.CANCEL, actions.SUBMIT, actions.LOGS]
 
 
+class RecipeFieldSerializer(serializers.Serializer):
+    """One field of a recipe, as the submit form and the agent see it (``training.recipes.fields``)."""
+
+    name = serializers.CharField()
+    type = serializers.CharField(help_text="string, integer, boolean, choice, path, yaml, text, list, map or "
+                                           "annotations")
+    required = serializers.BooleanField()
+    default = serializers.JSONField(allow_null=True)
+    choices = serializers.ListField(child=serializers.JSONField())
+    help = serializers.CharField(allow_blank=True)
+    min = serializers.FloatField(allow_null=True)
+    max = serializers.FloatField(allow_null=True)
+
+
+class RecipeSerializer(serializers.Serializer):
+    """A recipe of the catalog: what it runs on (the HyperPod operator or KubeRay), its image and its fields."""
+
+    slug = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    path = serializers.CharField(help_text="hyperpod (HyperPodPyTorchJob) or kuberay (RayJob)")
+    kind = serializers.CharField()
+    image = serializers.CharField()
+    fields = RecipeFieldSerializer(many=True)
+
+
 class TrainingJobSerializer(serializers.ModelSerializer):
     cluster_name = serializers.CharField(source="cluster.name", read_only=True)
     restarts_remaining = serializers.IntegerField(read_only=True, help_text="Recovery budget left.")

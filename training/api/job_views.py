@@ -53,7 +53,8 @@ def job_response(request, job: TrainingJob, operation) -> Response:
 
 
 class RecipeListView(APIView):
-    @extend_schema(operation_id="training_recipes_list", responses={200: dict}, tags=TAGS)
+    @extend_schema(operation_id="training_recipes_list", responses={200: s.RecipeSerializer(many=True)},
+                   tags=TAGS)
     def get(self, request):
         """The recipe catalog: each recipe's path (HyperPod operator or KubeRay), image and fields with defaults,
         plus the fields every recipe shares (instance group, replicas, GPUs, EFA, run policy, hang detection)."""
