@@ -161,20 +161,21 @@ def _apply(ctx: Context, view: aws.HyperPodView, node: aws.NodeView, phase: str,
         existing = ctx.store.create("nodes", node_object(ctx, view, node))
         events.record(ctx, existing, "RegisteredNode", f"Node {objects.name(existing)} event: Registered Node "
                       f"{objects.name(existing)} in Controller", source="node-controller")
+    status = dict(existing["status"])
+    was_ready = objects.condition_status(existing, "Ready")
+    status["conditions"] = _conditions(ready, status.get("conditions"))
+    if phase == "rebooted":
+        boot = status["nodeInfo"]["bootID"].rsplit("-", 1)
+        status["nodeInfo"] = {**status["nodeInfo"], "bootID": f"{boot[0]}-{int(boot[1]) + 1}"}
+        events.record(ctx, existing, "Rebooted", f"Node {objects.name(existing)} has been rebooted, boot id: "
+                      f"{status['nodeInfo']['bootID']}", kind="Warning", source="kubelet")
+    # The status first: a reader that waits for the health label to change finds Ready already agreeing with it.
+    existing = ctx.set_status("nodes", existing, status)
     declared = [{"key": t.get("Key"), "value": t.get("Value", ""), "effect": t.get("Effect")} for t in node.taints]
     spec = {**existing["spec"], "taints": declared + ([taint] if taint else [])}
     spec["unschedulable"] = cordoned
     updated = ctx.store.update("nodes", {**existing, "metadata": {
         **existing["metadata"], "labels": {**objects.labels(existing), HEALTH: health}}, "spec": spec})
-    status = dict(updated["status"])
-    was_ready = objects.condition_status(updated, "Ready")
-    status["conditions"] = _conditions(ready, status.get("conditions"))
-    if phase == "rebooted":
-        boot = status["nodeInfo"]["bootID"].rsplit("-", 1)
-        status["nodeInfo"] = {**status["nodeInfo"], "bootID": f"{boot[0]}-{int(boot[1]) + 1}"}
-        events.record(ctx, updated, "Rebooted", f"Node {objects.name(updated)} has been rebooted, boot id: "
-                      f"{status['nodeInfo']['bootID']}", kind="Warning", source="kubelet")
-    ctx.set_status("nodes", updated, status)
     if was_ready != ready:
         events.record(ctx, updated, "NodeReady" if ready == "True" else "NodeNotReady",
                       f"Node {objects.name(updated)} status is now: "

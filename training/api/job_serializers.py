@@ -19,7 +19,7 @@ class RecipeFieldSerializer(serializers.Serializer):
     name = serializers.CharField()
     type = serializers.CharField(help_text="string, integer, boolean, choice, path, yaml, text, list, map or "
                                            "annotations")
-    required = serializers.BooleanField()
+    required = serializers.BooleanField()  # type: ignore[assignment]  # the catalog's key; DRF's Field has one
     default = serializers.JSONField(allow_null=True)
     choices = serializers.ListField(child=serializers.JSONField())
     help = serializers.CharField(allow_blank=True)
@@ -36,7 +36,7 @@ class RecipeSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="hyperpod (HyperPodPyTorchJob) or kuberay (RayJob)")
     kind = serializers.CharField()
     image = serializers.CharField()
-    fields = RecipeFieldSerializer(many=True)
+    fields = RecipeFieldSerializer(many=True)  # type: ignore[assignment]  # the catalog's key; DRF's has one
 
 
 class TrainingJobSerializer(serializers.ModelSerializer):
