@@ -34,6 +34,14 @@ def error_code_on_page(response, code: str) -> bool:
     return f'data-error-code="{code}"' in text(response)
 
 
+def token_form(client: Client, **fields) -> dict:
+    """The token form's fields as the token list renders it (with its one-time ``form_nonce``), updated by
+    ``fields``."""
+    page = text(client.get(reverse("token-list")))
+    start = page.index('name="form_nonce" value="') + len('name="form_nonce" value="')
+    return {"form_nonce": page[start:page.index('"', start)], **fields}
+
+
 # --- login, logout, layout --------------------------------------------------------------------------------
 
 
@@ -279,7 +287,8 @@ def test_outsider_gets_not_found_for_another_teams_pages(cast):
 
 def test_token_secret_is_shown_once_and_only_its_hash_is_stored(cast):
     client = login(cast.operator)
-    response = client.post(reverse("token-create"), {"name": "laptop", "expires_in_days": "30", "read_only": "on"})
+    response = client.post(reverse("token-create"),
+                           token_form(client, name="laptop", expires_in_days="30", read_only="on"))
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
     page = text(response)
@@ -300,11 +309,40 @@ def test_token_secret_is_shown_once_and_only_its_hash_is_stored(cast):
 
 
 def test_token_form_errors_use_the_serializer_codes(cast):
-    response = login(cast.operator).post(reverse("token-create"), {"name": "", "expires_in_days": "0"})
+    client = login(cast.operator)
+    response = client.post(reverse("token-create"), token_form(client, name="", expires_in_days="0"))
     assert response.status_code == 400
     assert error_code_on_page(response, "blank")
     assert error_code_on_page(response, "min_value")
     assert not ApiToken.objects.filter(user=cast.operator).exists()
+
+
+def test_resubmitting_the_token_form_creates_no_second_token(cast):
+    """Reloading the "token created" page resends the same POST: it is answered with the token list, not a token."""
+    client = login(cast.operator)
+    form = token_form(client, name="laptop", expires_in_days="30")
+    first = client.post(reverse("token-create"), form)
+    assert first.status_code == 200
+    assert 'id="token-secret"' in text(first)
+
+    again = client.post(reverse("token-create"), form, follow=True)
+    assert again.redirect_chain == [(reverse("token-list"), 302)]
+    assert error_code_on_page(again, "form_already_submitted")
+    assert 'id="token-secret"' not in text(again)
+    assert ApiToken.objects.filter(user=cast.operator).count() == 1
+
+    forged = client.post(reverse("token-create"), {**form, "form_nonce": "made-up"})
+    assert forged.status_code == 302
+    assert ApiToken.objects.filter(user=cast.operator).count() == 1
+
+
+def test_a_token_form_with_errors_can_be_corrected_and_sent_again(cast):
+    client = login(cast.operator)
+    form = token_form(client, name="", expires_in_days="30")
+    assert client.post(reverse("token-create"), form).status_code == 400
+    fixed = client.post(reverse("token-create"), {**form, "name": "laptop"})
+    assert 'id="token-secret"' in text(fixed)
+    assert ApiToken.objects.filter(user=cast.operator).count() == 1
 
 
 def test_revoke_a_token(cast):
@@ -468,6 +506,7 @@ def test_500_page_is_static_and_needs_no_database(rf, django_assert_num_queries)
 
 def test_an_absurdly_long_number_in_a_form_is_a_field_error_not_a_crash(make_user):
     user = make_user()
-    response = login(user).post(reverse("token-create"), {"name": "x", "expires_in_days": "9" * 5000})
+    client = login(user)
+    response = client.post(reverse("token-create"), token_form(client, name="x", expires_in_days="9" * 5000))
     assert response.status_code == 400
     assert error_code_on_page(response, "invalid_type")
