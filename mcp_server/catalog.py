@@ -16,6 +16,7 @@ from mcp_server.cluster_tools import CLUSTER_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
 from mcp_server.mlflow_tools import MLFLOW_TOOLS
+from mcp_server.model_tools import MODEL_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
 from mcp_server.training_tools import TRAINING_TOOLS
@@ -60,7 +61,8 @@ CATALOG: tuple[ToolSpec, ...] = (
         description=(
             "Create a team; you become its admin. `slug` is 1-40 lowercase letters, digits and hyphens, starts and "
             "ends with a letter or digit, and is unique across the platform. Check `list_teams` first: do not "
-            "create a team that already exists."
+            "create a team that already exists. Only platform admins may, unless the deployment lets anyone "
+            "(`INSTANTSTART_TEAM_CREATION=anyone`); otherwise ask a platform admin to create the team."
         ),
     ),
     ToolSpec(
@@ -147,11 +149,17 @@ CATALOG: tuple[ToolSpec, ...] = (
         idempotent=True,
         status_tool="wait_for_operation",
         description=(
-            "Cancel an operation that has not finished. A pending one is cancelled at once; "
-            "a running one becomes `cancelling` while a worker undoes what its phases made (best effort, last phase "
-            "first), then `cancelled`. Cancelling a cancelling operation changes nothing; an operation that already "
-            "succeeded, failed or was cancelled is refused with `operation_finished`. Only cancel what the user asked "
-            "you to cancel."
+            "Cancel an operation that has not finished, undoing what it made. A pending one is cancelled at once. "
+            "A running one becomes `cancelling`: a worker undoes each phase that started, last phase first, and "
+            "polls every undo to its end like the forward phases (a cluster create waits for its EKS cluster to be "
+            "ACTIVE, deletes it and waits until it is gone, then removes the network); each undone phase becomes "
+            "`compensated`. The operation then becomes `cancelled`; a cancelled cluster create is no longer anyone's "
+            "active cluster. When an undo cannot finish, its phase is `failed` with `undo_failed` and the cancelled "
+            "operation has `error_code` `undo_incomplete` and an `error_message` listing what is left and the "
+            "tool/button that removes it (for a cluster: `delete_cluster`, or Delete on the cluster's page). "
+            "Follow with `wait_for_operation`. Cancelling a cancelling operation changes nothing; an operation that "
+            "already succeeded, failed or was cancelled is refused with `operation_finished`. Only cancel what the "
+            "user asked you to cancel."
         ),
     ),
     ToolSpec(
@@ -174,4 +182,5 @@ CATALOG: tuple[ToolSpec, ...] = (
     *FEATURE_TOOLS,
     *TRAINING_TOOLS,
     *MLFLOW_TOOLS,
+    *MODEL_TOOLS,
 )

@@ -275,7 +275,10 @@ def _wait_summary(body: Mapping[str, Any], terminal: bool, waited: float, tool: 
         return (f"FAILED: {name} failed{where}" + (f" ({error})" if error else "") + f" (waited {waited_text}). "
                 "It did not complete. Fix the cause, then `retry_operation` reruns only the failed phase.")
     if state == "cancelled":
-        return f"CANCELLED: {name} was cancelled (waited {waited_text}); it did not complete."
+        if body.get("error_code") == "undo_incomplete":
+            return (f"CANCELLED: {name} was cancelled (waited {waited_text}), but NOT everything it made could be "
+                    f"undone: {body.get('error_message')}")
+        return f"CANCELLED: {name} was cancelled and everything it made was undone (waited {waited_text})."
     return f"{state.upper()}: {name} is {state} (waited {waited_text})."
 
 

@@ -50,12 +50,12 @@ from operations.models import (
     PhaseState,
     PhaseStep,
 )
-from operations.pipeline import Pipeline, pipeline_for
+from operations.pipeline import UNDO_INCOMPLETE, Pipeline, Progress, pipeline_for
 from operations.transitions import LeaseLost, StateChanged
 
 logger = logging.getLogger(__name__)
 
-#: Phases whose compensate step runs when the operation is cancelled (they may have made something).
+#: Phases whose undo runs when the operation is cancelled (they may have made something).
 _STARTED = frozenset({PhaseState.RUNNING, PhaseState.FAILED, PhaseState.SUCCEEDED})
 
 
@@ -69,6 +69,7 @@ def advance(operation_id: int, *, due: datetime | None = None) -> datetime | Non
     if lease is None:
         return None
     operation = Operation.objects.get(pk=operation_id)
+    undoing = operation.state == OperationState.CANCELLING
     delay: float | None
     try:
         with _heartbeat(operation_id, lease):
@@ -85,7 +86,7 @@ def advance(operation_id: int, *, due: datetime | None = None) -> datetime | Non
     except Exception:
         logger.exception("operation %s: the engine failed outside any step; trying again later", operation_id)
         delay = settings.OPERATIONS_POLL_MAX_SECONDS
-    return _release(operation_id, lease, delay)
+    return _release(operation_id, lease, delay, cancelled_meanwhile=not undoing)
 
 
 def backoff(base: float, polls: int) -> float:
@@ -151,13 +152,15 @@ def _claim(operation_id: int, due: datetime | None) -> str | None:
     return lease if rows.update(claimed_by=lease, heartbeat_at=now) else None
 
 
-def _release(operation_id: int, lease: str, delay: float | None) -> datetime | None:
-    """Give the lease back, with the next wake-up. An active operation left without one (a service retried or
-    cancelled it while we held it) is woken at its own ``next_poll_at``."""
+def _release(operation_id: int, lease: str, delay: float | None, *, cancelled_meanwhile: bool) -> datetime | None:
+    """Give the lease back, with the next wake-up. An active operation left without one (a service retried it while
+    we held it) is woken at its own ``next_poll_at``; one that became ``cancelling`` while we held it
+    (``cancelled_meanwhile`` and now cancelling) at once, so that its undo starts."""
     changes: dict[str, Any] = {"claimed_by": ""}
     if delay is not None:
         changes["next_poll_at"] = timezone.now() + timedelta(seconds=delay)
-    if Operation.objects.filter(pk=operation_id, claimed_by=lease, state=OperationState.CANCELLING).exists():
+    if cancelled_meanwhile and Operation.objects.filter(pk=operation_id, claimed_by=lease,
+                                                        state=OperationState.CANCELLING).exists():
         changes["next_poll_at"] = timezone.now()
     if not Operation.objects.filter(pk=operation_id, claimed_by=lease).update(**changes):
         return None
@@ -171,8 +174,7 @@ def _run(operation: Operation, pipeline: Pipeline, lease: str) -> float | None:
         if operation.state not in ACTIVE_STATES:
             return None
         if operation.state == OperationState.CANCELLING:
-            _cancel(operation, pipeline, lease)
-            return None
+            return _cancel(operation, pipeline, lease)
         if operation.state == OperationState.PENDING:
             transitions.move(operation, OperationState.RUNNING, lease=lease, started_at=timezone.now(),
                              status_reason="Started")
@@ -293,33 +295,117 @@ def _finish(operation: Operation, lease: str) -> None:
         logs.append(operation.pk, "Succeeded.")
 
 
-def _cancel(operation: Operation, pipeline: Pipeline, lease: str) -> None:
-    """Best-effort undo: the compensate step of every phase that started, last first; then everything unfinished
-    is ``cancelled`` and every undone phase ``compensated``. Undo failures are logged, never raised."""
+def _cancel(operation: Operation, pipeline: Pipeline, lease: str) -> float | None:
+    """Undo, last phase first: seconds to wait before the next undo step, or ``None`` once the operation is
+    ``cancelled``. A phase that never started is ``cancelled``; a started phase with an undo is ``undoing`` until its
+    undo reaches its end (``compensated``) or cannot (``failed``, ``undo_failed``) — each undo finishes or fails
+    before the one of the phase before it starts."""
     region = pipeline.region(operation.params)
-    phases = list(OperationPhase.objects.filter(operation=operation).order_by("-index"))
-    for phase in phases:
+    for phase in OperationPhase.objects.filter(operation=operation).order_by("-index"):
         spec = pipeline.phase(phase.slug)
-        undone = False
-        if phase.state in _STARTED and spec.compensate is not None:
-            try:
-                spec.compensate(StepContext(operation, phase, lease=lease, region=region))
-                undone = True
-                logs.append(operation.pk, f"{spec.title}: undone.", phase=phase.slug)
-            except LeaseLost:
-                raise
-            except Exception as exc:
-                error = _vocabulary_error(exc)
-                logs.append(operation.pk, f"{spec.title}: could not undo — {error.message}", phase=phase.slug,
-                            level=LogLevel.WARNING)
-        if phase.state == PhaseState.SUCCEEDED and undone:
-            transitions.move_phase(phase, PhaseState.COMPENSATED, lease=lease)
-        elif phase.state in (PhaseState.PENDING, PhaseState.RUNNING, PhaseState.FAILED):
+        if phase.state == PhaseState.PENDING or (phase.state in (PhaseState.RUNNING, PhaseState.FAILED)
+                                                 and spec.compensate is None):
             transitions.move_phase(phase, PhaseState.CANCELLED, lease=lease)
+            continue
+        if phase.state in _STARTED and spec.compensate is not None:
+            now = timezone.now()
+            deadline = now + spec.timeout
+            transitions.move_phase(phase, PhaseState.UNDOING, lease=lease, step=PhaseStep.SUBMIT, polls=0,
+                                   status_reason="", started_at=now, finished_at=None, deadline_at=deadline)
+            transitions.save(operation, lease=lease, phase=phase.slug, deadline_at=deadline,
+                             status_reason=f"Undoing {spec.title}")
+            transitions.publish(operation)
+        if phase.state == PhaseState.UNDOING:
+            delay = _undo_step(operation, pipeline, phase, lease, region)
+            if delay is not None:
+                return delay
+    _finish_cancel(operation, pipeline, lease)
+    return None
+
+
+def _undo_step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease: str,
+               region: str) -> float | None:
+    """Run one step of ``phase``'s undo: seconds to wait before the next one, or ``None`` once the undo ended."""
+    spec = pipeline.phase(phase.slug)
+    assert spec.compensate is not None  # only phases with an undo become undoing
+    if phase.deadline_at is not None and timezone.now() > phase.deadline_at:
+        last = f" (last status: {phase.status_reason})" if phase.status_reason else ""
+        _undo_failed(operation, spec.title, phase, lease, ApplicationError(
+            f"the undo did not finish within {_duration(spec.timeout)}{last}.", code="phase_timeout"))
+        return None
+    context = StepContext(operation, phase, lease=lease, region=region)
+    try:
+        if phase.step == PhaseStep.SUBMIT:
+            spec.compensate(context)
+            if spec.undo_poll is None:
+                progress = Progress.finished()
+            else:
+                transitions.save_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0)
+                logs.append(operation.pk, f"{spec.title}: undo submitted.", phase=phase.slug)
+                return first_poll_delay(spec.poll_interval)
+        else:
+            assert spec.undo_poll is not None  # a phase waits in its undo poll only when it has one
+            if operation.call_reserved:
+                transitions.save(operation, lease=lease, call_reserved=False)
+            else:
+                wait = _take_call_token(context)
+                if wait:
+                    transitions.save(operation, lease=lease, call_reserved=True)
+                    return wait
+            progress = spec.undo_poll(context)
+    except (LeaseLost, StateChanged):
+        raise
+    except Exception as exc:  # judged as in a forward step: transient → retry, anything else → the undo failed
+        error = _vocabulary_error(exc)
+        if getattr(error, "provider", {}).get("retryable"):
+            delay = backoff(spec.poll_interval, phase.polls)
+            logs.append(operation.pk, f"{spec.title}: undo: {error.message} — retrying in {delay:.1f} s.",
+                        phase=phase.slug, level=LogLevel.WARNING)
+            return delay
+        if error.code == "internal_error":
+            logger.exception("operation %s phase %s: unexpected error in its undo", operation.pk, phase.slug)
+        _undo_failed(operation, spec.title, phase, lease, error)
+        return None
+    if progress.done:
+        transitions.move_phase(phase, PhaseState.COMPENSATED, lease=lease, status_reason=progress.status)
+        transitions.publish(operation)
+        logs.append(operation.pk, f"{spec.title}: undone.", phase=phase.slug)
+        return None
+    changed = progress.status != phase.status_reason
+    transitions.save_phase(phase, lease=lease, polls=phase.polls + 1, status_reason=progress.status)
+    if changed:
+        transitions.publish(operation)
+        logs.append(operation.pk, f"{spec.title}: undoing — {progress.status}.", phase=phase.slug)
+    return progress.after if progress.after is not None else backoff(spec.poll_interval, phase.polls)
+
+
+def _undo_failed(operation: Operation, title: str, phase: OperationPhase, lease: str,
+                 error: ApplicationError) -> None:
+    detail = dict(getattr(error, "provider", {}) or {})
+    detail["cause"] = error.code
+    left = f" (left: {phase.status_reason})" if phase.status_reason and error.code != "phase_timeout" else ""
+    transitions.move_phase(phase, PhaseState.FAILED, lease=lease, error_code="undo_failed",
+                           error_message=f"Could not undo: {error.message}{left}", error_detail=detail)
+    transitions.publish(operation)
+    logs.append(operation.pk, f"{title}: could not undo — {error.message}", phase=phase.slug,
+                level=LogLevel.WARNING)
+
+
+def _finish_cancel(operation: Operation, pipeline: Pipeline, lease: str) -> None:
+    """``cancelled``; when an undo failed, ``undo_incomplete`` with what is left and how to remove it."""
+    left = list(OperationPhase.objects.filter(operation=operation, state=PhaseState.FAILED,
+                                              error_code="undo_failed").order_by("-index"))
+    changes: dict[str, Any] = {"phase": "", "deadline_at": None, "status_reason": "Cancelled; everything undone"}
+    if left:
+        remedy = pipeline.remedy(operation.params) if pipeline.remedy is not None else ""
+        changes.update(status_reason="Cancelled; not everything could be undone", error_code=UNDO_INCOMPLETE,
+                       error_message="Cancelled, but not everything could be undone. Left: "
+                       + "; ".join(f"{phase.title} — {phase.error_message.removeprefix('Could not undo: ')}"
+                                   for phase in left) + (f" {remedy}" if remedy else ""))
     with transaction.atomic():
-        transitions.move(operation, OperationState.CANCELLED, lease=lease, deadline_at=None,
-                         status_reason="Cancelled")
-        logs.append(operation.pk, "Cancelled.")
+        transitions.move(operation, OperationState.CANCELLED, lease=lease, **changes)
+        logs.append(operation.pk, "Cancelled." if not left else f"Cancelled. {changes['error_message']}",
+                    level=LogLevel.INFO if not left else LogLevel.WARNING)
 
 
 def _abandon(operation: Operation, lease: str) -> None:

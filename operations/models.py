@@ -14,10 +14,12 @@ compare-and-set helper), so a transition not listed here is a ``Conflict``, neve
 ``succeeded`` and ``cancelled`` are final. ``failed`` is terminal (no worker touches it) but not final: a retry
 moves it back to ``running``.
 
-An :class:`OperationPhase` moves ``pending → running → succeeded | failed``; a retry moves ``failed → running``;
-cancellation moves ``pending | running | failed → cancelled`` and, after a successful undo, ``succeeded →
-compensated``. Within ``running`` the phase's ``step`` says whether its mutation still has to be sent
-(``submit``) or is being watched (``poll``).
+An :class:`OperationPhase` moves ``pending → running → succeeded | failed``; a retry moves ``failed → running``.
+Cancellation moves a phase that never started ``pending → cancelled``; a phase that started and has an undo step
+``running | failed | succeeded → undoing``, then ``undoing → compensated`` once its undo reached its end, or
+``undoing → failed`` (``undo_failed``) when the undo could not finish; a started phase without an undo step that
+had not succeeded becomes ``cancelled``. Within ``running`` and ``undoing`` the phase's ``step`` says whether its
+mutation still has to be sent (``submit``) or is being watched (``poll``).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class PhaseState(models.TextChoices):
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
+    UNDOING = "undoing", "Undoing"
     COMPENSATED = "compensated", "Undone"
 
 
@@ -70,9 +73,11 @@ class PhaseStep(models.TextChoices):
 #: The allowed phase transitions (from → to).
 PHASE_TRANSITIONS: dict[str, frozenset[str]] = {
     PhaseState.PENDING: frozenset({PhaseState.RUNNING, PhaseState.CANCELLED}),
-    PhaseState.RUNNING: frozenset({PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED}),
-    PhaseState.FAILED: frozenset({PhaseState.RUNNING, PhaseState.CANCELLED}),
-    PhaseState.SUCCEEDED: frozenset({PhaseState.COMPENSATED}),
+    PhaseState.RUNNING: frozenset({PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED,
+                                   PhaseState.UNDOING}),
+    PhaseState.FAILED: frozenset({PhaseState.RUNNING, PhaseState.CANCELLED, PhaseState.UNDOING}),
+    PhaseState.SUCCEEDED: frozenset({PhaseState.UNDOING}),
+    PhaseState.UNDOING: frozenset({PhaseState.COMPENSATED, PhaseState.FAILED}),
     PhaseState.CANCELLED: frozenset(),
     PhaseState.COMPENSATED: frozenset(),
 }

@@ -1,8 +1,11 @@
 """How a domain app declares a long action: a :class:`Pipeline` of :class:`Phase` steps, registered by ``kind``.
 
 Each phase has a *submit* step (sends the mutation), a *poll* step (reads the world, answers
-:meth:`Progress.done` or :meth:`Progress.waiting`, raises :class:`PhaseFailed` when the resource failed) and an
-optional *compensate* step (best-effort undo, used when the operation is cancelled). Steps are level-triggered:
+:meth:`Progress.done` or :meth:`Progress.waiting`, raises :class:`PhaseFailed` when the resource failed) and,
+optionally, an undo used when the operation is cancelled: a *compensate* step (sends the undo) and an *undo_poll*
+step (answers :class:`Progress` until what the phase made is gone). The engine runs the undo like a forward
+phase — polled with backoff, retryable errors retried, bounded by the phase's ``timeout`` — and an undo that cannot
+finish fails the phase with ``undo_failed``, so the cancelled operation says what is left. Steps are level-triggered:
 the engine may run any step again after a crash, so a step reads the world first and continues from what it
 finds. A submit step persists what makes its mutation exactly-once *before* sending it, with
 :meth:`StepContext.intend` — the idempotency token where AWS takes one, the deterministic resource name where it
@@ -34,6 +37,9 @@ if TYPE_CHECKING:
     from operations.context import StepContext
 
 Step = Callable[["StepContext"], None]
+
+#: The ``error_code`` of a cancelled operation whose undo left something behind (``Pipeline.on_finished`` reads it).
+UNDO_INCOMPLETE = "undo_incomplete"
 
 
 @dataclass(frozen=True)
@@ -72,8 +78,10 @@ Poll = Callable[["StepContext"], Progress]
 
 @dataclass(frozen=True)
 class Phase:
-    """One phase. ``timeout`` bounds a run of the phase (submit to done); ``poll_interval`` is the first wait
-    after the submit step, doubled (with jitter, up to ``OPERATIONS_POLL_MAX_SECONDS``) while the poll step waits.
+    """One phase. ``timeout`` bounds a run of the phase (submit to done) and its undo (compensate to done);
+    ``poll_interval`` is the first wait after the submit (or compensate) step, doubled (with jitter, up to
+    ``OPERATIONS_POLL_MAX_SECONDS``) while the poll (or undo poll) step waits. Without ``undo_poll`` the undo is
+    done once ``compensate`` returns.
     """
 
     slug: str
@@ -81,6 +89,7 @@ class Phase:
     submit: Step
     poll: Poll
     compensate: Step | None = None
+    undo_poll: Poll | None = None
     timeout: timedelta = timedelta(minutes=30)
     poll_interval: float = 5.0
 
@@ -89,7 +98,9 @@ class Phase:
 class Pipeline:
     """An ordered list of phases for one ``kind`` of operation.
 
-    ``region`` names the AWS region the steps call (the rate limiter's key). ``on_finished`` runs inside the
+    ``region`` names the AWS region the steps call (the rate limiter's key). ``remedy`` says, from the operation's
+    params, how a user removes what a cancellation could not undo (the button, tool and endpoint); the cancelled
+    operation's ``error_message`` ends with it. ``on_finished`` runs inside the
     transaction that makes the operation terminal (succeeded, failed or cancelled), ``on_retried`` inside the one
     that sends a failed operation back to work — both to keep the domain model in step with the operation.
     """
@@ -97,6 +108,7 @@ class Pipeline:
     kind: str
     phases: tuple[Phase, ...]
     region: Callable[[Mapping[str, Any]], str] = field(default=lambda params: params["region"])
+    remedy: Callable[[Mapping[str, Any]], str] | None = None
     on_finished: Callable[[Any], None] | None = None
     on_retried: Callable[[Any], None] | None = None
 

@@ -101,7 +101,8 @@ def operation_retry(*, actor: User, operation: Operation, source: str, phase: st
 
 def operation_cancel(*, actor: User, operation: Operation, source: str) -> Operation:
     """Ask for cancellation: a pending operation is cancelled at once; a running one becomes ``cancelling`` and a
-    worker undoes what its phases made (best effort) before it is ``cancelled``. Cancelling twice is harmless."""
+    worker undoes what its phases made (each undo polled to its end, ``engine._cancel``) before it is ``cancelled``.
+    Cancelling twice is harmless."""
     access.require(actor, actions.OPERATION_CANCEL, operation)
     with transaction.atomic():
         operation = Operation.objects.select_for_update().get(pk=operation.pk)

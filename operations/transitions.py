@@ -103,7 +103,7 @@ def move_phase(phase: OperationPhase, to: str, *, lease: str | None = None, **ch
         raise StateChanged(f"The phase {phase.slug} is {current}; it cannot become {to}.",
                        code="phase_state_conflict")
     changes = {**changes, "state": to}
-    if to in (PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED):
+    if to in (PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED, PhaseState.COMPENSATED):
         changes.setdefault("finished_at", timezone.now())
     with transaction.atomic():
         _fence(phase.operation_id, lease)

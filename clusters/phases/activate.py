@@ -1,6 +1,7 @@
 """The *activate* phase of ``cluster.create``: the new cluster becomes the requesting user's active cluster in the
 cluster's team (their default for portal pages and MCP tools; other users' choices are untouched). An operation
-started by the system (no user) activates nothing. Nothing to undo or delete: the row goes with the cluster."""
+started by the system (no user) activates nothing. Undone on cancel: the cluster stops being anyone's active
+cluster. Nothing to delete: the row goes with the cluster."""
 
 from __future__ import annotations
 
@@ -22,9 +23,15 @@ def submit_activate(ctx: StepContext) -> None:
     ctx.log(f"{cluster.name} is now the active cluster of the user who created it.")
 
 
+def undo_activate(ctx: StepContext) -> None:
+    removed, _ = ActiveCluster.objects.filter(cluster_id=ctx.params["cluster_id"]).delete()
+    if removed:
+        ctx.log("The cluster is no longer anyone's active cluster.")
+
+
 def poll_activate(ctx: StepContext) -> Progress:
     return Progress.finished("active")
 
 
-CREATE = Phase(slug="activate", title="Activate", submit=submit_activate, poll=poll_activate,
+CREATE = Phase(slug="activate", title="Activate", submit=submit_activate, poll=poll_activate, compensate=undo_activate,
                timeout=timedelta(minutes=1), poll_interval=1)

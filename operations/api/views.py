@@ -107,7 +107,8 @@ class OperationCancelView(APIView):
     @idempotent()
     def post(self, request: ApiRequest, operation_id: int) -> Response:
         """Cancel an operation that has not finished (operators and admins): a worker undoes what its phases made,
-        best effort, then it is `cancelled`."""
+        last phase first, each undo polled to its end, then it is `cancelled` — with `error_code`
+        `undo_incomplete` and what is left in `error_message` when an undo could not finish."""
         operation = selectors.operation_get(actor=request.user, operation_id=operation_id)
         validated(s.OperationCancelSerializer, request)
         operation = services.operation_cancel(actor=request.user, operation=operation, source=request.source)

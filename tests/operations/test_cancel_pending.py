@@ -49,14 +49,14 @@ def _start(cast, kind: str, params: dict, target) -> Operation:
     return operation
 
 
-def _cluster_case(kind: str, working: str) -> Case:
+def _cluster_case(kind: str, working: str, ends: str = ClusterState.FAILED) -> Case:
     def start(cast):
         cluster = factories.cluster(cast.team, state=working)
         return _start(cast, kind, {"cluster_id": cluster.pk, "eks_name": "alpha", "name": "alpha"}, cluster), cluster
 
     def check(cluster):
         cluster.refresh_from_db()
-        assert cluster.state == ClusterState.FAILED
+        assert cluster.state == ends
 
     return Case(start, check)
 
@@ -130,7 +130,7 @@ def _tracking_server_case(kind: str, working: str) -> Case:
 
 
 CASES: dict[str, Case] = {
-    "cluster.create": _cluster_case("cluster.create", ClusterState.CREATING),
+    "cluster.create": _cluster_case("cluster.create", ClusterState.CREATING, ClusterState.DELETED),  # nothing made
     "cluster.delete": _cluster_case("cluster.delete", ClusterState.DELETING),
     "cluster.import": _cluster_case("cluster.import", ClusterState.IMPORTING),
     "storage.create": _volume_case("storage.create", StorageState.CREATING),

@@ -119,7 +119,8 @@ def test_cancel_undoes_what_the_phases_made(sandbox, cast, drive):
     assert operation.state == OperationState.CANCELLED
     assert {slug: p.state for slug, p in phases(operation).items()} == {
         "bucket": PhaseState.COMPENSATED, "network": PhaseState.COMPENSATED, "role": PhaseState.COMPENSATED,
-        "cluster": PhaseState.COMPENSATED, "addon": PhaseState.CANCELLED}
+        "cluster": PhaseState.COMPENSATED, "addon": PhaseState.COMPENSATED}
+    assert operation.error_code == "" and operation.status_reason == "Cancelled; everything undone"
     region = {"region_name": "us-west-2"}
     assert boto3.client("s3", **region).list_buckets()["Buckets"] == []
     vpcs = boto3.client("ec2", **region).describe_vpcs()["Vpcs"]
@@ -143,9 +144,14 @@ def test_an_undo_the_cloud_refuses_is_reported_not_raised(sandbox, cast, drive):
     operation = drive(operation)
 
     assert operation.state == OperationState.CANCELLED
-    assert phases(operation)["bucket"].state == PhaseState.SUCCEEDED, "not undone, so not marked compensated"
+    bucket = phases(operation)["bucket"]
+    assert (bucket.state, bucket.error_code) == (PhaseState.FAILED, "undo_failed"), "not undone, so it failed"
+    assert "no delete for you" in bucket.error_message
+    assert phases(operation)["network"].state == PhaseState.COMPENSATED, "the other undos still ran"
     warning = operation.logs.get(level=LogLevel.WARNING, phase="bucket")
     assert warning.message.startswith("Shared bucket: could not undo") and "no delete for you" in warning.message
+    assert operation.error_code == "undo_incomplete"
+    assert operation.error_message.startswith("Cancelled, but not everything could be undone. Left: Shared bucket")
 
 
 def test_a_wake_up_runs_once_however_often_it_is_delivered(sandbox, cast, fast_polling):
