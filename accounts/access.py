@@ -18,6 +18,7 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import models
 
 from accounts import actions
@@ -138,6 +139,8 @@ def can(actor: Any, action: str, obj: Any = None) -> bool:
     if action in PERSONAL_ACTIONS:
         if PERSONAL_ACTIONS[action] and is_read_only(actor):
             return False
+        if action == actions.TEAM_CREATE and not team_creation_open(actor):
+            return False
         return obj is None or not isinstance(obj, ApiToken) or obj.user_id == actor.pk
     least_role = TEAM_ACTIONS.get(action)
     if least_role is None:
@@ -159,12 +162,32 @@ def require(actor: Any, action: str, obj: Any = None) -> None:
     if not can(actor, action, obj):
         if is_read_only(actor):
             raise TokenReadOnly()
+        if action == actions.TEAM_CREATE:
+            raise PermissionDenied("On this deployment only platform admins create teams; ask one to create yours.")
         raise PermissionDenied()
 
 
 def can_administer_platform(actor: Any) -> bool:
     """Django admin is for active platform superusers only; everyone else works through the portal."""
     return bool(getattr(actor, "is_authenticated", False) and actor.is_active and actor.is_superuser)
+
+
+def require_platform_admin(actor: Any, message: str) -> None:
+    """Raise unless the actor is a platform admin (an active superuser) with a token that may change things:
+    ``not_authenticated``, ``token_read_only``, else ``permission_denied`` with ``message``. Platform-wide actions
+    (the import rules, deleting AWS resources InstantStart did not create) ask this, not a team role."""
+    if not getattr(actor, "is_authenticated", False):
+        raise NotAuthenticated()
+    if is_read_only(actor):
+        raise TokenReadOnly()
+    if not can_administer_platform(actor):
+        raise PermissionDenied(message)
+
+
+def team_creation_open(actor: Any) -> bool:
+    """May ``actor`` create teams under ``INSTANTSTART_TEAM_CREATION``: everyone signed in with ``anyone``, only
+    platform admins with ``platform_admins`` (the default)."""
+    return settings.INSTANTSTART_TEAM_CREATION == "anyone" or can_administer_platform(actor)
 
 
 def capabilities(actor: Any, obj: Any, actions: Iterable[str],

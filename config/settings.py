@@ -18,10 +18,12 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 import django_stubs_ext
+from django.core.exceptions import ImproperlyConfigured
 
 from config.embedded import redis_url as embedded_redis_url
 
@@ -75,6 +77,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "axes",
     "accounts",
     "portal",
     "operations",
@@ -96,6 +99,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "accounts.middleware.CurrentTeamMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -137,13 +141,31 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"
-AUTHENTICATION_BACKENDS = ["accounts.backends.AccessBackend"]
+#: django-axes first: it refuses a locked-out username and address before the password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "accounts.backends.AccessBackend"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+#: Where the client address may be read from ``X-Forwarded-For``: the CIDRs of the reverse proxies in front of the
+#: product (none by default: the connection's own address is the client's). ``accounts.addresses``.
+INSTANTSTART_TRUSTED_PROXIES = env_list("INSTANTSTART_TRUSTED_PROXIES", "")
+
+# Portal and Django admin sign-in (django-axes, docs/deploy.md): after AXES_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is locked out for the cool-off time; a successful sign-in resets the count.
+AXES_FAILURE_LIMIT = int(os.environ.get("INSTANTSTART_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("INSTANTSTART_LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "accounts.addresses.client_address"
+AXES_LOCKOUT_CALLABLE = "accounts.views.login.locked_out"
+AXES_VERBOSE = False
+# REST and MCP (docs/api.md, ``too_many_auth_failures``): failed or missing API-token authentications per address.
+INSTANTSTART_AUTH_FAILURE_LIMIT = int(os.environ.get("INSTANTSTART_AUTH_FAILURE_LIMIT", "30"))
+INSTANTSTART_AUTH_FAILURE_WINDOW_SECONDS = int(os.environ.get("INSTANTSTART_AUTH_FAILURE_WINDOW_SECONDS", "300"))
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
@@ -256,13 +278,19 @@ LOGGING = {
     "formatters": {"json": {"()": "config.logging.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": os.environ.get("INSTANTSTART_LOG_LEVEL", "INFO")},
-    "loggers": {"django.server": {"level": "WARNING"}, "mcp": {"level": "WARNING"}},
+    "loggers": {"django.server": {"level": "WARNING"}, "mcp": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
 
 INSTANTSTART_FIRST_ADMIN_USERNAME = os.environ.get("INSTANTSTART_ADMIN_USERNAME", "admin")
 INSTANTSTART_FIRST_ADMIN_PASSWORD = os.environ.get("INSTANTSTART_ADMIN_PASSWORD", "")
 INSTANTSTART_TOKEN_DEFAULT_DAYS = int(os.environ.get("INSTANTSTART_TOKEN_DEFAULT_DAYS", "90"))
 INSTANTSTART_TOKEN_MAX_DAYS = int(os.environ.get("INSTANTSTART_TOKEN_MAX_DAYS", "365"))
+#: Who may create teams (docs/architecture.md, "Platform policy"): ``platform_admins`` (the default: a newcomer asks a
+#: platform admin, who creates the team and makes them its admin) or ``anyone`` signed in.
+INSTANTSTART_TEAM_CREATION = os.environ.get("INSTANTSTART_TEAM_CREATION", "platform_admins")
+if INSTANTSTART_TEAM_CREATION not in ("platform_admins", "anyone"):
+    raise ImproperlyConfigured("INSTANTSTART_TEAM_CREATION must be platform_admins or anyone, not "
+                               f"{INSTANTSTART_TEAM_CREATION!r}")
 
 # Operations engine (docs/operations.md): polling, leases, the sweeper and the cloud-call rate limiter.
 OPERATIONS_POLL_SCALE = float(os.environ.get("INSTANTSTART_OPERATIONS_POLL_SCALE", "1.0"))
@@ -277,6 +305,10 @@ OPERATIONS_CLOUD_CALLS_PER_SECOND = float(os.environ.get("INSTANTSTART_CLOUD_CAL
 OPERATIONS_CLOUD_CALLS_BURST = float(os.environ.get("INSTANTSTART_CLOUD_CALLS_BURST", "20"))
 #: The sandbox demo pipeline (``POST /api/v1/demo-operations``); on with the sandbox, off against real AWS.
 OPERATIONS_DEMO = env_flag("INSTANTSTART_DEMO_OPERATIONS", SANDBOX)
+
+# The system node group every created cluster gets (docs/node-groups.md): EKS managed CPU nodes for controllers.
+SYSTEM_NODES_INSTANCE_TYPE = os.environ.get("INSTANTSTART_SYSTEM_NODES_INSTANCE_TYPE", "m5.large")
+SYSTEM_NODES_COUNT = int(os.environ.get("INSTANTSTART_SYSTEM_NODES_COUNT", "2"))
 
 # Training logs (docs/training-logs.md): stored lines of jobs finished longer ago than this are purged hourly.
 INSTANTSTART_TRAINING_LOG_RETENTION_DAYS = int(os.environ.get("INSTANTSTART_TRAINING_LOG_RETENTION_DAYS", "30"))

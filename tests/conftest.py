@@ -12,7 +12,7 @@ import httpx
 import pytest
 from botocore.retries.standard import ExponentialBackoff
 from django.core.cache import cache
-from django.test import Client
+from django.test import Client, override_settings
 
 from accounts import services
 from accounts.models import Membership, Role, Team, User
@@ -34,6 +34,13 @@ def _fast_and_isolated(settings):
 
 
 @pytest.fixture
+def open_team_creation(settings):
+    """Team creation open to anyone signed in (``INSTANTSTART_TEAM_CREATION=anyone``), for tests of creating a team
+    that are not about who may."""
+    settings.INSTANTSTART_TEAM_CREATION = "anyone"
+
+
+@pytest.fixture
 def make_user(db) -> Callable[..., User]:
     def make(username: str | None = None, *, password: str = "correct-horse-battery", **extra) -> User:
         username = username or f"user{next(_counter)}"
@@ -45,10 +52,13 @@ def make_user(db) -> Callable[..., User]:
 @pytest.fixture
 def make_team(db, make_user) -> Callable[..., Team]:
     def make(name: str | None = None, *, admin: User | None = None) -> Team:
+        """A team made by ``admin`` (its admin) as if team creation were open to anyone; the policy's own tests
+        (tests/accounts/test_team_creation.py) leave the default in force."""
         name = name or f"Team {next(_counter)}"
         admin = admin or make_user()
         slug = name.lower().replace(" ", "-")
-        return services.team_create(actor=admin, name=name, slug=slug, source=Source.SYSTEM)
+        with override_settings(INSTANTSTART_TEAM_CREATION="anyone"):
+            return services.team_create(actor=admin, name=name, slug=slug, source=Source.SYSTEM)
 
     return make
 
@@ -159,7 +169,8 @@ def sandbox(sandbox_world, monkeypatch) -> SandboxHandle:
     handle = SandboxHandle(aws_url=sandbox_world.aws_url)
     handle.control("POST", "reset")
     handle.control("PUT", "clock", {"scale": 0.001})
-    for name, value in {"AWS_ENDPOINT_URL": sandbox_world.aws_url, "AWS_ACCESS_KEY_ID": "sandbox",
+    for name, value in {"AWS_ENDPOINT_URL": sandbox_world.aws_url, "HF_ENDPOINT": f"{sandbox_world.aws_url}/_hub",
+                        "AWS_ACCESS_KEY_ID": "sandbox",
                         "AWS_SECRET_ACCESS_KEY": "sandbox", "AWS_DEFAULT_REGION": "us-west-2"}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)

@@ -22,6 +22,9 @@ from mcp_server import openapi
 ROLES = ("anonymous", "outsider", "viewer", "operator", "admin", "superuser")
 MEMBERS = frozenset({"viewer", "operator", "admin", "superuser"})
 AUTHENTICATED = frozenset(ROLES) - {"anonymous"}
+#: Platform-wide actions: team creation under the default ``INSTANTSTART_TEAM_CREATION=platform_admins``, the import
+#: rules, deleting the AWS resources of an imported cluster.
+PLATFORM_ADMINS = frozenset({"superuser"})
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ CASES: list[Case] = [
     Case("me_retrieve", AUTHENTICATED, team_scoped=False),
     Case("me_update", AUTHENTICATED, body={"current_team": None}, team_scoped=False),
     Case("teams_list", AUTHENTICATED, team_scoped=False),
-    Case("teams_create", AUTHENTICATED, body={"name": "Matrix", "slug": "matrix"}, team_scoped=False),
+    Case("teams_create", PLATFORM_ADMINS, body={"name": "Matrix", "slug": "matrix"}, team_scoped=False),
     Case("teams_retrieve", MEMBERS, params=team),
     Case("teams_update", frozenset({"admin", "superuser"}), body={"description": "changed"}, params=team),
     Case("teams_destroy", frozenset({"admin", "superuser"}), params=team),
@@ -200,10 +203,18 @@ CASES += [
 ]
 
 # The slices build on the names above.
-from tests import matrix_features, matrix_groups, matrix_logs, matrix_mlflow, matrix_nodes, matrix_training  # noqa: E402
+from tests import (  # noqa: E402
+    matrix_features,
+    matrix_groups,
+    matrix_inference,
+    matrix_logs,
+    matrix_mlflow,
+    matrix_nodes,
+    matrix_training,
+)
 
 CASES += [*matrix_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES, *matrix_training.CASES,
-          *matrix_logs.CASES, *matrix_mlflow.CASES]
+          *matrix_logs.CASES, *matrix_mlflow.CASES, *matrix_inference.CASES]
 
 
 def case(operation_id: str) -> Case:

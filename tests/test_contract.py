@@ -48,6 +48,7 @@ def portal_codes(response) -> set[str]:
 
 
 @pytest.mark.parametrize("bad", CASES, ids=lambda bad: bad.name)
+@pytest.mark.usefixtures("open_team_creation")
 def test_same_bad_input_same_code_on_every_face(bad: BadInput, cast, token_for):
     written = (Team.objects.count(), Membership.objects.count())
     secret = token_for(cast.admin)

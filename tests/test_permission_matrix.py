@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from tests.matrix import AUTHENTICATED, CASES, ROLES, Case
+from tests.matrix import AUTHENTICATED, CASES, PLATFORM_ADMINS, ROLES, Case
 from tests.matrix import case as case_for
 
 
@@ -67,12 +67,15 @@ def test_the_role_a_tool_states_is_the_one_rest_enforces():
     """The least role of a tool's action (what its description and docs/mcp.md say) is the matrix's: a team-scoped
     case allows exactly that role, the roles above it and superusers; a listing or personal case any signed-in
     user."""
+    from accounts import actions as account_actions
     from accounts.models import Role
     from mcp_server.catalog import CATALOG
 
     for tool in CATALOG:
         rest_case, role = case_for(tool.operation_id), tool.least_role
-        if role is None or not rest_case.team_scoped:
+        if tool.action == account_actions.TEAM_CREATE:
+            assert rest_case.allowed == PLATFORM_ADMINS, "INSTANTSTART_TEAM_CREATION defaults to platform_admins"
+        elif role is None or not rest_case.team_scoped:
             assert role in (None, Role.VIEWER) and rest_case.allowed == AUTHENTICATED, tool.name
         else:
             assert rest_case.allowed == {r.value for r in Role if r.rank >= role.rank} | {"superuser"}, tool.name

@@ -141,6 +141,7 @@ def test_another_teams_ids_are_not_found(cast, api):
     assert (response.status_code, response.json()["code"]) == (404, "not_found")
 
 
+@pytest.mark.usefixtures("open_team_creation")
 class TestIdempotencyKey:
     def test_replay_returns_the_original_response(self, cast, api):
         client = api(cast.admin)

@@ -158,6 +158,7 @@ def test_switch_team_ignores_offsite_next(cast):
 # --- teams ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("open_team_creation")
 def test_create_team_through_the_form(make_user):
     user = make_user()
     client = login(user)
@@ -172,6 +173,7 @@ def test_create_team_through_the_form(make_user):
     assert "Team Speech Lab created" in text(follow)
 
 
+@pytest.mark.usefixtures("open_team_creation")
 def test_bad_slug_shows_the_same_field_error_as_rest(make_user, api):
     user = make_user()
     response = login(user).post(reverse("team-create"), {"name": "Bad", "slug": "Bad Slug!"})
@@ -185,6 +187,7 @@ def test_bad_slug_shows_the_same_field_error_as_rest(make_user, api):
     assert rest.status_code == response.status_code
 
 
+@pytest.mark.usefixtures("open_team_creation")
 def test_duplicate_team_name_is_a_field_error_from_the_service(cast):
     response = login(cast.outsider).post(reverse("team-create"), {"name": "Vision", "slug": "vision-2"})
     assert response.status_code == 400

@@ -11,6 +11,7 @@ from config.context import Source, request_id_scope
 from config.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 
 
+@pytest.mark.usefixtures("open_team_creation")
 def test_team_create_makes_the_creator_admin_and_current_and_audits(make_user):
     alice = make_user("alice")
     with request_id_scope("req-123456"):
@@ -23,6 +24,7 @@ def test_team_create_makes_the_creator_admin_and_current_and_audits(make_user):
     assert event.after == {"name": "Vision", "slug": "vision", "description": ""}
 
 
+@pytest.mark.usefixtures("open_team_creation")
 def test_team_names_and_slugs_are_unique_with_field_codes(make_user):
     alice = make_user()
     services.team_create(actor=alice, name="Vision", slug="vision", source=Source.API)

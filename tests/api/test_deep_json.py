@@ -52,6 +52,7 @@ def test_the_bound_itself_is_accepted_and_one_more_level_is_not(cast, api):
     assert api(cast.admin).post("/api/v1/teams", over).json()["code"] == "json_too_deep"
 
 
+@pytest.mark.usefixtures("open_team_creation")
 def test_brackets_inside_strings_are_not_nesting(cast, api):
     body = {"name": "Brackets", "slug": "brackets", "description": '[{"\\' * 200}
     response = api(cast.admin).post("/api/v1/teams", body)

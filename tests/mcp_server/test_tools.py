@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from django.utils import timezone
 from mcp import Client
 
@@ -43,6 +44,7 @@ def test_results_are_the_rest_bodies(cast, token_for, api):
     assert [team["slug"] for team in body["results"]] == ["vision"]
 
 
+@pytest.mark.usefixtures("open_team_creation")
 def test_create_team_is_attributed_to_mcp(cast, token_for):
     is_error, body = call_tool(token_for(cast.operator), "create_team", {"name": "Agents", "slug": "agents"})
     assert not is_error
