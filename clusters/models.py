@@ -345,3 +345,29 @@ class ActiveCluster(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} → {self.cluster_id}"
+
+
+class ImportRule(models.Model):
+    """One entry of a team's import allow-list, set by platform admins (``clusters.import_rules``): the team's admins
+    may import an EKS cluster that one of the team's rules matches — in ``region`` (blank: any region), named as the
+    shell-style ``name_pattern`` says (blank: any name) and carrying the tag ``tag_key`` = ``tag_value`` (blank key: no
+    tag needed). A rule names a pattern, a tag or both; platform admins import without rules."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="import_rules")
+    region = models.CharField(max_length=32, blank=True)
+    name_pattern = models.CharField(max_length=100, blank=True)
+    tag_key = models.CharField(max_length=128, blank=True)
+    tag_value = models.CharField(max_length=256, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["team_id", "id"]
+        constraints = [models.CheckConstraint(condition=~Q(name_pattern="") | ~Q(tag_key=""),
+                                              name="import_rule_names_a_pattern_or_a_tag")]
+
+    def __str__(self) -> str:
+        parts = [f"name {self.name_pattern}" if self.name_pattern else "",
+                 f"tag {self.tag_key}={self.tag_value}" if self.tag_key else "",
+                 f"in {self.region}" if self.region else ""]
+        return " ".join(part for part in parts if part)
