@@ -175,7 +175,7 @@ def delete_cluster(call: Call) -> dict[str, Any]:
     if cluster.status == "CREATING":
         raise ApiError("ResourceInUseException", f"Cluster {cluster.name} is currently being created.",
                        clusterName=cluster.name)
-    if eks_model.shadow_nodegroups(cluster):
+    if cluster.nodegroups:
         raise ApiError("ResourceInUseException", "Cluster has nodegroups attached", clusterName=cluster.name)
     if cluster.spec.get("deletionProtection"):
         raise ApiError("InvalidRequestException", f"Cluster {cluster.name} has deletion protection enabled.",
@@ -186,9 +186,9 @@ def delete_cluster(call: Call) -> dict[str, Any]:
 
 
 def _start_update(cluster: EksCluster, update_type: str, params: list[dict[str, str]],
-                  addon: str | None = None) -> dict[str, Any]:
+                  addon: str | None = None, nodegroup: str | None = None) -> dict[str, Any]:
     update = eks_model.Update(id=core.new_uuid(), type=update_type, params=params, created_at=clock.now(),
-                              addon=addon)
+                              addon=addon, nodegroup=nodegroup)
     cluster.updates[update.id] = update
     return render_update(update)
 
@@ -258,13 +258,15 @@ def start_addon_update(cluster: EksCluster, addon: str, params: list[dict[str, s
     return _start_update(cluster, "AddonUpdate", params, addon=addon)
 
 
+def start_nodegroup_update(cluster: EksCluster, nodegroup: str, params: list[dict[str, str]]) -> dict[str, Any]:
+    return _start_update(cluster, "ConfigUpdate", params, nodegroup=nodegroup)
+
+
 @operation("eks", "DescribeUpdate")
 def describe_update(call: Call) -> Any:
-    if call.get("nodegroupName"):
-        return core.PASS
     cluster = lookup(call)
     update = cluster.updates.get(call.params["updateId"])
-    if update is None or update.addon != call.get("addonName"):
+    if update is None or update.addon != call.get("addonName") or update.nodegroup != call.get("nodegroupName"):
         raise ApiError("ResourceNotFoundException", f"No update found for ID: {call.params['updateId']}",
                        clusterName=cluster.name)
     return {"update": render_update(update)}
@@ -272,10 +274,9 @@ def describe_update(call: Call) -> Any:
 
 @operation("eks", "ListUpdates")
 def list_updates(call: Call) -> Any:
-    if call.get("nodegroupName"):
-        return core.PASS
     cluster = lookup(call)
-    ids = [update.id for update in cluster.updates.values() if update.addon == call.get("addonName")]
+    ids = [update.id for update in cluster.updates.values()
+           if update.addon == call.get("addonName") and update.nodegroup == call.get("nodegroupName")]
     page, token = core.paginate(ids, call.get("nextToken"), call.get("maxResults"))
     return {"updateIds": page, "nextToken": token}
 
@@ -293,7 +294,10 @@ def _eks_tags(arn: str) -> dict[str, str] | None:
         for association in cluster.pod_identities.values():
             if association.arn == arn:
                 return association.tags
+        for nodegroup in cluster.nodegroups.values():
+            if nodegroup.arn == arn:
+                return nodegroup.tags
     return None
 
 
-tags.register("eks", ("cluster", "addon", "access-entry", "podidentityassociation"), _eks_tags)
+tags.register("eks", ("cluster", "addon", "access-entry", "podidentityassociation", "nodegroup"), _eks_tags)

@@ -2,11 +2,14 @@
 
 Nominal durations: a cluster is CREATING for ``CLUSTER_CREATE_SECONDS``, UPDATING for
 ``CLUSTER_UPDATE_SECONDS`` and DELETING for ``CLUSTER_DELETE_SECONDS``; an add-on is CREATING, UPDATING or
-DELETING for ``ADDON_SECONDS``. Transitions are applied by ``refresh()``; call everything here under
-``core.transaction()``.
+DELETING for ``ADDON_SECONDS``; a managed node group is CREATING for ``NODEGROUP_CREATE_SECONDS`` (its instances
+launch as it turns ACTIVE), UPDATING for ``NODEGROUP_UPDATE_SECONDS`` (its instances follow the new desired size
+as the update completes) and DELETING for ``NODEGROUP_DELETE_SECONDS``. Transitions are applied by ``refresh()``;
+call everything here under ``core.transaction()``.
 
-Each cluster also exists in moto's EKS backend (same name, kept in the same status) so that moto's managed
-node groups and Fargate profiles work against it; that shadow is removed when the cluster is gone.
+Each cluster also exists in moto's EKS backend (same name, kept in the same status) so that moto's Fargate
+profiles work against it; that shadow is removed when the cluster is gone. Managed node groups are the sandbox's
+own (``sandbox.aws.eks_nodegroups``).
 """
 
 from __future__ import annotations
@@ -19,11 +22,17 @@ from moto.eks.models import eks_backends
 
 from sandbox import clock, control, endpoints, tls
 from sandbox.aws import core
+from sandbox.aws.network import private_address, subnet_facts
 
 CLUSTER_CREATE_SECONDS = 600.0
 CLUSTER_UPDATE_SECONDS = 300.0
 CLUSTER_DELETE_SECONDS = 300.0
 ADDON_SECONDS = 60.0
+NODEGROUP_CREATE_SECONDS = 240.0
+NODEGROUP_UPDATE_SECONDS = 120.0
+NODEGROUP_DELETE_SECONDS = 240.0
+NODEGROUP_ORDINAL_BASE = 1000
+"""Node group instances take private addresses from this ordinal on, clear of HyperPod's in a shared subnet."""
 ACCESS_MODES_WITH_ENTRIES = ("API", "API_AND_CONFIG_MAP")
 
 
@@ -34,10 +43,12 @@ class Update:
     params: list[dict[str, str]]
     created_at: float
     addon: str | None = None
+    nodegroup: str | None = None
 
     @property
     def status(self) -> str:
-        seconds = ADDON_SECONDS if self.addon else CLUSTER_UPDATE_SECONDS
+        seconds = (ADDON_SECONDS if self.addon else NODEGROUP_UPDATE_SECONDS if self.nodegroup
+                   else CLUSTER_UPDATE_SECONDS)
         return "Successful" if clock.due(self.created_at, seconds) else "InProgress"
 
 
@@ -88,6 +99,36 @@ class PodIdentity:
 
 
 @dataclass
+class NodegroupInstance:
+    instance_id: str
+    subnet_id: str
+    availability_zone: str
+    availability_zone_id: str
+    private_ip: str
+    private_dns: str
+    launched_at: float
+
+
+@dataclass
+class Nodegroup:
+    """A managed node group: ``spec`` is its create request (less name and tags), ``scaling``/``labels``/``taints``
+    its configuration (an UpdateNodegroupConfig sets them at once; the instances follow when it completes)."""
+
+    name: str
+    arn: str
+    created_at: float
+    spec: dict[str, Any]
+    tags: dict[str, str]
+    scaling: dict[str, int]
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    status: str = "CREATING"
+    since: float = 0.0
+    modified_at: float = 0.0
+    instances: list[NodegroupInstance] = field(default_factory=list)
+
+
+@dataclass
 class EksCluster:
     name: str
     region: str
@@ -111,6 +152,9 @@ class EksCluster:
     access_entries: dict[str, AccessEntry] = field(default_factory=dict)
     pod_identities: dict[str, PodIdentity] = field(default_factory=dict)
     updates: dict[str, Update] = field(default_factory=dict)
+    nodegroups: dict[str, Nodegroup] = field(default_factory=dict)
+    launched: int = 0
+    """Node group instances launched so far (their address ordinals)."""
 
     @property
     def endpoint(self) -> str:
@@ -156,11 +200,6 @@ def find(region: str, name: str) -> EksCluster | None:
 
 def find_by_arn(arn: str) -> EksCluster | None:
     return next((cluster for cluster in _clusters.values() if cluster.arn == arn), None)
-
-
-def shadow_nodegroups(cluster: EksCluster) -> list[str]:
-    shadow = eks_backends[core.ACCOUNT_ID][cluster.region].clusters.get(cluster.name)
-    return list(shadow.nodegroups) if shadow is not None else []
 
 
 def _sync_shadow(cluster: EksCluster) -> None:
@@ -237,6 +276,34 @@ def _refresh_addons(cluster: EksCluster) -> None:
         addon.status, addon.since, addon.modified_at = status, clock.now(), clock.now()
 
 
+def _resize(cluster: EksCluster, nodegroup: Nodegroup) -> None:
+    """Launch or terminate instances until the node group has its desired size, spread over its subnets."""
+    desired = nodegroup.scaling["desiredSize"]
+    del nodegroup.instances[desired:]
+    subnets = nodegroup.spec["subnets"]
+    while len(nodegroup.instances) < desired:
+        facts = subnet_facts(cluster.region, subnets[len(nodegroup.instances) % len(subnets)])
+        ip, dns = private_address(facts, NODEGROUP_ORDINAL_BASE + cluster.launched, cluster.region)
+        cluster.launched += 1
+        nodegroup.instances.append(NodegroupInstance(
+            instance_id="i-" + core.hex_id(17), subnet_id=facts.subnet_id, availability_zone=facts.availability_zone,
+            availability_zone_id=facts.availability_zone_id, private_ip=ip, private_dns=dns,
+            launched_at=clock.now()))
+
+
+_NODEGROUP_SECONDS = {"CREATING": NODEGROUP_CREATE_SECONDS, "UPDATING": NODEGROUP_UPDATE_SECONDS}
+
+
+def _refresh_nodegroups(cluster: EksCluster) -> None:
+    for name, nodegroup in list(cluster.nodegroups.items()):
+        seconds = _NODEGROUP_SECONDS.get(nodegroup.status)
+        if seconds is not None and clock.due(nodegroup.since, seconds):
+            nodegroup.status, nodegroup.since, nodegroup.modified_at = "ACTIVE", clock.now(), clock.now()
+            _resize(cluster, nodegroup)
+        elif nodegroup.status == "DELETING" and clock.due(nodegroup.since, NODEGROUP_DELETE_SECONDS):
+            del cluster.nodegroups[name]
+
+
 def _refresh(cluster: EksCluster) -> None:
     if cluster.status == "CREATING" and clock.due(cluster.since, CLUSTER_CREATE_SECONDS):
         set_status(cluster, "FAILED" if cluster.pending_failure is not None else "ACTIVE")
@@ -249,6 +316,7 @@ def _refresh(cluster: EksCluster) -> None:
         eks_backends[core.ACCOUNT_ID][cluster.region].clusters.pop(cluster.name, None)
         return
     _refresh_addons(cluster)
+    _refresh_nodegroups(cluster)
 
 
 def refresh() -> None:

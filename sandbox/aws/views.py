@@ -55,6 +55,26 @@ class NodeView:
 
 
 @dataclass(frozen=True)
+class NodegroupNodeView:
+    """One instance of an EKS managed node group, as the simulator makes it a Node."""
+
+    nodegroup: str
+    instance_id: str
+    instance_type: str
+    capacity_type: str
+    """ON_DEMAND or SPOT."""
+    ami_type: str
+    availability_zone: str
+    availability_zone_id: str
+    private_ip: str
+    private_dns: str
+    launch_time: float
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    """``key``/``value``/``effect`` as EKS has them (``NO_SCHEDULE``…)."""
+
+
+@dataclass(frozen=True)
 class SubnetView:
     subnet_id: str
     availability_zone: str

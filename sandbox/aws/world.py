@@ -6,6 +6,8 @@ For the Kubernetes emulator::
     eks_clusters() -> list[EksClusterView]        # every EKS cluster: name, region, status, endpoint, …
     eks_cluster(region, name) -> EksClusterView | None
     eks_addons(region, cluster) -> list[AddonView]  # its add-ons with status ([] for an unknown cluster)
+    eks_nodegroup_nodes(region, cluster) -> list[NodegroupNodeView]
+                                                  # the instances of its managed node groups
 
 For the simulator::
 
@@ -45,13 +47,15 @@ from sandbox.aws.views import (
     HyperPodView,
     InstanceGroupView,
     NodeEvent,
+    NodegroupNodeView,
     NodeView,
     SubnetView,
 )
 
-__all__ = ["AddonView", "EksClusterView", "HyperPodView", "InstanceGroupView", "NodeEvent", "NodeView", "SubnetView",
-           "eks_addons", "eks_cluster", "eks_clusters", "hyperpod_cluster", "hyperpod_clusters", "off_node_event",
-           "on_node_event", "refresh", "scale_in", "scale_out", "set_node_health", "snapshot"]
+__all__ = ["AddonView", "EksClusterView", "HyperPodView", "InstanceGroupView", "NodeEvent", "NodeView",
+           "NodegroupNodeView", "SubnetView", "eks_addons", "eks_cluster", "eks_clusters", "eks_nodegroup_nodes",
+           "hyperpod_cluster", "hyperpod_clusters", "off_node_event", "on_node_event", "refresh", "scale_in",
+           "scale_out", "set_node_health", "snapshot"]
 
 
 def refresh() -> None:
@@ -92,6 +96,24 @@ def eks_addons(region: str, cluster: str) -> list[AddonView]:
                           configuration_values=addon.spec.get("configurationValues"),
                           service_account_role_arn=addon.spec.get("serviceAccountRoleArn"))
                 for addon in found.addons.values()]
+
+
+def eks_nodegroup_nodes(region: str, cluster: str) -> list[NodegroupNodeView]:
+    """The instances of the EKS cluster's managed node groups ([] for an unknown cluster)."""
+    with core.transaction():
+        refresh()
+        found = eks_model.find(region, cluster)
+        if found is None:
+            return []
+        return [NodegroupNodeView(
+            nodegroup=nodegroup.name, instance_id=instance.instance_id,
+            instance_type=(nodegroup.spec.get("instanceTypes") or ["t3.medium"])[0],
+            capacity_type=nodegroup.spec.get("capacityType", "ON_DEMAND"),
+            ami_type=nodegroup.spec.get("amiType", "AL2023_x86_64_STANDARD"),
+            availability_zone=instance.availability_zone, availability_zone_id=instance.availability_zone_id,
+            private_ip=instance.private_ip, private_dns=instance.private_dns, launch_time=instance.launched_at,
+            labels=dict(nodegroup.labels), taints=[dict(taint) for taint in nodegroup.taints])
+            for nodegroup in found.nodegroups.values() for instance in nodegroup.instances]
 
 
 def _group_view(cluster: model.Cluster, group: model.Group) -> InstanceGroupView:

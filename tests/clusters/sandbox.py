@@ -69,6 +69,10 @@ def tagged_resources(cluster_id: int, *, region: str = "us-west-2") -> list[str]
     for name in eks.list_clusters()["clusters"]:
         if eks.describe_cluster(name=name)["cluster"].get("tags", {}).get("instantstart:cluster-id") == str(cluster_id):
             found.append(f"eks:{name}")
+        for group in eks.list_nodegroups(clusterName=name)["nodegroups"]:
+            described = eks.describe_nodegroup(clusterName=name, nodegroupName=group)["nodegroup"]
+            if described.get("tags", {}).get("instantstart:cluster-id") == str(cluster_id):
+                found.append(f"nodegroup:{name}/{group}")
     for summary in sagemaker.list_clusters()["ClusterSummaries"]:
         tags = sagemaker.list_tags(ResourceArn=summary["ClusterArn"])["Tags"]
         if {t["Key"]: t["Value"] for t in tags}.get("instantstart:cluster-id") == str(cluster_id):

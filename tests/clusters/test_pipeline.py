@@ -1,4 +1,4 @@
-"""The whole cluster lifecycle against the sandbox, through REST and MCP: create (six phases), a fault in each phase
+"""The whole cluster lifecycle against the sandbox, through REST and MCP: create (seven phases), a fault in each phase
 then a retry of that phase alone, delete leaving nothing tagged behind."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.clusters.sandbox import tagged_resources
 
 CREATE = {"name": "alpha", "region": "us-west-2", "zone": "us-west-2a", "instance_type": "ml.g5.8xlarge",
           "instance_count": 2}
-CREATE_PHASES = ["network", "eks", "activate", "dependencies", "hyperpod", "storage"]
+CREATE_PHASES = ["network", "eks", "system-nodes", "activate", "dependencies", "hyperpod", "storage"]
 
 
 def requests(sandbox, **query) -> list[dict]:
@@ -33,7 +33,7 @@ def test_create_then_delete_end_to_end_over_rest(api, cast, sandbox, drive):
     operation = drive(create(api, cast), timeout=120)
     assert operation.state == OperationState.SUCCEEDED, (operation.phase, operation.error_code,
                                                          operation.error_message)
-    assert [phase.state for phase in operation.phases.order_by("index")] == ["succeeded"] * 6
+    assert [phase.state for phase in operation.phases.order_by("index")] == ["succeeded"] * 7
     cluster = Cluster.objects.get(pk=operation.params["cluster_id"])
     assert cluster.state == ClusterState.ACTIVE
     assert cluster.eks_arn and cluster.oidc_issuer and cluster.hyperpod_arn
@@ -48,7 +48,8 @@ def test_create_then_delete_end_to_end_over_rest(api, cast, sandbox, drive):
 
     found = tagged_resources(cluster.pk)
     kinds = {entry.split(":", 1)[0] for entry in found}
-    assert kinds >= {"vpc", "subnet", "igw", "nat", "rtb", "sg", "vpce", "eip", "role", "oidc", "eks", "hyperpod"}
+    assert kinds >= {"vpc", "subnet", "igw", "nat", "rtb", "sg", "vpce", "eip", "role", "oidc", "eks", "nodegroup",
+                     "hyperpod"}
     ec2 = aws.client("ec2", region="us-west-2")
     in_vpc = [{"Name": "vpc-id", "Values": [network.vpc_id]}]
     assert all(f"subnet:{s['SubnetId']}" in found for s in ec2.describe_subnets(Filters=in_vpc)["Subnets"])
@@ -71,6 +72,7 @@ def _effective_before(sandbox) -> set[str]:
 @pytest.mark.parametrize(("phase", "target", "code", "changes"), [
     ("network", "ec2:CreateNatGateway", "InvalidSubnet", {}),
     ("eks", "eks:CreateCluster", "InvalidParameterException", {}),
+    ("system-nodes", "eks:CreateNodegroup", "InvalidParameterException", {}),
     ("dependencies", "eks:CreateAddon", "InvalidParameterException", {}),
     ("hyperpod", "sagemaker:CreateCluster", "ValidationException", {}),
     ("storage", "fsx:CreateFileSystem", "BadRequest", {"fsx_capacity_gib": 1200}),

@@ -210,16 +210,6 @@ def test_config_and_version_updates_and_tags(client):
     assert eks.list_tags_for_resource(resourceArn=cluster["arn"])["tags"] == {"owner": "ada"}
 
 
-def test_moto_nodegroups_work_against_sandbox_clusters(client):
-    eks = client("eks")
-    make_eks_cluster(client)
-    eks.create_nodegroup(clusterName="demo", nodegroupName="system", nodeRole=ROLE, subnets=["subnet-a1"])
-    assert eks.list_nodegroups(clusterName="demo")["nodegroups"] == ["system"]
-    with pytest.raises(ClientError) as excinfo:
-        eks.delete_cluster(name="demo")
-    assert _code(excinfo) == "ResourceInUseException"
-
-
 def test_hyperpod_operators_fail_without_their_prerequisites(client):
     eks = client("eks")
     make_eks_cluster(client)
