@@ -9,6 +9,7 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from accounts.models import ApiToken, User
+from accounts.throttling import auth_failure_record, auth_failures_check
 from accounts.tokens import TOKEN_PREFIX, hash_secret
 
 #: last_used_at is refreshed at most this often, so a busy token does not write on every request.
@@ -43,6 +44,10 @@ def user_for_secret(secret: str) -> User:
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
+    """REST's (and the MCP endpoint's) bearer-token authentication. A client address over the limit of failed
+    authentications is refused before the token is looked at, and every refused token counts one failure
+    (``accounts.throttling``)."""
+
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[User, ApiToken | None] | None:
@@ -52,10 +57,15 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         scheme, _, secret = header.partition(" ")
         if scheme.lower() != self.keyword.lower():
             return None
+        auth_failures_check(request)
         secret = secret.strip()
-        if not secret or " " in secret:
-            raise exceptions.AuthenticationFailed("Send 'Authorization: Bearer <token>'.", code="token_invalid")
-        user = user_for_secret(secret)
+        try:
+            if not secret or " " in secret:
+                raise exceptions.AuthenticationFailed("Send 'Authorization: Bearer <token>'.", code="token_invalid")
+            user = user_for_secret(secret)
+        except exceptions.AuthenticationFailed:
+            auth_failure_record(request)
+            raise
         return user, user.api_token
 
     def authenticate_header(self, request: Request) -> str:

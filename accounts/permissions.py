@@ -8,6 +8,7 @@ from rest_framework import exceptions, permissions
 from rest_framework.request import Request
 
 from accounts import access
+from accounts.throttling import auth_failure_record, auth_failures_check
 from config.errors import TokenReadOnly
 
 if TYPE_CHECKING:
@@ -15,11 +16,14 @@ if TYPE_CHECKING:
 
 
 class IsAuthenticatedActor(permissions.BasePermission):
-    """Any authenticated, active user. A read-only token may not use unsafe methods at all."""
+    """Any authenticated, active user. A read-only token may not use unsafe methods at all. A request without
+    credentials counts as a failed authentication of its address (``accounts.throttling``)."""
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         user = request.user
         if not (user and user.is_authenticated and user.is_active):
+            auth_failures_check(request)
+            auth_failure_record(request)
             raise exceptions.NotAuthenticated()
         if request.method not in permissions.SAFE_METHODS and access.is_read_only(user):
             raise TokenReadOnly()

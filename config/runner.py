@@ -49,8 +49,10 @@ def say(name: str, line: str) -> None:
 def child_commands(host: str, port: int) -> dict[str, list[str]]:
     python = sys.executable
     return {
+        # uvicorn believes X-Forwarded-* only from the proxies the product trusts (accounts.addresses): none by default
         "web": [python, "-m", "uvicorn", "config.asgi:application", "--host", host, "--port", str(port),
-                "--lifespan", "on", "--proxy-headers"],
+                "--lifespan", "on", "--proxy-headers",
+                "--forwarded-allow-ips", os.environ.get("INSTANTSTART_TRUSTED_PROXIES", "")],
         "worker": [python, "-m", "celery", "-A", "config", "worker", "--concurrency", "2", "--pool", "prefork",
                    "--loglevel", "INFO"],
         "beat": [python, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
@@ -107,7 +109,8 @@ def manage(*args: str) -> None:
 
 
 def start_sandbox() -> Child:
-    """Start ``python -m sandbox`` and point every later child at it (``AWS_ENDPOINT_URL``, dummy credentials)."""
+    """Start ``python -m sandbox`` and point every later child at it (``AWS_ENDPOINT_URL``, its Hugging Face Hub as
+    ``HF_ENDPOINT``, dummy credentials)."""
     aws_port = int(os.environ.get("INSTANTSTART_SANDBOX_AWS_PORT", "4566"))
     os.environ.setdefault("INSTANTSTART_SANDBOX_STATE_DIR", str(VAR_DIR / "sandbox"))
     child = Child("sandbox", [sys.executable, "-m", "sandbox"])
@@ -119,6 +122,7 @@ def start_sandbox() -> Child:
             raise RuntimeError(f"the sandbox did not answer on {endpoint} within {SANDBOX_START_TIMEOUT:.0f} s")
         time.sleep(0.2)
     os.environ["AWS_ENDPOINT_URL"] = endpoint
+    os.environ.setdefault("HF_ENDPOINT", f"{endpoint}/_hub")
     for name, value in SANDBOX_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
     say("runner", f"sandbox AWS on {endpoint}, Kubernetes API servers under https://127.0.0.1:"

@@ -16,6 +16,7 @@ from django.http import HttpRequest
 from rest_framework import exceptions as drf
 
 from accounts.authentication import ApiTokenAuthentication
+from accounts.throttling import auth_failure_record, auth_failures_check
 from config.api.exceptions import error_body
 
 #: ASGI scope key under which the ``/mcp`` wrapper hands the authenticated caller to the tool handlers.
@@ -40,19 +41,24 @@ class CallerRejected(Exception):
         self.status = status
 
 
-def caller_for_authorization(authorization: str | None) -> Caller:
+def caller_for_authorization(authorization: str | None, *, peer: dict[str, str] | None = None) -> Caller:
     """Resolve an ``Authorization`` header value to its caller (sync: reads the database).
 
-    Raises :class:`CallerRejected` with ``not_authenticated`` when there is no bearer token, or with the code
-    ``user_for_secret`` raised (``token_invalid``, ``token_expired``, ``token_revoked``, ``user_inactive``).
+    ``peer``: the connection's ``REMOTE_ADDR`` and ``HTTP_X_FORWARDED_FOR``, so failed authentications count against
+    the client's address as they do on REST (none for stdio). Raises :class:`CallerRejected` with
+    ``not_authenticated`` when there is no bearer token, with the code ``user_for_secret`` raised (``token_invalid``,
+    ``token_expired``, ``token_revoked``, ``user_inactive``), or with ``too_many_auth_failures`` (429).
     """
     request = HttpRequest()
+    request.META.update(peer or {})
     if authorization:
         request.META["HTTP_AUTHORIZATION"] = authorization
     try:
         # it reads only request.META, which Django's request has; the stub asks for DRF's wrapper
         resolved = ApiTokenAuthentication().authenticate(request)  # type: ignore[arg-type]
         if resolved is None:
+            auth_failures_check(request)
+            auth_failure_record(request)
             raise drf.NotAuthenticated()
     except drf.APIException as exc:
         raise CallerRejected(*error_body(exc)) from exc

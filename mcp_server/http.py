@@ -91,7 +91,7 @@ class McpEndpoint:
             await _refuse(scope, receive, send, 403, "invalid_origin", "Requests from this origin are not allowed.")
             return
         try:
-            caller = await run_in_django_thread(_authenticate, headers.get("authorization"))
+            caller = await run_in_django_thread(_authenticate, headers.get("authorization"), _peer(scope, headers))
         except CallerRejected as rejected:
             response = JSONResponse(rejected.body, status_code=rejected.status,
                                     headers={"WWW-Authenticate": 'Bearer realm="instantstart"'})
@@ -100,9 +100,18 @@ class McpEndpoint:
         await self._app({**scope, CALLER_SCOPE_KEY: caller}, receive, send)
 
 
-def _authenticate(authorization: str | None) -> Caller:
+def _peer(scope: Scope, headers: Headers) -> dict[str, str]:
+    """The connection's address and forwarded-for header, as ``accounts.addresses`` reads them."""
+    client = scope.get("client")
+    peer = {"REMOTE_ADDR": client[0] if client else ""}
+    if "x-forwarded-for" in headers:
+        peer["HTTP_X_FORWARDED_FOR"] = ", ".join(headers.getlist("x-forwarded-for"))
+    return peer
+
+
+def _authenticate(authorization: str | None, peer: dict[str, str]) -> Caller:
     try:
-        return caller_for_authorization(authorization)
+        return caller_for_authorization(authorization, peer=peer)
     finally:
         close_old_connections()
 

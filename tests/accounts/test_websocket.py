@@ -6,12 +6,13 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.sessions.backends.db import SessionStore
+from django.test import Client
+from django.urls import reverse
 
 from accounts import services
 from config.asgi import application
 from config.context import Source
+from tests.websockets import refused_with
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio(loop_scope="session")]
 
@@ -28,21 +29,11 @@ def feed(team_id: int, *, token: str | None = None, cookie: str | None = None, o
 
 
 def session_cookie(user) -> str:
-    session = SessionStore()
-    session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
-    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-    session.save()
-    return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
-
-
-async def refused_with(communicator) -> int | None:
-    """The close code of a refused handshake; the consumer is then told the socket is gone, so it stops
-    listening on the channel layer before the test's event loop closes."""
-    connected, code = await communicator.connect()
-    assert not connected
-    await communicator.disconnect()
-    return code
+    """The session cookie of a real sign-in through the portal's login form (through the lockout backend too)."""
+    client = Client()
+    response = client.post(reverse("login"), {"username": user.username, "password": "correct-horse-battery"})
+    assert response.status_code == 302, "the sign-in should succeed"
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
 
 
 async def test_anonymous_is_refused(cast):

@@ -51,6 +51,16 @@ def test_unauthenticated_requests_get_401_before_mcp(mcp_url, authorization, cod
     assert response.headers["WWW-Authenticate"] == 'Bearer realm="instantstart"'
 
 
+def test_refused_tokens_over_mcp_are_counted_too(mcp_url, cast, token_for, settings):
+    settings.INSTANTSTART_AUTH_FAILURE_LIMIT = 2
+    good = token_for(cast.viewer)
+    for authorization in ("Bearer isk_guess", None):
+        headers = MCP_HEADERS | ({"Authorization": authorization} if authorization else {})
+        assert httpx.post(mcp_url, json=INITIALIZE, headers=headers).status_code == 401
+    refused = httpx.post(mcp_url, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": f"Bearer {good}"})
+    assert (refused.status_code, refused.json()["code"]) == (429, "too_many_auth_failures")
+
+
 def test_expired_token_gets_401(mcp_url, cast, token_for):
     secret = token_for(cast.admin)
     cast.admin.api_tokens.update(expires_at="2000-01-01T00:00:00Z")
