@@ -13,12 +13,13 @@ from django.utils import timezone
 
 from accounts import access, audit
 from accounts.models import Team, User
-from clusters import actions, drift, importing, pipelines, preflight, storage, usage
+from clusters import actions, drift, importing, inspection, pipelines, preflight, storage, usage
 from clusters.models import (
     ActiveCluster,
     Cluster,
     ClusterOrigin,
     ClusterState,
+    ImportRule,
     StorageKind,
     StorageState,
     StorageVolume,
@@ -97,12 +98,16 @@ def cluster_import(*, actor: User, team: Team, region: str, eks_name: str, sourc
     """Start ``cluster.import`` for the EKS cluster ``eks_name`` (and the HyperPod cluster it orchestrates).
 
     The import grants the control plane access through an EKS access entry and records what it finds; it tags and
-    deletes nothing. ``cluster_already_tracked`` when a live cluster of any team already tracks it.
+    deletes nothing. ``cluster_already_tracked`` when a live cluster of any team already tracks it. The platform
+    policy (``importing.require_import_allowed``) is checked on the name and region before anything is read, then on
+    the cluster's tags: ``import_not_allowed`` for a team admin no import rule of the team allows,
+    ``cluster_owned_by_another_team`` for a cluster tagged as another team's, whoever asks.
     """
     access.require(actor, actions.CLUSTER_IMPORT, team)
     replayed = idempotency.replayed(team, idempotency_key)
     if replayed is not None:
         return Cluster.objects.get(pk=replayed.params["cluster_id"]), replayed
+    importing.require_import_allowed(actor, team, region=region, name=eks_name, tags=None)
     tracked = Cluster.objects.filter(region=region, eks_name=eks_name).exclude(state=ClusterState.DELETED).first()
     if tracked is not None:
         owner = "your team" if tracked.team_id == team.pk else "another team"
@@ -110,7 +115,8 @@ def cluster_import(*, actor: User, team: Team, region: str, eks_name: str, sourc
                                          f"EKS cluster {eks_name} in {region} is already managed by {owner}.")
     if Cluster.objects.filter(team=team, name=eks_name).exclude(state=ClusterState.DELETED).exists():
         raise _name_taken(eks_name)
-    importing.check_import(region=region, eks_name=eks_name)
+    eks = importing.check_import(region=region, eks_name=eks_name)
+    importing.require_import_allowed(actor, team, region=region, name=eks_name, tags=eks.tags)
     try:
         with transaction.atomic():
             cluster = Cluster.objects.create(team=team, name=eks_name, region=region, eks_name=eks_name,
@@ -145,9 +151,10 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
 
     A cluster InstantStart created is deleted by ``cluster.delete``, which removes only resources carrying our tags.
     An imported cluster is only forgotten (``None`` is returned, nothing is sent to AWS) unless
-    ``delete_resources`` asks for its EKS and HyperPod clusters to be deleted too. Refused with
-    ``cluster_in_use`` (listing them) while jobs or endpoints run on it, and ``cluster_busy`` while an operation
-    changes it.
+    ``delete_resources`` asks for its EKS and HyperPod clusters to be deleted too — AWS resources InstantStart did
+    not create, so only a platform admin may ask (``permission_denied`` otherwise), with the same typed name. Refused
+    with ``cluster_in_use`` (listing them) while jobs or endpoints run on it, and ``cluster_busy`` while an
+    operation changes it.
     """
     access.require(actor, actions.CLUSTER_DELETE, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
@@ -158,6 +165,9 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
     if confirm != cluster.name:
         raise ValidationFailed.for_field("confirm", "confirmation_mismatch",
                                          f"Type the cluster's name ({cluster.name}) to confirm.")
+    if cluster.origin == ClusterOrigin.IMPORTED and delete_resources:
+        access.require_platform_admin(actor, f"Only platform admins delete the AWS resources of an imported cluster "
+                                             f"(InstantStart did not create them); forget {cluster.name} instead.")
     require_idle(cluster)
     workloads = usage.workloads_on(cluster)
     if workloads:
@@ -218,6 +228,8 @@ def volume_create(*, actor: User, cluster: Cluster, name: str, kind: str, source
                                          f"volume named {name}.")
     if kind == StorageKind.S3 and not bucket:
         raise ValidationFailed.for_field("bucket", "required", "Name the S3 bucket to mount.")
+    if kind == StorageKind.S3:
+        storage.check_s3_source(cluster, bucket, prefix)
     if kind == StorageKind.FSX and not capacity_gib:
         raise ValidationFailed.for_field("capacity_gib", "required", "Give the FSx for Lustre capacity in GiB.")
     namespace = team_namespace(cluster.team)
@@ -261,3 +273,38 @@ def volume_delete(*, actor: User, volume: StorageVolume, source: str,
         audit.record(actor=actor, source=source, action=actions.STORAGE_DELETE, target=volume, team=volume.team,
                      before={"name": volume.name, "kind": volume.kind}, after={"state": volume.state})
     return operation
+
+
+IMPORT_RULE_AUDIT_FIELDS = ["region", "name_pattern", "tag_key", "tag_value"]
+PLATFORM_ADMINS_SET_IMPORT_RULES = "Only platform admins set the teams' import rules."
+
+
+def import_rule_create(*, actor: User, team: Team, region: str = "", name_pattern: str = "", tag_key: str = "",
+                       tag_value: str = "", source: str) -> ImportRule:
+    """Let ``team``'s admins import EKS clusters this rule matches (platform admins only). ``region`` must be a
+    region (``unknown_region``); a rule names a pattern, a tag or both (``import_rule_empty`` on field
+    ``name_pattern``)."""
+    access.require(actor, actions.IMPORT_RULE_VIEW, team)
+    access.require_platform_admin(actor, PLATFORM_ADMINS_SET_IMPORT_RULES)
+    if region and region not in inspection.regions():
+        raise ValidationFailed.for_field("region", "unknown_region", f"{region} is not a region.")
+    if not name_pattern and not tag_key:
+        raise ValidationFailed.for_field("name_pattern", "import_rule_empty",
+                                         "Give a name pattern, a tag or both: a rule that names neither would allow "
+                                         "every cluster (use the pattern * for that).")
+    with transaction.atomic():
+        rule = ImportRule.objects.create(team=team, region=region, name_pattern=name_pattern, tag_key=tag_key,
+                                         tag_value=tag_value, created_by=actor)
+        audit.record(actor=actor, source=source, action=actions.IMPORT_RULE_CREATE, target=rule, team=team,
+                     after=audit.snapshot(rule, IMPORT_RULE_AUDIT_FIELDS))
+    return rule
+
+
+def import_rule_delete(*, actor: User, rule: ImportRule, source: str) -> None:
+    """Remove an import rule (platform admins only); clusters already imported under it stay."""
+    access.require(actor, actions.IMPORT_RULE_VIEW, rule)
+    access.require_platform_admin(actor, PLATFORM_ADMINS_SET_IMPORT_RULES)
+    with transaction.atomic():
+        audit.record(actor=actor, source=source, action=actions.IMPORT_RULE_DELETE, target=rule, team=rule.team,
+                     before=audit.snapshot(rule, IMPORT_RULE_AUDIT_FIELDS))
+        rule.delete()

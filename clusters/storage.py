@@ -33,7 +33,8 @@ from cloud import aws, kube
 from clusters.models import Cluster, StorageKind, StorageState, StorageVolume, Subnet, SubnetRole
 from clusters.ownership import CLUSTER_LABEL, as_tag_list, aws_tags, kube_labels, owned_by, team_namespace
 from clusters.phases.common import cluster_of
-from config.errors import ApplicationError, Conflict
+from clusters.shared_bucket import configured_bucket, shared_bucket_name, team_prefix
+from config.errors import ApplicationError, Conflict, ValidationFailed
 from operations.context import StepContext
 from operations.models import Operation, OperationState
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
@@ -44,6 +45,11 @@ FSX_DRIVER = "fsx.csi.aws.com"
 S3_NOMINAL_CAPACITY = "1200Gi"
 FSX_DEPLOYMENT_TYPE = "PERSISTENT_2"
 FSX_THROUGHPUT_MBPS_PER_TIB = 125
+#: The largest file system InstantStart asks for: the account's default FSx for Lustre storage quota, which is also
+#: the largest ``SizeInGiB`` SageMaker HyperPod takes for a cluster's Lustre file system (``FSxLustreConfig``).
+#: FSx answers a larger request with ``ServiceLimitExceeded`` only after the volume was recorded, so it is refused
+#: before anything is created.
+FSX_MAX_CAPACITY_GIB = 100_800
 VOLUME_LABEL = "instantstart.io/volume"
 CREATE_KIND = "storage.create"
 DELETE_KIND = "storage.delete"
@@ -52,9 +58,27 @@ _FSX_GONE = "gone"
 
 def fsx_capacity_error(capacity_gib: int) -> str | None:
     """Why FSx would refuse ``capacity_gib`` for a PERSISTENT_2 file system, or ``None`` when it is valid."""
+    if capacity_gib > FSX_MAX_CAPACITY_GIB:
+        return f"FSx for Lustre file systems are at most {FSX_MAX_CAPACITY_GIB} GiB; {capacity_gib} GiB is more."
     if capacity_gib in (1200, 2400) or (capacity_gib > 0 and capacity_gib % 2400 == 0):
         return None
     return f"FSx for Lustre takes 1200, 2400 or a multiple of 2400 GiB; {capacity_gib} GiB is not one of them."
+
+
+def check_s3_source(cluster: Cluster, bucket: str, prefix: str) -> None:
+    """Refuse an S3 volume that would mount more of the shared bucket than the cluster team's own folder
+    (``teams/<slug>/``): another team's data, the whole bucket or the clusters' lifecycle scripts. ``prefix`` is
+    the mounted key prefix; ``..`` or empty segments are refused wherever they point. Other buckets are the team's
+    own business (their IAM policy decides what the nodes may read)."""
+    shared = bucket.startswith("instantstart-shared-") or bucket == configured_bucket()
+    if not shared or bucket != shared_bucket_name(cluster.region):
+        return
+    own = team_prefix(cluster.team.slug)
+    segments = prefix.strip("/").split("/")
+    if not (prefix.rstrip("/") + "/").startswith(own) or any(part in ("", ".", "..") for part in segments):
+        raise ValidationFailed.for_field(
+            "prefix", "path_outside_shared_bucket",
+            f"In the shared bucket {bucket} a volume mounts the team's own folder {own} or a folder under it.")
 
 
 def volume_object_names(cluster: Cluster, name: str) -> tuple[str, str]:

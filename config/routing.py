@@ -11,9 +11,11 @@ from training.routing import websocket_urlpatterns as training_routes
 
 
 class UnknownRoute(AsyncWebsocketConsumer):
-    """Any WebSocket path no app serves (including ids that are not ids, such as a 20-digit number)."""
+    """Any WebSocket path no app serves (including ids that are not ids, such as a 20-digit number). The handshake is
+    accepted and then closed: a close before the accept reaches the client as HTTP 403, without the code."""
 
     async def connect(self) -> None:
+        await self.accept()
         await self.close(code=4404)
 
 

@@ -7,12 +7,16 @@ stays below every app, importing none. Streams: the team feed (``accounts.consum
 
 Close codes: 4401 not authenticated, 4404 not something the user can see (the same answer for an id that does not
 exist, so ids are not probed), 4403 when access ends while subscribed (membership removed, token revoked or expired;
-asked again at most every ``RECHECK_SECONDS``, when an event is delivered).
+asked again at most every ``RECHECK_SECONDS``, when an event is delivered), 4400 a frame from the client that is not
+a JSON text (``malformed_request``) or nests deeper than ``MAX_JSON_DEPTH`` (``json_too_deep``), after an
+``{"type": "error", "code", "message"}`` frame. A refusal at the door accepts the handshake first and then closes:
+ASGI servers answer a close before the accept with HTTP 403, and the client would never see the code.
 """
 
 from __future__ import annotations
 
 import abc
+import json
 import time
 from typing import Any
 
@@ -22,6 +26,7 @@ from django.utils import timezone
 
 from accounts import access
 from accounts.models import ApiToken
+from config.api.parsers import MAX_JSON_DEPTH, json_depth
 
 #: How long a subscription is trusted before access is asked again (membership, token revocation).
 RECHECK_SECONDS = 5.0
@@ -69,9 +74,38 @@ class FollowingConsumer(AsyncJsonWebsocketConsumer, metaclass=abc.ABCMeta):
         await self.accept()
         await self.subscribed()
 
+    async def close(self, code: int | bool | None = None, reason: str | None = None) -> None:
+        """Close with ``code``; before the handshake was accepted, accept it first so the client receives the code."""
+        if not getattr(self, "handshake_accepted", False):
+            await self.accept()
+        await super().close(code, reason)
+
+    async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
+        self.handshake_accepted = True
+        await super().accept(subprotocol, headers)
+
     async def disconnect(self, code: int) -> None:
         for group in getattr(self, "joined", []):
             await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        """Decode a client's frame as bounded JSON; a frame that is not JSON text ends the socket with 4400."""
+        if text_data is None:
+            await self._refuse_frame("malformed_request", "Frames are JSON text.")
+            return
+        if json_depth(text_data.encode()) > MAX_JSON_DEPTH:
+            await self._refuse_frame("json_too_deep", f"The frame nests deeper than {MAX_JSON_DEPTH} levels.")
+            return
+        try:
+            content = json.loads(text_data)
+        except ValueError:
+            await self._refuse_frame("malformed_request", "The frame is not JSON.")
+            return
+        await self.receive_json(content, **kwargs)
+
+    async def _refuse_frame(self, code: str, message: str) -> None:
+        await self.send_json({"type": "error", "code": code, "message": message})
+        await self.close(code=4400)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":

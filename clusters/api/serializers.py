@@ -8,12 +8,13 @@ from rest_framework import serializers
 
 from accounts.api.fields import CapabilitiesField
 from accounts.models import User
-from clusters import actions, state_rules
+from clusters import actions, state_rules, storage
 from clusters.models import (
     CLUSTER_NAME_PATTERN,
     CapacityType,
     Cluster,
     ClusterDependency,
+    ImportRule,
     NetworkPlan,
     StorageKind,
     StorageVolume,
@@ -47,10 +48,11 @@ class _CodedRegexField(serializers.CharField):
 
 
 def fsx_capacity(value: int | None) -> int | None:
-    """FSx for Lustre sizes: 1200 GiB or a multiple of 2400 GiB (``invalid_capacity`` otherwise)."""
-    if value is not None and value != 1200 and (value <= 0 or value % 2400):
-        raise serializers.ValidationError("FSx for Lustre takes 1200 GiB or a multiple of 2400 GiB.",
-                                          code="invalid_capacity")
+    """FSx for Lustre sizes: 1200 GiB or a multiple of 2400 GiB (``invalid_capacity`` otherwise); the field's
+    ``max_value`` (:data:`storage.FSX_MAX_CAPACITY_GIB`) refuses larger ones first."""
+    problem = storage.fsx_capacity_error(value) if value is not None else None
+    if problem:
+        raise serializers.ValidationError(problem, code="invalid_capacity")
     return value
 
 
@@ -78,8 +80,10 @@ class ClusterCreateSerializer(StrictSerializer):
     capacity_type = serializers.ChoiceField(choices=CapacityType.choices, default=CapacityType.ON_DEMAND)
     training_plan_arn = serializers.CharField(max_length=2048, required=False, default="", allow_blank=True,
                                               help_text="Required with capacity_type training-plan, else empty.")
-    fsx_capacity_gib = serializers.IntegerField(required=False, allow_null=True, default=None, help_text=(
-        "Size of an FSx for Lustre file system to create (1200, or a multiple of 2400); omit for none."))
+    fsx_capacity_gib = serializers.IntegerField(
+        required=False, allow_null=True, default=None, max_value=storage.FSX_MAX_CAPACITY_GIB, help_text=(
+            "Size of an FSx for Lustre file system to create (1200, or a multiple of 2400, at most "
+            f"{storage.FSX_MAX_CAPACITY_GIB}); omit for none."))
     deep_health_checks = serializers.BooleanField(default=False,
                                                   help_text="Run deep health checks when the instances start.")
     kubernetes_version = serializers.RegexField(r"^1\.\d{2}$", max_length=8, required=False, default="",
@@ -118,8 +122,30 @@ class ClusterImportSerializer(StrictSerializer):
 class ClusterDeleteSerializer(StrictSerializer):
     confirm = serializers.CharField(max_length=100, help_text="The cluster's name, typed again to confirm.")
     delete_resources = serializers.BooleanField(default=False, help_text=(
-        "Only for imported clusters: also delete their EKS and HyperPod clusters in AWS. Without it an imported "
-        "cluster is only forgotten. Clusters InstantStart created are always deleted with what it tagged."))
+        "Only for imported clusters, and only platform admins: also delete their EKS and HyperPod clusters in AWS. "
+        "Without it an imported cluster is only forgotten. Clusters InstantStart created are always deleted with "
+        "what it tagged."))
+
+
+class ImportRuleSerializer(serializers.ModelSerializer):
+    team = serializers.IntegerField(source="team_id", read_only=True)
+    created_by = serializers.SlugRelatedField[User](slug_field="username", read_only=True)
+
+    class Meta:
+        model = ImportRule
+        fields = ["id", "team", "region", "name_pattern", "tag_key", "tag_value", "created_by", "created_at"]
+
+
+class ImportRuleCreateSerializer(StrictSerializer):
+    team = serializers.IntegerField(required=False, help_text="Team id; your current team when omitted.")
+    region = serializers.CharField(max_length=32, required=False, default="", allow_blank=True,
+                                   help_text="Only clusters of this region; blank for any region.")
+    name_pattern = serializers.CharField(max_length=100, required=False, default="", allow_blank=True, help_text=(
+        "Only EKS clusters whose name matches this shell-style pattern (`research-*`); blank for any name."))
+    tag_key = serializers.CharField(max_length=128, required=False, default="", allow_blank=True,
+                                    help_text="Only EKS clusters carrying this tag (with `tag_value`); blank for none.")
+    tag_value = serializers.CharField(max_length=256, required=False, default="", allow_blank=True,
+                                      help_text="The value `tag_key` must have.")
 
 
 class ActiveClusterSetSerializer(StrictSerializer):
@@ -135,8 +161,9 @@ class VolumeCreateSerializer(StrictSerializer):
                                     default="", allow_blank=True, help_text="S3 only: the bucket to mount.")
     prefix = serializers.CharField(max_length=1024, required=False, default="", allow_blank=True,
                                    help_text="S3 only: mount only this prefix of the bucket.")
-    capacity_gib = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                            help_text="FSx only: 1200, or a multiple of 2400.")
+    capacity_gib = serializers.IntegerField(
+        required=False, allow_null=True, default=None, max_value=storage.FSX_MAX_CAPACITY_GIB,
+        help_text=f"FSx only: 1200, or a multiple of 2400, at most {storage.FSX_MAX_CAPACITY_GIB}.")
 
     def validate_capacity_gib(self, value: int | None) -> int | None:
         return fsx_capacity(value)
@@ -284,6 +311,7 @@ class ImportCandidateSerializer(serializers.Serializer):
     hyperpod_arn = serializers.CharField(allow_blank=True)
     hyperpod_status = serializers.CharField(allow_blank=True)
     tracked = serializers.BooleanField(help_text="Already managed by InstantStart (yours or another team's).")
+    tracked_by_team = serializers.BooleanField(help_text="Already managed by the team asked about.")
 
 
 class PreflightSerializer(serializers.Serializer):

@@ -3,8 +3,11 @@
 A file system is CREATING for ``CREATE_SECONDS`` then AVAILABLE, DELETING for ``DELETE_SECONDS`` then gone.
 Lustre file systems get a ``MountName`` (``fsx`` for SCRATCH_1, else 8 random lower-case characters, as FSx
 does) and are checked as FSx checks them: one subnet, a storage capacity of 1200, 2400 or a multiple of 2400
-GiB (3600 for SCRATCH_1), and a per-unit throughput valid for a persistent deployment type. FSx backups are
-left to moto, which does not know these file systems.
+GiB (3600 for SCRATCH_1), and a per-unit throughput valid for a persistent deployment type (a ``StorageCapacity``
+outside the model's range is refused by the app's model check, as ``BadRequest``). Lustre file systems of an account
+and region hold at most ``LUSTRE_STORAGE_QUOTA_GIB`` together (FSx's default quota); a file system that would pass
+it is refused with ``ServiceLimitExceeded`` before it exists. FSx backups are left to moto, which does not know
+these file systems.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from sandbox.aws.network import subnet_facts
 
 CREATE_SECONDS = 480.0
 DELETE_SECONDS = 120.0
+#: FSx's default quota of Lustre storage per account and region, in GiB.
+LUSTRE_STORAGE_QUOTA_GIB = 100_800
 THROUGHPUTS = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
 
 
@@ -72,6 +77,12 @@ def _check_lustre(call: Call) -> None:
     if deployment in THROUGHPUTS and lustre.get("PerUnitStorageThroughput") not in THROUGHPUTS[deployment]:
         allowed = ", ".join(str(value) for value in THROUGHPUTS[deployment])
         raise _bad(f"PerUnitStorageThroughput must be one of {allowed} for {deployment}.")
+    used = sum(fs.spec.get("StorageCapacity", 0) for fs in _file_systems.values()
+               if fs.region == call.region and fs.spec["FileSystemType"] == "LUSTRE")
+    if used + capacity > LUSTRE_STORAGE_QUOTA_GIB:
+        raise ApiError("ServiceLimitExceeded", f"Account {core.ACCOUNT_ID} can not create a file system of {capacity} "
+                       f"GiB: the total Lustre storage capacity would exceed its limit of {LUSTRE_STORAGE_QUOTA_GIB} "
+                       "GiB.")
 
 
 def render(fs: FileSystem) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from config.asgi import application
 from tests import factories
 from tests.operations.helpers import start
 from tests.test_contract import portal_codes
+from tests.websockets import refused_with
 
 SUPERSCRIPT_TWO = "\u00b2"
 TWENTY_DIGITS = "9" * 20
@@ -127,13 +128,6 @@ def test_the_portal_node_page_size_that_is_not_a_number_is_no_error(cast, sandbo
 
 def socket(path: str, token: str) -> WebsocketCommunicator:
     return WebsocketCommunicator(application, path, headers=[(b"authorization", f"Bearer {token}".encode())])
-
-
-async def refused_with(communicator: WebsocketCommunicator) -> int | None:
-    connected, code = await communicator.connect()
-    assert not connected
-    await communicator.disconnect()
-    return code
 
 
 @pytest.mark.django_db(transaction=True)

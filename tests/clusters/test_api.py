@@ -39,7 +39,7 @@ def test_create_starts_the_six_phase_operation_and_audits(admin_api, cast, sandb
     assert (cluster.state, cluster.origin, cluster.eks_name) == ("creating", "created", "alpha")
     assert cluster.spec["instance_type"] == "ml.g5.8xlarge"
     assert [phase["slug"] for phase in body["operation"]["phases"]] == [
-        "network", "eks", "activate", "dependencies", "hyperpod", "storage"]
+        "network", "eks", "system-nodes", "activate", "dependencies", "hyperpod", "storage"]
     assert body["operation"]["params"]["cluster_id"] == cluster.pk
     assert AuditEvent.objects.filter(action="cluster.create", target_id=str(cluster.pk)).exists()
     assert mutations(sandbox) == []
@@ -247,6 +247,8 @@ def test_volumes_are_added_to_active_clusters_only(api, make_cluster, cast):
     ({"name": "data", "kind": "s3"}, "bucket", "required"),
     ({"name": "data", "kind": "fsx"}, "capacity_gib", "required"),
     ({"name": "data", "kind": "fsx", "capacity_gib": 100}, "capacity_gib", "invalid_capacity"),
+    ({"name": "data", "kind": "fsx", "capacity_gib": 2_400_000_000_000}, "capacity_gib", "max_value"),
+    ({"name": "data", "kind": "fsx", "capacity_gib": 103_200}, "capacity_gib", "max_value"),
     ({"name": "data", "kind": "efs"}, "kind", "invalid_choice"),
 ])
 def test_bad_volume_input_is_refused_by_field(api, make_cluster, cast, body, field, code):
@@ -255,6 +257,33 @@ def test_bad_volume_input_is_refused_by_field(api, make_cluster, cast, body, fie
     assert response.status_code == 400, response.content
     assert code in field_codes(response)[field]
     assert not StorageVolume.objects.exists() and not Operation.objects.exists()
+
+
+SHARED = "instantstart-shared-123456789012-us-west-2"
+
+
+@pytest.mark.parametrize("prefix", ["", "teams/", "teams/speech/", "teams/visionary/", "teams/vision/../speech/",
+                                    "clusters/1/lifecycle/", "/teams/vision/"])
+def test_a_volume_of_the_shared_bucket_mounts_only_the_teams_own_folder(api, make_cluster, cast, monkeypatch,
+                                                                       token_for, prefix):
+    monkeypatch.setenv("INSTANTSTART_SHARED_BUCKET", SHARED)
+    cluster = make_cluster(state=ClusterState.ACTIVE)
+    body = {"name": "data", "kind": "s3", "bucket": SHARED, "prefix": prefix}
+    response = api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/volumes", body)
+    assert response.status_code == 400, response.content
+    assert field_codes(response) == {"prefix": ["path_outside_shared_bucket"]}
+    is_error, answer = call_tool(token_for(cast.admin), "create_cluster_volume", {"cluster_id": cluster.pk, **body})
+    assert is_error and answer["fields"]["prefix"][0]["code"] == "path_outside_shared_bucket"
+    assert not StorageVolume.objects.exists() and not Operation.objects.exists()
+
+
+def test_a_volume_of_the_teams_own_folder_of_the_shared_bucket_is_added(api, make_cluster, cast, monkeypatch):
+    monkeypatch.setenv("INSTANTSTART_SHARED_BUCKET", SHARED)
+    cluster = make_cluster(state=ClusterState.ACTIVE)
+    for name, prefix in (("own", "teams/vision"), ("data", "teams/vision/datasets/")):
+        response = api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/volumes",
+                                        {"name": name, "kind": "s3", "bucket": SHARED, "prefix": prefix})
+        assert response.status_code == 202, response.content
 
 
 def test_volume_create_and_delete_start_operations(api, make_cluster, cast):

@@ -15,6 +15,7 @@ from operations.models import OperationLog, OperationState
 from portal import consumers as following
 from tests.accounts.test_websocket import feed, session_cookie
 from tests.operations.helpers import fail_first_phase, start
+from tests.websockets import refused_with
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio(loop_scope="session")]
 
@@ -38,15 +39,6 @@ async def opened(communicator) -> WebsocketCommunicator:
     connected, code = await communicator.connect()
     assert connected, code
     return communicator
-
-
-async def refused_with(communicator) -> int | None:
-    """The close code of a refused handshake; the consumer is then told the socket is gone, so it stops
-    listening on the channel layer before the test's event loop closes."""
-    connected, code = await communicator.connect()
-    assert not connected
-    await communicator.disconnect()
-    return code
 
 
 async def frames_until_quiet(communicator, timeout: float = 0.3) -> list[dict]:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from config.asgi import application
 from tests import factories
 from tests.accounts.test_websocket import session_cookie
+from tests.websockets import refused_with
 from training.consumers import FRAME_LINES
 from training.logs import store
 from training.logs.kubelet import PodLine, to_micros
@@ -77,13 +78,6 @@ async def opened(communicator) -> WebsocketCommunicator:
     connected, code = await communicator.connect()
     assert connected, code
     return communicator
-
-
-async def refused_with(communicator) -> int | None:
-    connected, code = await communicator.connect()
-    assert not connected
-    await communicator.disconnect()
-    return code
 
 
 async def frames_until_quiet(communicator, timeout: float = 0.3) -> list[dict]:

@@ -119,3 +119,20 @@ def test_iam_managed_policies_are_loaded(client):
     iam = client("iam")
     policy = iam.get_policy(PolicyArn="arn:aws:iam::aws:policy/AmazonSageMakerFullAccess")["Policy"]
     assert policy["PolicyName"] == "AmazonSageMakerFullAccess"
+
+
+def test_fsx_refuses_a_capacity_over_the_api_range_or_the_lustre_quota(client):
+    fsx = client("fsx")
+    persistent = {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 125}
+    for capacity, code in ((2_400_000_000_000, "BadRequest"), (103_200, "ServiceLimitExceeded")):
+        with pytest.raises(ClientError) as excinfo:
+            fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=capacity, SubnetIds=[SUBNET],
+                                   LustreConfiguration=persistent)
+        assert _code(excinfo) == code, capacity
+    fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=98_400, SubnetIds=[SUBNET],
+                           LustreConfiguration=persistent)
+    with pytest.raises(ClientError) as excinfo:
+        fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=4800, SubnetIds=[SUBNET],
+                               LustreConfiguration=persistent)
+    assert _code(excinfo) == "ServiceLimitExceeded"
+    assert len(fsx.describe_file_systems()["FileSystems"]) == 1
