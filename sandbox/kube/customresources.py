@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sandbox.kube import celrules
 from sandbox.kube.errors import FieldError, invalid, required
 from sandbox.kube.meta import rfc3339
 from sandbox.kube.resources import ResourceType, sort_versions
@@ -26,12 +27,18 @@ def apply_defaults(crd: dict[str, Any]) -> None:
 
 
 def _pattern_errors(node: Any, path: str) -> list[FieldError]:
-    """Regular expressions in a schema must compile (the apiserver rejects the CRD otherwise)."""
+    """Regular expressions and CEL rules in a schema must compile (the apiserver rejects the CRD otherwise)."""
     if isinstance(node, list):
         return [error for index, item in enumerate(node) for error in _pattern_errors(item, f"{path}[{index}]")]
     if not isinstance(node, dict):
         return []
     found: list[FieldError] = []
+    for index, rule in enumerate(node.get("x-kubernetes-validations") or []):
+        problem = celrules.compile_error(rule.get("rule") or "") if isinstance(rule, dict) else "must be an object"
+        if problem:
+            found.append(invalid(f"{path}.x-kubernetes-validations[{index}].rule",
+                                 rule.get("rule") if isinstance(rule, dict) else rule,
+                                 f"compilation failed: {problem}"))
     if isinstance(node.get("pattern"), str):
         try:
             re.compile(node["pattern"])

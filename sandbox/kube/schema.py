@@ -12,7 +12,7 @@
    ``FieldError``s worded like the apiserver (``spec.replicas in body must be of type integer: "string"``).
 
 Formats ``int32``, ``int64``, ``date-time``, ``byte`` and (built-ins only) ``quantity`` are checked; CEL rules
-(``x-kubernetes-validations``) are not evaluated.
+(``x-kubernetes-validations``) are evaluated by ``celrules``.
 """
 
 from __future__ import annotations

@@ -5,14 +5,15 @@
 (names, labels), the schema (a CRD version's ``openAPIV3Schema``, or the client model of a built-in) and,
 for built-ins, the rules the product is most likely to trip: pods need containers with images, workload
 selectors must match their template, Jobs need ``Never``/``OnFailure``, Services need ports, a Pod's
-spec is mostly immutable.
+spec is mostly immutable. Custom resources then have their CEL rules evaluated (``celrules``)
+unless a value has the wrong type, as the apiserver does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sandbox.kube import meta
+from sandbox.kube import celrules, meta
 from sandbox.kube.errors import (
     FieldError,
     bad_request,
@@ -170,6 +171,17 @@ def check_types(resource_type: ResourceType, obj: dict[str, Any], version: str |
     _raise(resource_type, obj, [e for e in _schema_errors(resource_type, obj, version) if e.type == "TypeInvalid"])
 
 
+def _rule_errors(schema: dict[str, Any] | None, obj: dict[str, Any], old: dict[str, Any] | None,
+                 found: list[FieldError]) -> list[FieldError]:
+    """The CEL rules' errors; none are evaluated when a value has the wrong type (the apiserver's blocking error)."""
+    if schema is None or celrules.rule_tree(schema) is None:
+        return []
+    if any(error.type == "TypeInvalid" for error in found):
+        return [invalid("<nil>", "null", "some validation rules were not checked because the object was invalid; "
+                                         "correct the existing errors to complete validation")]
+    return celrules.errors(schema, obj, old)
+
+
 def check(resource_type: ResourceType, obj: dict[str, Any], version: str | None = None,
           old: dict[str, Any] | None = None) -> None:
     """Raise 422 ``Invalid`` (every error at once) unless ``obj`` may be stored."""
@@ -177,4 +189,6 @@ def check(resource_type: ResourceType, obj: dict[str, Any], version: str | None 
     errors += _schema_errors(resource_type, obj, version)
     if not resource_type.custom:
         errors += _semantic_errors(resource_type.plural, obj, old)
+    else:
+        errors += _rule_errors(resource_type.schema(version), obj, old, errors)
     _raise(resource_type, obj, errors)

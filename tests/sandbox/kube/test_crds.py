@@ -126,7 +126,9 @@ def test_ray_jobs_are_validated_against_the_kuberay_crd(api, store):
     with pytest.raises(k8s.ApiException) as raised:
         custom.create_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", broken)
     assert set(causes(raised.value)) == {"spec.shutdownAfterJobFinishes",
-                                         "spec.rayClusterSpec.headGroupSpec.template.spec.containers[0].name"}
+                                         "spec.rayClusterSpec.headGroupSpec.template.spec.containers[0].name",
+                                         "<nil>"}  # a wrong type: the CRD's CEL rules were not checked
+    assert causes(raised.value)["<nil>"].startswith('Invalid value: "null": some validation rules were not checked')
 
 
 def test_inference_samples_against_the_inference_add_on(api, clusters):
