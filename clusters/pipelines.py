@@ -15,7 +15,7 @@ cluster any more; it is ``deleted`` when everything was undone, else ``failed`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +26,9 @@ from clusters import storage as volumes
 from clusters.features.pipeline import all_pipelines as feature_pipelines
 from clusters.instance_groups import pipelines as groups
 from clusters.models import ActiveCluster, Cluster, ClusterState, StorageState, StorageVolume
+from clusters.node_groups import pipelines as node_groups
 from clusters.phases import activate, dependencies, eks, hyperpod, lifecycle, network, storage, system_nodes
+from operations.context import StepContext
 from operations.models import Operation, OperationState
 from operations.pipeline import UNDO_INCOMPLETE, Phase, Pipeline
 
@@ -76,16 +78,18 @@ def _cluster_deleted(operation: Operation) -> None:
             state=ClusterState.FAILED, updated_at=now)
 
 
-def _undone_by(create: Phase, delete: Phase) -> Phase:
+def _undone_by(create: Phase, delete: Phase, leftovers: Callable[[StepContext], list[str]] | None = None) -> Phase:
     """``create``, undone on cancel by ``delete``'s steps (submit, then polled until done)."""
-    return replace(create, compensate=delete.submit, undo_poll=delete.poll)
+    return replace(create, compensate=delete.submit, undo_poll=delete.poll, leftovers=leftovers)
 
 
 CREATE = Pipeline(
     kind=CREATE_KIND,
-    phases=(_undone_by(network.CREATE, network.DELETE), _undone_by(eks.CREATE, eks.DELETE),
+    phases=(_undone_by(network.CREATE, network.DELETE, network.leftovers),
+            _undone_by(eks.CREATE, eks.DELETE, eks.leftovers),
             _undone_by(system_nodes.CREATE, system_nodes.DELETE), activate.CREATE,
-            _undone_by(dependencies.CREATE, dependencies.DELETE), _undone_by(hyperpod.CREATE, hyperpod.DELETE),
+            _undone_by(dependencies.CREATE, dependencies.DELETE),
+            _undone_by(hyperpod.CREATE, hyperpod.DELETE, hyperpod.leftovers),
             _undone_by(storage.CREATE, storage.DELETE)),
     remedy=_remedy,
     on_finished=_create_finished,
@@ -100,5 +104,6 @@ DELETE = Pipeline(
 
 PIPELINES = (
     CREATE, DELETE, importing.PIPELINE, volumes.CREATE, volumes.DELETE, groups.ADD, groups.UPDATE, groups.DELETE,
-    cluster_settings.SETTINGS, cluster_settings.SOFTWARE, *node_actions.PIPELINES.values(), *feature_pipelines(),
+    cluster_settings.SETTINGS, cluster_settings.SOFTWARE, node_groups.SCALE, node_groups.DELETE,
+    *node_actions.PIPELINES.values(), *feature_pipelines(),
 )

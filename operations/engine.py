@@ -330,7 +330,7 @@ def _undo_step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, 
     assert spec.compensate is not None  # only phases with an undo become undoing
     if phase.deadline_at is not None and timezone.now() > phase.deadline_at:
         last = f" (last status: {phase.status_reason})" if phase.status_reason else ""
-        _undo_failed(operation, spec.title, phase, lease, ApplicationError(
+        _undo_failed(operation, pipeline, phase, lease, region, ApplicationError(
             f"the undo did not finish within {_duration(spec.timeout)}{last}.", code="phase_timeout"))
         return None
     context = StepContext(operation, phase, lease=lease, region=region)
@@ -364,7 +364,7 @@ def _undo_step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, 
             return delay
         if error.code == "internal_error":
             logger.exception("operation %s phase %s: unexpected error in its undo", operation.pk, phase.slug)
-        _undo_failed(operation, spec.title, phase, lease, error)
+        _undo_failed(operation, pipeline, phase, lease, region, error)
         return None
     if progress.done:
         transitions.move_phase(phase, PhaseState.COMPENSATED, lease=lease, status_reason=progress.status)
@@ -379,15 +379,27 @@ def _undo_step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, 
     return progress.after if progress.after is not None else backoff(spec.poll_interval, phase.polls)
 
 
-def _undo_failed(operation: Operation, title: str, phase: OperationPhase, lease: str,
+def _undo_failed(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease: str, region: str,
                  error: ApplicationError) -> None:
+    """The phase's undo cannot finish: ``failed`` with ``undo_failed``, naming what is left (the phase's
+    ``leftovers``, else the undo's last status)."""
+    spec = pipeline.phase(phase.slug)
     detail = dict(getattr(error, "provider", {}) or {})
     detail["cause"] = error.code
-    left = f" (left: {phase.status_reason})" if phase.status_reason and error.code != "phase_timeout" else ""
+    left = [phase.status_reason] if phase.status_reason else []
+    if spec.leftovers is not None:
+        try:
+            left = spec.leftovers(StepContext(operation, phase, lease=lease, region=region))
+        except (LeaseLost, StateChanged):
+            raise
+        except Exception as exc:  # the account of what is left must not stop the cancellation
+            logger.warning("operation %s phase %s: could not list what is left: %s", operation.pk, phase.slug, exc)
+    detail["left"] = left
+    message = f"{error.message.rstrip('.')}." + (f" Left: {', '.join(left)}." if left else "")
     transitions.move_phase(phase, PhaseState.FAILED, lease=lease, error_code="undo_failed",
-                           error_message=f"Could not undo: {error.message}{left}", error_detail=detail)
+                           error_message=f"Could not undo: {message}", error_detail=detail)
     transitions.publish(operation)
-    logs.append(operation.pk, f"{title}: could not undo — {error.message}", phase=phase.slug,
+    logs.append(operation.pk, f"{spec.title}: could not undo — {message}", phase=phase.slug,
                 level=LogLevel.WARNING)
 
 
@@ -399,9 +411,9 @@ def _finish_cancel(operation: Operation, pipeline: Pipeline, lease: str) -> None
     if left:
         remedy = pipeline.remedy(operation.params) if pipeline.remedy is not None else ""
         changes.update(status_reason="Cancelled; not everything could be undone", error_code=UNDO_INCOMPLETE,
-                       error_message="Cancelled, but not everything could be undone. Left: "
-                       + "; ".join(f"{phase.title} — {phase.error_message.removeprefix('Could not undo: ')}"
-                                   for phase in left) + (f" {remedy}" if remedy else ""))
+                       error_message="Cancelled, but not everything could be undone. "
+                       + " ".join(f"{phase.title}: {phase.error_message.removeprefix('Could not undo: ')}"
+                                  for phase in left) + (f" {remedy}" if remedy else ""))
     with transaction.atomic():
         transitions.move(operation, OperationState.CANCELLED, lease=lease, **changes)
         logs.append(operation.pk, "Cancelled." if not left else f"Cancelled. {changes['error_message']}",

@@ -81,7 +81,8 @@ class Phase:
     """One phase. ``timeout`` bounds a run of the phase (submit to done) and its undo (compensate to done);
     ``poll_interval`` is the first wait after the submit (or compensate) step, doubled (with jitter, up to
     ``OPERATIONS_POLL_MAX_SECONDS``) while the poll (or undo poll) step waits. Without ``undo_poll`` the undo is
-    done once ``compensate`` returns.
+    done once ``compensate`` returns. ``leftovers`` names what the phase made that is still there (``"EKS cluster
+    alpha (CREATING)"``), for the cancelled operation's account of an undo that could not finish.
     """
 
     slug: str
@@ -90,6 +91,7 @@ class Phase:
     poll: Poll
     compensate: Step | None = None
     undo_poll: Poll | None = None
+    leftovers: Callable[[StepContext], list[str]] | None = None
     timeout: timedelta = timedelta(minutes=30)
     poll_interval: float = 5.0
 

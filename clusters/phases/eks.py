@@ -242,6 +242,27 @@ def _teardown(ctx: StepContext, *, report: bool = False) -> str:
     return ""
 
 
+def leftovers(ctx: StepContext) -> list[str]:
+    """The EKS cluster, OIDC provider and cluster role of ours still there, for an undo that could not finish."""
+    cluster = cluster_of(ctx)
+    name = cluster.eks_name or cluster.name
+    found = _eks_cluster(ctx, name)
+    left = [f"EKS cluster {name} ({found['status']})"] if found and owned_by(found.get("tags"), cluster) else []
+    iam = ctx.client("iam")
+    issuer = ctx.intent.get("oidc_issuer") or cluster.oidc_issuer
+    suffix = "oidc-provider/" + issuer.removeprefix("https://")
+    left += [f"IAM OIDC provider {provider['Arn']}" for provider in iam.list_open_id_connect_providers()[
+        "OpenIDConnectProviderList"] if issuer and provider["Arn"].endswith(suffix)]
+    role = iam_name(cluster, ROLE_PURPOSE)
+    try:
+        if owned_by(iam.list_role_tags(RoleName=role)["Tags"], cluster):
+            left.append(f"IAM role {role}")
+    except ClientError as error:
+        if not aws.error_is(error, "NoSuchEntity"):
+            raise
+    return left
+
+
 def submit_eks_delete(ctx: StepContext) -> None:
     ctx.record(status=_teardown(ctx, report=True) or "deleted")
 

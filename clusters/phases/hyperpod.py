@@ -307,6 +307,17 @@ def submit_delete(ctx: StepContext) -> None:
         ctx.log(f"HyperPod cluster {name}: deletion requested.")
 
 
+def leftovers(ctx: StepContext) -> list[str]:
+    """The HyperPod cluster of ours still there, for an undo that could not finish."""
+    cluster = cluster_of(ctx)
+    name = ctx.intent.get("hyperpod_name") or cluster.hyperpod_name or cluster.name
+    sagemaker = ctx.client("sagemaker")
+    described = describe_hyperpod(sagemaker, name)
+    if described is None or not hyperpod_is_ours(sagemaker, described["ClusterArn"], cluster):
+        return []
+    return [f"HyperPod cluster {name} ({described['ClusterStatus']})"]
+
+
 def poll_delete(ctx: StepContext) -> Progress:
     cluster = cluster_of(ctx)
     if not ctx.reference.get("foreign"):

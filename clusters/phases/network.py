@@ -361,6 +361,24 @@ def _teardown(ctx: StepContext) -> str:
     return ""
 
 
+def leftovers(ctx: StepContext) -> list[str]:
+    """What of ours is still in EC2, for the account of an undo that could not finish."""
+    cluster = cluster_of(ctx)
+    ec2 = ctx.client("ec2")
+    kinds = (
+        (ec2.describe_vpcs, "Vpcs", "VPC", "VpcId"),
+        (ec2.describe_subnets, "Subnets", "subnet", "SubnetId"),
+        (_nat_gateways(ec2), "NatGateways", "NAT gateway", "NatGatewayId"),
+        (ec2.describe_internet_gateways, "InternetGateways", "internet gateway", "InternetGatewayId"),
+        (ec2.describe_addresses, "Addresses", "Elastic IP", "AllocationId"),
+        (ec2.describe_vpc_endpoints, "VpcEndpoints", "VPC endpoint", "VpcEndpointId"),
+        (ec2.describe_route_tables, "RouteTables", "route table", "RouteTableId"),
+        (ec2.describe_security_groups, "SecurityGroups", "security group", "GroupId"),
+    )
+    return [f"{what} {item[id_key]}" for describe, key, what, id_key in kinds for item in _owned(describe, key, cluster)
+            if str(item.get("State", "")).lower() not in GONE_STATES]
+
+
 def submit_network_delete(ctx: StepContext) -> None:
     status = _teardown(ctx)
     ctx.record(status=status or "deleted")

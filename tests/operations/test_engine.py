@@ -151,7 +151,7 @@ def test_an_undo_the_cloud_refuses_is_reported_not_raised(sandbox, cast, drive):
     warning = operation.logs.get(level=LogLevel.WARNING, phase="bucket")
     assert warning.message.startswith("Shared bucket: could not undo") and "no delete for you" in warning.message
     assert operation.error_code == "undo_incomplete"
-    assert operation.error_message.startswith("Cancelled, but not everything could be undone. Left: Shared bucket")
+    assert operation.error_message.startswith("Cancelled, but not everything could be undone. Shared bucket: ")
 
 
 def test_a_wake_up_runs_once_however_often_it_is_delivered(sandbox, cast, fast_polling):
