@@ -3,14 +3,13 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from accounts.views import audit, home, teams, tokens
+from accounts.views import audit, home, invitations, teams, tokens, users
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html",
                                                 redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", home.dashboard, name="dashboard"),
-    path("inference/", home.section, {"name": "inference"}, name="inference"),
     path("me/team/", home.switch_team, name="switch-team"),
     path("settings/", home.account_settings, name="settings"),
     path("settings/tokens/", tokens.token_list, name="token-list"),
@@ -19,7 +18,13 @@ urlpatterns = [
     path("teams/", teams.team_list, name="team-list"),
     path("teams/new/", teams.team_create, name="team-create"),
     path("teams/<id:team_id>/", teams.team_detail, name="team-detail"),
-    path("teams/<id:team_id>/members/", teams.member_add, name="member-add"),
+    path("teams/<id:team_id>/invitations/", teams.member_invite, name="member-invite"),
+    path("teams/<id:team_id>/invitations/<id:invitation_id>/revoke/", teams.invitation_revoke,
+         name="invitation-revoke"),
+    path("invitations/<id:invitation_id>/accept/", invitations.invitation_accept, name="invitation-accept"),
+    path("invitations/<id:invitation_id>/decline/", invitations.invitation_decline, name="invitation-decline"),
+    path("invitations/<str:secret>/", invitations.invitation_link, name="invitation-link"),
+    path("users/new/", users.user_create, name="user-create"),
     path("teams/<id:team_id>/members/<id:membership_id>/role/", teams.member_role, name="member-role"),
     path("teams/<id:team_id>/members/<id:membership_id>/remove/", teams.member_remove, name="member-remove"),
     path("audit/", audit.audit_list, name="audit-list"),

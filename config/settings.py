@@ -258,6 +258,12 @@ SPECTACULAR_SETTINGS = {
         "DependencyStateEnum": "clusters.models.DependencyState",
         "StorageKindEnum": "clusters.models.StorageKind",
         "StorageStateEnum": "clusters.models.StorageState",
+        "DownloadSourceEnum": "inference.models.DownloadSource",
+        "DownloadStateEnum": "inference.models.DownloadState",
+        "EndpointStateEnum": "inference.models.EndpointState",
+        "EngineEnum": "inference.models.Engine",
+        "ExposureEnum": "inference.models.Exposure",
+        "ModelSourceEnum": "inference.models.ModelSource",
     },
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}},
     "POSTPROCESSING_HOOKS": [
@@ -285,6 +291,8 @@ INSTANTSTART_FIRST_ADMIN_USERNAME = os.environ.get("INSTANTSTART_ADMIN_USERNAME"
 INSTANTSTART_FIRST_ADMIN_PASSWORD = os.environ.get("INSTANTSTART_ADMIN_PASSWORD", "")
 INSTANTSTART_TOKEN_DEFAULT_DAYS = int(os.environ.get("INSTANTSTART_TOKEN_DEFAULT_DAYS", "90"))
 INSTANTSTART_TOKEN_MAX_DAYS = int(os.environ.get("INSTANTSTART_TOKEN_MAX_DAYS", "365"))
+#: How long a team invitation (and its link) can be accepted.
+INSTANTSTART_INVITATION_DAYS = int(os.environ.get("INSTANTSTART_INVITATION_DAYS", "7"))
 #: Who may create teams (docs/architecture.md, "Platform policy"): ``platform_admins`` (the default: a newcomer asks a
 #: platform admin, who creates the team and makes them its admin) or ``anyone`` signed in.
 INSTANTSTART_TEAM_CREATION = os.environ.get("INSTANTSTART_TEAM_CREATION", "platform_admins")

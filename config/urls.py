@@ -15,6 +15,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("operations.api.urls")),
     path("", include("clusters.api.urls")),
     path("", include("training.api.urls")),
+    path("", include("inference.api.urls")),
     re_path(r"^[\s\S]*$", api_not_found),
 ]
 
@@ -26,6 +27,7 @@ urlpatterns = [
     path("", include("operations.urls")),
     path("", include("clusters.urls")),
     path("", include("training.urls")),
+    path("", include("inference.urls")),
     path("", include("accounts.urls")),
 ]
 

@@ -15,8 +15,10 @@ from accounts import actions as account_actions
 from mcp_server.cluster_tools import CLUSTER_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
+from mcp_server.invitation_tools import INVITATION_TOOLS
 from mcp_server.mlflow_tools import MLFLOW_TOOLS
 from mcp_server.model_tools import MODEL_TOOLS
+from mcp_server.node_group_tools import NODE_GROUP_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
 from mcp_server.training_tools import TRAINING_TOOLS
@@ -65,6 +67,7 @@ CATALOG: tuple[ToolSpec, ...] = (
             "(`INSTANTSTART_TEAM_CREATION=anyone`); otherwise ask a platform admin to create the team."
         ),
     ),
+    *INVITATION_TOOLS,
     ToolSpec(
         name="list_audit_events",
         operation_id="audit_events_list",
@@ -178,6 +181,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ),
     *CLUSTER_TOOLS,
     *GROUP_TOOLS,
+    *NODE_GROUP_TOOLS,
     *NODE_TOOLS,
     *FEATURE_TOOLS,
     *TRAINING_TOOLS,

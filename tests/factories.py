@@ -10,6 +10,7 @@ from accounts.models import Team
 from clusters.models import Cluster, ClusterState, InstanceGroup, StorageKind, StorageVolume
 from clusters.ownership import team_namespace
 from clusters.storage import volume_object_names
+from inference.models import DownloadSource, DownloadState, ModelDownload
 from training.models import JobState, TrainingJob, TrainingPath
 
 REGION = "us-west-2"
@@ -34,6 +35,15 @@ def storage_volume(cluster: Cluster, name: str = "shared", **fields) -> StorageV
     return StorageVolume.objects.create(**{
         "cluster": cluster, "team": cluster.team, "name": name, "kind": StorageKind.S3,
         "namespace": team_namespace(cluster.team), "pv_name": pv_name, "pvc_name": pvc_name, **fields})
+
+
+def model_download(cluster: Cluster, name: str = "qwen", **fields) -> ModelDownload:
+    """A ``running`` Hub download of ``cluster``'s team into ``models/<name>/`` of a bucket named ``shared``."""
+    return ModelDownload.objects.create(**{
+        "team": cluster.team, "cluster": cluster, "name": name, "source": DownloadSource.HUB,
+        "repo_id": "Qwen/Qwen2.5-0.5B-Instruct", "revision": "main", "bucket": "shared",
+        "prefix": f"teams/{cluster.team.slug}/models/{name}/", "namespace": team_namespace(cluster.team),
+        "state": DownloadState.RUNNING, **fields})
 
 
 def training_job(cluster: Cluster, name: str = "llama", **fields) -> TrainingJob:

@@ -95,8 +95,6 @@ CASES: list[Case] = [
     Case("teams_update", frozenset({"admin", "superuser"}), body={"description": "changed"}, params=team),
     Case("teams_destroy", frozenset({"admin", "superuser"}), params=team),
     Case("memberships_list", MEMBERS, params=team),
-    Case("memberships_create", frozenset({"admin", "superuser"}),
-         body={"username": "newcomer", "role": "viewer"}, params=team),
     Case("memberships_retrieve", MEMBERS, params=member_of_team),
     Case("memberships_update", frozenset({"admin", "superuser"}), body={"role": "operator"}, params=member_of_team),
     # The viewer's own membership: admins remove it, and the viewer may leave.
@@ -165,10 +163,19 @@ def volume_of_cluster(cast, actor) -> dict:
 
 
 def eks_in_sandbox(cast, actor) -> dict:
-    """An EKS cluster made directly in the sandbox (not tracked by InstantStart), to import."""
+    """An EKS cluster made directly in the sandbox (not tracked by InstantStart), to import: an import rule of the
+    cast's team allows it, so its admins may."""
+    from clusters.models import ImportRule
     from tests.clusters.sandbox import make_eks_cluster
 
+    ImportRule.objects.get_or_create(team=cast.team, name_pattern="matrix-*")
     return {"team": cast.team.pk, "region": "us-west-2", "eks_name": make_eks_cluster("matrix-import").name}
+
+
+def import_rule_of_team(cast, actor) -> dict:
+    from clusters.models import ImportRule
+
+    return {"rule_id": ImportRule.objects.create(team=cast.team, name_pattern="matrix-*").pk}
 
 
 def team_query(cast, actor) -> dict:
@@ -199,7 +206,12 @@ CASES += [
     Case("cluster_volumes_retrieve", MEMBERS, params=volume_of_cluster),
     Case("cluster_volumes_destroy", OPERATORS, params=volume_of_cluster),
     *[Case(f"inspect_{what}", MEMBERS, params=team_query, sandbox=True)
-      for what in ("regions", "zones", "instance_types", "quotas", "training_plans", "import_candidates")],
+      for what in ("regions", "zones", "instance_types", "quotas", "training_plans")],
+    Case("inspect_import_candidates", ADMINS, params=team_query, sandbox=True),
+    Case("import_rules_list", AUTHENTICATED, team_scoped=False),
+    Case("import_rules_create", PLATFORM_ADMINS, body=lambda cast, actor: {"team": cast.team.pk,
+                                                                          "name_pattern": "matrix-*"}),
+    Case("import_rules_destroy", PLATFORM_ADMINS, params=import_rule_of_team),
 ]
 
 # The slices build on the names above.
@@ -207,14 +219,17 @@ from tests import (  # noqa: E402
     matrix_features,
     matrix_groups,
     matrix_inference,
+    matrix_invitations,
     matrix_logs,
     matrix_mlflow,
+    matrix_node_groups,
     matrix_nodes,
     matrix_training,
 )
 
-CASES += [*matrix_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES, *matrix_training.CASES,
-          *matrix_logs.CASES, *matrix_mlflow.CASES, *matrix_inference.CASES]
+CASES += [*matrix_groups.CASES, *matrix_node_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES,
+          *matrix_training.CASES, *matrix_logs.CASES, *matrix_mlflow.CASES, *matrix_inference.CASES,
+          *matrix_invitations.CASES]
 
 
 def case(operation_id: str) -> Case:

@@ -1,7 +1,7 @@
 """The WSGI application in front of moto: control API, faults, extensions, the request log.
 
 For each request: ``/_sandbox/…`` goes to the control API, ``/api/2.0/mlflow/…`` to the MLflow data plane
-(``mlflow_api``). A signed AWS request is identified
+(``mlflow_api``), ``/_hub/…`` to the Hugging Face Hub (``sandbox.hub``). A signed AWS request is identified
 (``service:Operation``), due transitions are applied, and the fault plan may delay it or answer it with an
 error. Otherwise an extension handler answers it if one is registered (after the model's constraints are
 checked, and with idempotent replay for the operations whose model marks an idempotency token: the same
@@ -25,12 +25,13 @@ from moto.core.model_instances import reset_model_data
 from moto.s3.models import s3_backends
 from werkzeug.wsgi import get_input_stream
 
-from sandbox import clock, control
+from sandbox import clock, control, hub
 from sandbox.aws import (
     core,
     eks,
     eks_access,
     eks_addons,
+    eks_nodegroups,
     faults,
     fsx,
     hyperpod,
@@ -47,7 +48,8 @@ from sandbox.aws import (
 )
 from sandbox.aws.core import ApiError, Call
 
-EXTENSIONS = (eks, eks_access, eks_addons, fsx, hyperpod, hyperpod_nodes, mlflow, quotas, tags, training_plans)
+EXTENSIONS = (eks, eks_access, eks_addons, eks_nodegroups, fsx, hyperpod, hyperpod_nodes, mlflow, quotas, tags,
+              training_plans)
 """The modules whose ``@operation`` handlers the dispatcher serves (importing them registers them)."""
 
 VALIDATION_CODES = {"eks": "InvalidParameterException", "service-quotas": "IllegalArgumentException",
@@ -132,6 +134,8 @@ class SandboxApp:
             return self.control_api(environ, start_response)
         if environ.get("PATH_INFO", "").startswith(mlflow_api.PREFIX):
             return mlflow_api.application(environ, start_response)
+        if environ.get("PATH_INFO", "").startswith(hub.PREFIX):
+            return hub.application(environ, start_response)
         body = _read_body(environ)
         target = protocol.identify(environ, body)
         if target is None:

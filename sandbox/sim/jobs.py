@@ -3,7 +3,8 @@
 Up to ``parallelism`` pods run at once until ``completions`` (default 1) have Succeeded; each runs for the
 Job's ``sandbox.instantstart.dev/duration-seconds`` annotation (nominal seconds, default
 ``RUN_SECONDS``) once Running, then exits 0 — or 1 when the Job is annotated
-``sandbox.instantstart.dev/outcome: fail``. More than ``backoffLimit`` (default 6) failed pods fail the
+``sandbox.instantstart.dev/outcome: fail``; a model download Job's pods end when their files are written
+(``sandbox.sim.downloads``). More than ``backoffLimit`` (default 6) failed pods fail the
 Job. The Job ends with the conditions ``SuccessCriteriaMet`` + ``Complete`` or ``FailureTarget`` + ``Failed``
 (reason ``BackoffLimitExceeded``), ``startTime``/``completionTime`` and the pod counters. A suspended Job
 runs nothing.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from sandbox import clock
-from sandbox.sim import events, objects, pods
+from sandbox.sim import downloads, events, objects, pods
 from sandbox.sim.context import Context
 
 RUN_SECONDS = 30.0
@@ -27,6 +28,8 @@ def _finished(job: dict[str, Any]) -> bool:
 
 def _run(ctx: Context, job: dict[str, Any], active: list[dict[str, Any]], memory: dict[str, Any]) -> None:
     """Finish the running pods whose time is up."""
+    if downloads.drives(job):
+        return
     seconds = float(objects.int_annotation(job, objects.DURATION, int(RUN_SECONDS)))
     failing = objects.annotation(job, objects.OUTCOME) == "fail"
     for pod in active:

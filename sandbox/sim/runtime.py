@@ -3,9 +3,9 @@
 A pass (``Simulator.step``) reads the EKS clusters the AWS world reports (``clusters()``), brings the
 emulator's stores in line (``world.sync_cluster`` — which installs add-on CRDs — and ``forget_cluster`` for
 clusters this simulator synced before that are gone), then runs every controller over every serving
-cluster: first the HyperPod nodes, then HyperPod's Karpenter (``karpenter``), then ``CONTROLLERS`` in order
-(owners before the kubelet, the kubelet before Endpoints). Controllers are level-triggered, so a pass that runs
-late, or twice, is harmless.
+cluster: first the HyperPod nodes, then the nodes of EKS managed node groups (``nodegroups``), then HyperPod's
+Karpenter (``karpenter``), then ``CONTROLLERS`` in order (owners before the kubelet, the kubelet before Endpoints).
+Controllers are level-triggered, so a pass that runs late, or twice, is harmless.
 
 Passes run on one background thread. It wakes when a store it watches changes, when the AWS world reports a
 node event, and otherwise every ``tick_seconds()`` (``max(0.05, clock.duration(2))``) for time-based
@@ -25,10 +25,14 @@ from sandbox.aws import world as aws
 from sandbox.kube import world
 from sandbox.kube.store import Store
 from sandbox.sim import (
+    daemonsets,
     deployments,
+    devices,
+    downloads,
     inference,
     jobs,
     karpenter,
+    nodegroups,
     nodes,
     pods,
     pytorchjobs,
@@ -44,8 +48,8 @@ from sandbox.sim.context import Context
 logger = logging.getLogger("sandbox.sim")
 
 MIN_GAP = 0.01
-CONTROLLERS = (volumes, deployments, replicasets, statefulsets, jobs, pytorchjobs, rayjobs, inference, scaledobjects,
-               pods, services)
+CONTROLLERS = (volumes, deployments, replicasets, statefulsets, daemonsets, jobs, downloads, pytorchjobs, rayjobs,
+               inference, scaledobjects, pods, devices, services)
 
 ClusterSource = Callable[[], list[world.ClusterRef]]
 
@@ -129,6 +133,8 @@ class Simulator:
             orchestrated = [view for view in views if nodes.eks_cluster(view) == key]
             with ctx.guard("hyperpod nodes"):
                 nodes.reconcile(ctx, orchestrated, self._phases)
+            with ctx.guard("node group nodes"):
+                nodegroups.reconcile(ctx)
             with ctx.guard("karpenter"):
                 karpenter.reconcile(ctx, orchestrated)
             for controller in CONTROLLERS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import re
 
 import pytest
 from django.db import connection
@@ -13,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from accounts import audit, services
-from accounts.models import ApiToken, AuditEvent, Membership, Role, Team, User
+from accounts.models import ApiToken, AuditEvent, Invitation, Membership, Role, Team, User
 from config import views as error_views
 from config.context import Source
 
@@ -98,7 +99,7 @@ def test_superusers_get_the_django_admin_link(cast):
     assert reverse("admin:index") in text(login(cast.superuser).get(reverse("dashboard")))
 
 
-@pytest.mark.parametrize("name", ["clusters", "inference"])
+@pytest.mark.parametrize("name", ["clusters"])
 def test_section_pages_are_honest_empty_states(cast, name):
     response = login(cast.viewer).get(reverse(name))
     assert response.status_code == 200
@@ -201,17 +202,35 @@ def test_team_list_shows_my_teams_with_roles(cast):
     assert "Speech" not in page
 
 
-def test_admin_adds_changes_and_removes_members(cast, make_user):
+def invitation_link_on(response) -> str:
+    page = text(response)
+    start = page.index('id="invitation-link" value="') + len('id="invitation-link" value="')
+    return html.unescape(page[start:page.index('"', start)])
+
+
+def test_admin_invites_the_invitee_accepts_then_roles_change_and_members_go(cast, make_user):
     newcomer = make_user("nina")
     client = login(cast.admin)
     detail = reverse("team-detail", args=[cast.team.pk])
     page = text(client.get(detail))
-    assert 'id="add-member"' in page
+    assert 'id="invite-member"' in page
     assert "Change role" in page
 
-    response = client.post(reverse("member-add", args=[cast.team.pk]), {"username": "nina@example.com",
-                                                                          "role": "operator"})
-    assert response.status_code == 302
+    response = client.post(reverse("member-invite", args=[cast.team.pk]), {"invitee": "nina@example.com",
+                                                                             "role": "operator"})
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    assert invitation_link_on(response).startswith("http://testserver/invitations/inv_")
+    assert 'id="pending-invitations"' in text(response) and "nina@example.com" in text(response)
+    assert not Membership.objects.filter(team=cast.team, user=newcomer).exists()
+
+    invitee = login(newcomer)
+    teams_page = text(invitee.get(reverse("team-list")))
+    assert 'id="my-invitations"' in teams_page and "Vision" in teams_page
+    assert 'id="my-invitations"' in text(invitee.get(reverse("dashboard")))
+    invitation = Invitation.objects.get(team=cast.team, invitee="nina@example.com")
+    accepted = invitee.post(reverse("invitation-accept", args=[invitation.pk]), follow=True)
+    assert accepted.redirect_chain[-1][0] == detail
     membership = Membership.objects.get(team=cast.team, user=newcomer)
     assert membership.role == Role.OPERATOR
 
@@ -222,23 +241,110 @@ def test_admin_adds_changes_and_removes_members(cast, make_user):
     response = client.post(reverse("member-remove", args=[cast.team.pk, membership.pk]), follow=True)
     assert not Membership.objects.filter(pk=membership.pk).exists()
     assert "nina was removed" in text(response)
-    assert set(AuditEvent.objects.filter(target_type="membership", source=Source.PORTAL)
-               .values_list("action", flat=True)) == {"membership.create", "membership.update", "membership.delete"}
+    assert list(AuditEvent.objects.filter(source=Source.PORTAL).order_by("id").values_list("action", flat=True)) == [
+        "invitation.create", "invitation.accept", "membership.update", "membership.delete"]
 
 
-def test_add_member_errors_are_shown_with_their_codes(cast):
+def test_the_invite_answer_is_the_same_whether_or_not_the_account_exists(cast, make_user):
+    """Today's add-member form answered "no such user" or echoed the account's e-mail: now the page is the same."""
+    make_user("nina")
     client = login(cast.admin)
-    url = reverse("member-add", args=[cast.team.pk])
-    unknown = client.post(url, {"username": "ghost", "role": "viewer"})
-    assert unknown.status_code == 400
-    assert error_code_on_page(unknown, "user_not_found")
+    url = reverse("member-invite", args=[cast.team.pk])
 
-    again = client.post(url, {"username": "vera", "role": "viewer"})
+    def answer(invitee: str) -> tuple[int, str]:
+        Invitation.objects.all().delete()
+        response = client.post(url, {"invitee": invitee, "role": "viewer"})
+        link = invitation_link_on(response)
+        page = text(response).replace(html.escape(link), "<link>").replace(invitee, "<invitee>")
+        page = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", page)
+        page = re.sub(r'data-invitation-id="\d+"|action="[^"]*/invitations/\d+/revoke/"', "", page)
+        return response.status_code, re.sub(r"until [^.]+ UTC", "", page)
+
+    assert answer("nina@example.com") == answer("ghost@example.com")
+    assert answer("nina") == answer("ghost")
+
+
+def test_the_link_accepts_once_for_the_invitee_only(cast, make_user):
+    newcomer = make_user("nina")
+    issued = services.invitation_create(actor=cast.admin, team=cast.team, invitee="nina", role="viewer",
+                                        source=Source.SYSTEM)
+    url = reverse("invitation-link", args=[issued.secret])
+
+    stranger = login(cast.outsider)
+    refused = stranger.get(url)
+    assert refused.status_code == 403
+    assert error_code_on_page(refused, "invitation_not_for_you")
+    assert stranger.post(url).status_code == 403
+
+    anonymous = Client().get(url)
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith(reverse("login"))
+
+    invitee = login(newcomer)
+    assert 'data-invitation-state="pending"' in text(invitee.get(url))
+    joined = invitee.post(url, follow=True)
+    assert joined.redirect_chain[-1][0] == reverse("team-detail", args=[cast.team.pk])
+    assert Membership.objects.filter(team=cast.team, user=newcomer, role="viewer").exists()
+    used = invitee.post(url, follow=True)
+    assert error_code_on_page(used, "invitation_not_pending")
+    assert 'data-invitation-state="accepted"' in text(used)
+    assert invitee.get(reverse("invitation-link", args=["inv_made-up"])).status_code == 404
+
+
+def test_the_invitee_declines_and_the_admin_revokes(cast, make_user):
+    newcomer = make_user("nina")
+    declined = services.invitation_create(actor=cast.admin, team=cast.team, invitee="nina", role="viewer",
+                                          source=Source.SYSTEM)
+    login(newcomer).post(reverse("invitation-decline", args=[declined.invitation.pk]))
+    declined.invitation.refresh_from_db()
+    assert declined.invitation.state == "declined"
+
+    revoked = services.invitation_create(actor=cast.admin, team=cast.team, invitee="nina", role="viewer",
+                                         source=Source.SYSTEM)
+    admin = login(cast.admin)
+    response = admin.post(reverse("invitation-revoke", args=[cast.team.pk, revoked.invitation.pk]), follow=True)
+    assert "was revoked" in text(response)
+    assert 'data-invitation-id' not in text(response)
+    link = login(newcomer).post(reverse("invitation-link", args=[revoked.secret]), follow=True)
+    assert error_code_on_page(link, "invitation_not_pending")
+    assert not Membership.objects.filter(team=cast.team, user=newcomer).exists()
+
+
+def test_invite_errors_are_shown_with_their_codes(cast):
+    client = login(cast.admin)
+    url = reverse("member-invite", args=[cast.team.pk])
+    blank = client.post(url, {"invitee": "", "role": "viewer"})
+    assert blank.status_code == 400
+    assert error_code_on_page(blank, "blank")
+
+    client.post(url, {"invitee": "nina", "role": "viewer"})
+    again = client.post(url, {"invitee": "nina", "role": "viewer"})
     assert again.status_code == 409
-    assert error_code_on_page(again, "already_member")
+    assert error_code_on_page(again, "invitation_pending")
 
-    bad_role = client.post(url, {"username": "nobody", "role": "owner"})
+    bad_role = client.post(url, {"invitee": "nobody", "role": "owner"})
     assert error_code_on_page(bad_role, "invalid_choice")
+
+
+def test_platform_admins_create_accounts_in_the_portal(cast):
+    admin = login(cast.superuser)
+    assert 'href="/users/new/"' in text(admin.get(reverse("team-list")))
+    form = {"username": "nina", "email": "nina@example.com", "password": "a-long-enough-passphrase"}
+    created = admin.post(reverse("user-create"), form, follow=True)
+    assert "Account nina created" in text(created)
+    nina = User.objects.get(username="nina")
+    assert nina.check_password("a-long-enough-passphrase") and not nina.is_superuser
+    assert AuditEvent.objects.filter(action="user.create", target_id=str(nina.pk), source=Source.PORTAL).exists()
+
+    taken = admin.post(reverse("user-create"), {**form, "password": "123"})
+    assert taken.status_code == 400
+    assert error_code_on_page(taken, "unique")
+    assert error_code_on_page(taken, "password_too_short")
+    assert "123" not in re.findall(r'value="([^"]*)"', text(taken))
+
+    refused = login(cast.admin).post(reverse("user-create"), {**form, "username": "other"})
+    assert refused.status_code == 403
+    assert not User.objects.filter(username="other").exists()
+    assert 'href="/users/new/"' not in text(login(cast.admin).get(reverse("team-list")))
 
 
 def test_the_last_admin_cannot_be_demoted_or_leave(cast):
@@ -255,11 +361,11 @@ def test_the_last_admin_cannot_be_demoted_or_leave(cast):
 def test_viewer_sees_no_management_and_is_refused(cast):
     client = login(cast.viewer)
     page = text(client.get(reverse("team-detail", args=[cast.team.pk])))
-    assert 'id="add-member"' not in page
+    assert 'id="invite-member"' not in page
     assert "Change role" not in page
     assert 'data-testid="leave-team"' in page
 
-    response = client.post(reverse("member-add", args=[cast.team.pk]), {"username": "olga", "role": "admin"})
+    response = client.post(reverse("member-invite", args=[cast.team.pk]), {"invitee": "olga", "role": "admin"})
     assert response.status_code == 403
     assert error_code_on_page(response, "permission_denied")
     target = Membership.objects.get(team=cast.team, user=cast.operator)
@@ -282,7 +388,7 @@ def test_outsider_gets_not_found_for_another_teams_pages(cast):
     assert response.status_code == 404
     assert error_code_on_page(response, "not_found")
     assert "Page not found" in text(response)
-    assert client.post(reverse("member-add", args=[cast.team.pk]), {"username": "olga"}).status_code == 404
+    assert client.post(reverse("member-invite", args=[cast.team.pk]), {"invitee": "olga"}).status_code == 404
 
 
 # --- API tokens -------------------------------------------------------------------------------------------

@@ -1,0 +1,10 @@
+"""Portal routes of the inference app. ``inference/`` itself (the Inference link of the navigation) opens the
+models page."""
+
+from django.urls import include, path
+from django.views.generic import RedirectView
+
+urlpatterns = [
+    path("inference/", RedirectView.as_view(pattern_name="inference-models"), name="inference"),
+    path("", include("inference.download_urls")),
+]
