@@ -6,12 +6,23 @@ For partitions nobody uses that backend is never kept, so each request built fou
 loading AWS's ~1,600 managed policies (``MOTO_IAM_LOAD_MANAGED_POLICIES``): about 0.2 s apiece, close to a second
 for a ``DescribeVpcs``. The fix looks only in IAM backends that exist; a key created through IAM lives in one of
 them, and any other key belongs to the default account, as moto answers anyway.
+
+**ModifyVpcEndpoint and the endpoint's routes.** moto records ``AddRouteTableIds`` of a gateway endpoint without
+adding the endpoint's prefix-list route to those tables (and ``RemoveRouteTableIds`` without removing it), so a
+later ``DeleteVpcEndpoints`` — which deletes the route from every table the endpoint lists — failed with
+``InvalidRoute.NotFound`` on a table added that way. The fix adds and removes the routes with the tables, as EC2
+does.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ec2.models.vpcs import VPCBackend
 from moto.iam import models as iam_models
+
+_modify_vpc_endpoint = VPCBackend.modify_vpc_endpoint
 
 
 def account_of_access_key(access_key: str) -> str:
@@ -23,7 +34,27 @@ def account_of_access_key(access_key: str) -> str:
     return DEFAULT_ACCOUNT_ID
 
 
+def modify_vpc_endpoint(self: Any, vpc_id: str, policy_doc: str, add_subnets: Any, remove_subnets: Any,
+                        remove_route_tables: list[str] | None, add_route_tables: list[str] | None,
+                        add_security_groups: Any, remove_security_groups: Any) -> None:
+    """moto's ModifyVpcEndpoint, then the prefix-list route of a gateway endpoint added to the route tables it gained
+    and removed from those it lost."""
+    endpoint = self.describe_vpc_endpoints(vpc_end_point_ids=[vpc_id])[0]
+    before = set(endpoint.route_table_ids or [])
+    _modify_vpc_endpoint(self, vpc_id, policy_doc, add_subnets, remove_subnets, remove_route_tables,
+                         add_route_tables, add_security_groups, remove_security_groups)
+    prefix_list = endpoint.destination_prefix_list_id
+    if not prefix_list:
+        return
+    after = set(endpoint.route_table_ids or [])
+    for table_id in sorted(after - before):
+        self.create_route(table_id, None, gateway_id=endpoint.id, destination_prefix_list_id=prefix_list)
+    for table_id in sorted(before - after):
+        self.delete_route(table_id, prefix_list)
+
+
 def apply() -> None:
     """Install the fixes (idempotent). ``moto.core.responses`` imports the lookup at call time, so replacing the
-    module attribute is enough."""
+    module attribute is enough; the EC2 backend's method is looked up on its class at call time too."""
     iam_models.get_account_id_from = account_of_access_key
+    VPCBackend.modify_vpc_endpoint = modify_vpc_endpoint  # type: ignore[method-assign]
