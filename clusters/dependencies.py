@@ -15,6 +15,13 @@ aws-fsx-csi-driver                add-on    pod identity agent  ``fsx-csi-contro
                                                                 systems tagged with the cluster's id
 amazon-cloudwatch-observability   add-on    pod identity agent  ``cloudwatch-agent``: CloudWatchAgentServerPolicy
 kuberay-operator                  manifest  —                   — (``clusters.kuberay``, pinned)
+deep-health-check                 manifest  —                   — (``clusters.hyperpod_chart``: HyperPod's chart,
+health-monitoring-agent           manifest  deep-health-check   rendered and vendored; the agent and job
+job-auto-restart                  manifest  deep-health-check   auto-restart live in the ``aws-hyperpod``
+hyperpod-patching                 manifest  —                   namespace deep-health-check creates, the device
+nvidia-device-plugin              manifest  —                   plugins in ``kube-system``)
+aws-efa-k8s-device-plugin         manifest  —
+neuron-device-plugin              manifest  —
 ================================  ========  ==================  =================================================
 
 Health and observability. Of what EKS offers as add-ons (``DescribeAddonVersions``), a fresh cluster gets
@@ -25,7 +32,12 @@ resources with their own cost that a user opts into as a managed feature; the Hy
 operator, inference operator and task governance add-ons are such features too. They are in the catalog with
 ``on_create=False`` so :func:`observe` reports them (import, refresh) but nothing here installs them. HyperPod's
 health-monitoring agent and deep health checks are not EKS add-ons; the deep health checks are requested on the
-instance group by the *hyperpod* phase.
+instance group by the *hyperpod* phase. AWS requires HyperPod's own dependencies on a cluster set up through the
+APIs before HyperPod is attached — the health-monitoring agent, the deep-health-check, job-auto-restart and patching
+permissions, and the NVIDIA, EFA and Neuron device plugins, without which no node advertises a GPU, an EFA interface
+or a Neuron device. None is an EKS add-on: they are applied from AWS's HyperPod Helm chart, rendered
+(``clusters.hyperpod_chart``). The HyperPod training operator's prerequisites are cert-manager and the pod identity
+agent, both above.
 
 Add-ons are created with the version EKS defaults to for the cluster's Kubernetes version and never upgraded
 here; every one we create carries :func:`clusters.ownership.aws_tags` — which is how :func:`observe` tells ours
@@ -46,7 +58,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from cloud import aws, kube
-from clusters import kuberay, pod_identity
+from clusters import hyperpod_chart, kuberay, pod_identity
 from clusters.models import Cluster, ClusterDependency, DependencyKind, DependencyState
 from clusters.ownership import aws_tags, owned_by
 from clusters.pod_identity import PodIdentity, fsx_policy, shared_bucket_policy
@@ -93,6 +105,8 @@ CATALOG: tuple[Component, ...] = (
               identity=PodIdentity("cloudwatch-agent", "cloudwatch",
                                    managed_policies=("CloudWatchAgentServerPolicy",))),
     Component(kuberay.NAME, DependencyKind.MANIFEST),
+    *(Component(name, DependencyKind.MANIFEST, requires=(hyperpod_chart.DEEP_HEALTH_CHECK,)
+                if name in hyperpod_chart.IN_HYPERPOD_NAMESPACE else ()) for name in hyperpod_chart.COMPONENTS),
     Component("amazon-sagemaker-hyperpod-observability", DependencyKind.ADDON, requires=(POD_IDENTITY_AGENT,),
               on_create=False),
     Component("amazon-sagemaker-hyperpod-training-operator", DependencyKind.ADDON,
@@ -215,10 +229,34 @@ def observe_operator(cluster: Cluster) -> Observation:
                        waiting_for_nodes=not status.ready and not status.has_ready_node)
 
 
+def observe_chart_component(cluster: Cluster, component: Component) -> Observation:
+    """The state of one of HyperPod's chart components (see :func:`observe`)."""
+    status = hyperpod_chart.observe(cluster, kube.api_client(cluster.eks_name, region=cluster.region), component.name)
+    if not status.found:
+        return _absent(component)
+    pods = f"{status.ready}/{status.desired} pods ready" if status.daemon_sets else "applied"
+    if status.missing and status.managed:
+        state, message = DependencyState.INSTALLING, "Not applied yet: " + ", ".join(status.missing)
+    elif status.missing and not status.elsewhere:
+        state, message = DependencyState.DEGRADED, "Missing: " + ", ".join(status.missing)
+    elif status.ready_pods:
+        state, message = DependencyState.ACTIVE, ""
+    else:
+        state, message = DependencyState.INSTALLING, f"DaemonSet pods {pods}."
+    if not status.managed:
+        where = f" ({status.elsewhere})" if status.elsewhere else ""
+        message = " ".join(filter(None, [f"Installed outside InstantStart{where}.", message]))
+    return Observation(component=component.name, kind=component.kind, state=state, version=status.version,
+                       managed=status.managed, status=pods, message=message,
+                       missing=status.missing if status.managed else ())
+
+
 def observe_component(cluster: Cluster, component: Component, *, installed: set[str] | None) -> Observation:
     """``component``'s state; ``installed`` is the cluster's add-on names (``None``: no EKS cluster)."""
     if installed is None:
         return _absent(component, "The cluster has no EKS control plane.")
+    if component.name in hyperpod_chart.COMPONENTS:
+        return observe_chart_component(cluster, component)
     if component.kind == DependencyKind.MANIFEST:
         return observe_operator(cluster)
     addon = describe_addon(cluster, component.name) if component.name in installed else None
@@ -322,6 +360,54 @@ def install_operator(cluster: Cluster) -> list[str]:
     return kuberay.apply(cluster, kube.api_client(cluster.eks_name, region=cluster.region))
 
 
+def manifest_version(component: Component) -> str:
+    """The pinned version a manifest component is applied at."""
+    return hyperpod_chart.version(component.name) if component.name in hyperpod_chart.COMPONENTS else kuberay.VERSION
+
+
+def install_manifests(cluster: Cluster, component: Component) -> Observation:
+    """Create the missing objects of a manifest component (KubeRay, or one of HyperPod's chart components) and
+    return its state after."""
+    if component.name in hyperpod_chart.COMPONENTS:
+        hyperpod_chart.apply(cluster, kube.api_client(cluster.eks_name, region=cluster.region), component.name)
+        return observe_chart_component(cluster, component)
+    install_operator(cluster)
+    return observe_operator(cluster)
+
+
+def reinstall_missing(cluster: Cluster, observations: Iterable[Observation]) -> list[str]:
+    """Apply again each manifest component we installed (its row ``managed``, wanted ``active``) that
+    ``observations`` found absent or missing objects — what a refresh does; returns the components applied. Only
+    Kubernetes objects: add-ons, which EKS keeps, are never re-created here."""
+    wanted = set(ClusterDependency.objects.filter(cluster=cluster, managed=True, kind=DependencyKind.MANIFEST,
+                                                  desired_state=DependencyState.ACTIVE)
+                 .values_list("component", flat=True))
+    applied = []
+    for seen in observations:
+        if seen.component in wanted and (seen.state == DependencyState.ABSENT or seen.missing):
+            try:
+                install_manifests(cluster, COMPONENTS[seen.component])
+            except (ApiException, HTTPError, OSError):
+                continue  # the observation that follows reports the component as it is
+            applied.append(seen.component)
+    return applied
+
+
+def report_required(cluster: Cluster, observations: Iterable[Observation]) -> list[str]:
+    """Record HyperPod's chart components that ``observations`` did not find on an imported ``cluster`` as absent,
+    not ours and with what is missing in ``last_error`` — reported, not installed (an import changes nothing on the
+    cluster); returns their names."""
+    absent = [seen.component for seen in observations
+              if seen.component in hyperpod_chart.COMPONENTS and seen.state == DependencyState.ABSENT]
+    now = timezone.now()
+    for name in absent:
+        ClusterDependency.objects.update_or_create(cluster=cluster, component=name, defaults={
+            "kind": DependencyKind.MANIFEST, "observed_state": DependencyState.ABSENT, "observed_at": now,
+            "managed": False, "version": "",
+            "last_error": "HyperPod requires it on EKS clusters set up through the APIs; it is not installed."})
+    return absent
+
+
 # removal ---------------------------------------------------------------------------------------------------------
 
 
@@ -338,8 +424,8 @@ def _serving(cluster: Cluster) -> bool:
 
 
 def remove(cluster: Cluster) -> list[str]:
-    """Start removing what we installed on ``cluster`` — add-ons carrying our tags (DeleteAddon, once each) and
-    KubeRay objects carrying our labels — and return what is still there. Level-triggered: call it until it
+    """Start removing what we installed on ``cluster`` — add-ons carrying our tags (DeleteAddon, once each), KubeRay
+    and HyperPod chart objects carrying our labels — and return what is still there. Level-triggered: call it until it
     returns nothing; add-ons and objects installed by others are never touched."""
     remaining = []
     with aws.translated("eks", "DeleteAddon"):
@@ -350,8 +436,12 @@ def remove(cluster: Cluster) -> list[str]:
             if addon["status"] != "DELETING":
                 replace_addon(cluster, name)
             remaining.append(name)
-        if _serving(cluster) and kuberay.remove(cluster, kube.api_client(cluster.eks_name, region=cluster.region)):
-            remaining.append(kuberay.NAME)
+        if _serving(cluster):
+            api = kube.api_client(cluster.eks_name, region=cluster.region)
+            if kuberay.remove(cluster, api):
+                remaining.append(kuberay.NAME)
+            remaining.extend(name for name in reversed(hyperpod_chart.COMPONENTS)
+                             if hyperpod_chart.remove(cluster, api, name))
     return remaining
 
 

@@ -8,7 +8,10 @@ recorded ones and any found since), updates the rows, and returns the difference
 with ``refreshed_at``. The record then says what is there, so a second refresh with nothing changed finds no
 differences. A fact the record never had (an empty column, an ``unknown`` dependency) is filled in without counting
 as drift. A cluster that no longer exists is ``gone`` (its columns are not reported one by one), a subnet or VPC
-``missing`` (its rows go); nothing is created, tagged or deleted in AWS.
+``missing`` (its rows go); nothing is created, tagged or deleted in AWS. The one repair a refresh makes is on
+Kubernetes: a manifest component we installed (KubeRay, HyperPod's chart components) that lost objects is applied
+again (``clusters.dependencies.reinstall_missing``): the difference says what was found (``absent``), the row
+what the component is after (``installing``).
 """
 
 from __future__ import annotations
@@ -115,10 +118,13 @@ def _dependencies(cluster: Cluster) -> list[Difference]:
         return []
     recorded = dict(cluster.dependencies.values_list("component", "observed_state"))
     seen = [found for found in dependencies.observe(cluster) if found.found or found.component in recorded]
+    differences = [Difference(f"dependency {found.component}", recorded.get(found.component), found.state)
+                   for found in seen if DependencyState.UNKNOWN not in (found.state, recorded.get(found.component))
+                   and found.state != recorded.get(found.component)]
+    if dependencies.reinstall_missing(cluster, seen):
+        seen = [found for found in dependencies.observe(cluster) if found.found or found.component in recorded]
     dependencies.record(cluster, seen)
-    return [Difference(f"dependency {found.component}", recorded.get(found.component), found.state)
-            for found in seen if DependencyState.UNKNOWN not in (found.state, recorded.get(found.component))
-            and found.state != recorded.get(found.component)]
+    return differences
 
 
 def _columns(cluster: Cluster, recorded: dict[str, Any], gone: set[str]) -> list[Difference]:

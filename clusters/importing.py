@@ -12,16 +12,24 @@ Two phases follow:
     accepts the principal.
 *discover*
     Only reads: EKS facts, the HyperPod cluster it orchestrates, the network (into ``NetworkPlan``/``Subnet``),
-    the installed dependencies (``managed=False``) and the S3/FSx PersistentVolumes (``StorageVolume`` rows,
-    ``managed=False``). Re-running it records the same rows again.
+    the installed dependencies (``managed=False``; HyperPod's required chart components that are not there are
+    recorded ``absent`` with what is missing, reported but not installed), the EKS managed node groups (named in
+    the phase's log and reference; the node-group views read them live from EKS) and the S3/FSx PersistentVolumes
+    (``StorageVolume`` rows, ``managed=False``). Re-running it records the same rows again.
 
 Nothing of the user's is tagged or deleted. Cancelling removes only the access entry (or policy association)
 the *access* phase itself created. ``on_finished`` moves the row to ``active`` or ``failed``.
+
+Who may import what (the platform policy, docs/clusters.md "Who may import"): :func:`require_import_allowed`. A
+cluster whose ownership tags give it to another team is never imported; platform admins import any other; team
+admins only what one of their team's :class:`~clusters.models.ImportRule` rows allows.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import uuid
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 
 from botocore.exceptions import ClientError
@@ -30,17 +38,22 @@ from django.utils import timezone
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from accounts import access
+from accounts.models import Team, User
 from cloud import aws, kube
-from clusters import dependencies, drift
+from clusters import dependencies, drift, ownership
 from clusters.inspection import catalog, facts
 from clusters.inspection.network import NetworkFacts, read_network
 from clusters.inspection.volumes import FoundVolume, persistent_volumes
 from clusters.instance_groups import mirror
-from clusters.models import Cluster, ClusterState, NetworkPlan, StorageState, StorageVolume, Subnet
+from clusters.models import Cluster, ClusterState, ImportRule, NetworkPlan, StorageState, StorageVolume, Subnet
+from clusters.node_groups import live as node_groups
 from clusters.phases import lifecycle
 from clusters.phases.common import cluster_of
-from config.errors import ValidationFailed
+from config.errors import PermissionDenied, ValidationFailed
+from operations import demo
 from operations.context import StepContext
+from operations.models import Operation
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 
 KIND = "cluster.import"
@@ -73,6 +86,62 @@ def check_import(*, region: str, eks_name: str) -> facts.EksFacts:
     if eks.authentication_mode not in ACCESS_ENTRY_MODES:
         raise ValidationFailed.for_field("eks_name", "access_entries_disabled", access_entries_disabled(eks, region))
     return eks
+
+
+# who may import what ------------------------------------------------------------------------------------------
+
+
+def claimed_team(tags: Mapping[str, str]) -> str | None:
+    """The slug of the team our ownership tags give a cluster to: ``instantstart:team``, else the team of the
+    operation ``instantstart:operation`` names (the sandbox demo's tag). ``""`` when the tags claim it for a team or
+    operation this deployment does not know; ``None`` when they claim it for nobody."""
+    if tags.get(ownership.TEAM_TAG):
+        return tags[ownership.TEAM_TAG]
+    operation_id = tags.get(demo.OWNER_TAG, "")
+    if not operation_id:
+        return None
+    operation = Operation.objects.filter(pk=int(operation_id)).select_related("team").first() \
+        if operation_id.isascii() and operation_id.isdigit() else None
+    return operation.team.slug if operation is not None and operation.team is not None else ""
+
+
+def rule_matches(rule: ImportRule, *, region: str, name: str, tags: Mapping[str, str] | None) -> bool:
+    """Does ``rule`` allow the EKS cluster ``name`` of ``region`` with ``tags``? ``tags`` ``None``: not read yet, so
+    a tag condition counts as met (the check before any AWS call)."""
+    if rule.region and rule.region != region:
+        return False
+    if rule.name_pattern and not fnmatch.fnmatchcase(name, rule.name_pattern):
+        return False
+    return not rule.tag_key or tags is None or tags.get(rule.tag_key) == rule.tag_value
+
+
+def allowed_by_rules(rules: Iterable[ImportRule], *, region: str, name: str,
+                     tags: Mapping[str, str] | None) -> bool:
+    """Does one of ``rules`` allow the cluster (see :func:`rule_matches`)?"""
+    return any(rule_matches(rule, region=region, name=name, tags=tags) for rule in rules)
+
+
+def claimed_by_another_team(tags: Mapping[str, str], team: Team) -> bool:
+    """Do the cluster's ownership tags give it to a team other than ``team``?"""
+    claimed = claimed_team(tags)
+    return claimed is not None and claimed != team.slug
+
+
+def require_import_allowed(actor: User, team: Team, *, region: str, name: str,
+                           tags: Mapping[str, str] | None) -> None:
+    """Refuse an import the platform policy forbids (``tags`` ``None``: before the cluster was read, when only the
+    name and region can be checked): ``cluster_owned_by_another_team`` (403) for a cluster whose ownership tags give
+    it to another team — whoever asks; ``import_not_allowed`` (403) for a team admin when none of the team's import
+    rules allows it."""
+    if tags is not None and claimed_by_another_team(tags, team):
+        raise PermissionDenied(f"EKS cluster {name} carries InstantStart's ownership tags of another team; it "
+                               f"cannot be imported into {team.name}.", code="cluster_owned_by_another_team")
+    if access.can_administer_platform(actor):
+        return
+    if not allowed_by_rules(team.import_rules.all(), region=region, name=name, tags=tags):
+        raise PermissionDenied(f"Team {team.name} may not import EKS cluster {name} of {region}: no import rule "
+                               f"allows it. Ask a platform admin to add one (Clusters → Import → Import rules).",
+                               code="import_not_allowed")
 
 
 def _eks(ctx: StepContext) -> facts.EksFacts:
@@ -234,14 +303,21 @@ def submit_discover(ctx: StepContext) -> None:
     described = mirror.describe(cluster)
     if described is not None:
         mirror.mirror(cluster, described)
-    found = [seen for seen in dependencies.observe(cluster, strict=True) if seen.found]
+    observed = dependencies.observe(cluster, strict=True)
+    found = [seen for seen in observed if seen.found]
     dependencies.record(cluster, found)
+    missing = dependencies.report_required(cluster, observed)
+    if missing:
+        ctx.log(f"HyperPod's required dependencies not installed: {', '.join(missing)}.")
     ctx.record(eks_arn=eks.arn, hyperpod_arn=hyperpod.arn if hyperpod else "", vpc_id=eks.vpc_id,
                subnets=len(network.subnets) if network else 0, volumes=volumes)
     ctx.record(dependencies=[seen.component for seen in found])
+    groups = node_groups.names(cluster, client=ctx.client("eks"))
+    ctx.record(node_groups=groups)
     ctx.log(f"EKS {eks.name} {eks.version}; HyperPod {hyperpod.name if hyperpod else 'none'}; "
             f"{len(network.subnets) if network else 0} subnets; dependencies: "
-            f"{', '.join(seen.component for seen in found) or 'none'}; volumes: {', '.join(volumes) or 'none'}.")
+            f"{', '.join(seen.component for seen in found) or 'none'}; node groups: {', '.join(groups) or 'none'}; "
+            f"volumes: {', '.join(volumes) or 'none'}.")
 
 
 def poll_discover(ctx: StepContext) -> Progress:

@@ -15,7 +15,6 @@ cluster. :func:`observe` reads, never writes.
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import yaml
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
+from cloud import kube_manifests
 from clusters.models import Cluster
 from clusters.ownership import CLUSTER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, kube_labels
 
@@ -36,16 +36,6 @@ APP_LABEL = "app.kubernetes.io/name"
 VENDOR_DIR = Path(__file__).resolve().parent / "vendor" / "kuberay"
 CRD_FILES = ("rayclusters.yaml", "rayjobs.yaml", "rayservices.yaml")
 CRD_NAMES = ("rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io")
-
-#: kind → (URL prefix of its API group/version, plural, namespaced)
-_KINDS = {
-    "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", False),
-    "Namespace": ("/api/v1", "namespaces", False),
-    "ServiceAccount": ("/api/v1", "serviceaccounts", True),
-    "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
-    "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
-    "Deployment": ("/apis/apps/v1", "deployments", True),
-}
 
 _ALL_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 _RAY_KINDS = ["rayclusters", "rayjobs", "rayservices"]
@@ -156,50 +146,6 @@ def manifests(cluster: Cluster) -> list[dict[str, Any]]:
     ]
 
 
-def _collection(kind: str, namespace: str = "") -> str:
-    prefix, plural, namespaced = _KINDS[kind]
-    return f"{prefix}/namespaces/{namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
-
-
-def _path(manifest: dict[str, Any]) -> str:
-    metadata = manifest["metadata"]
-    return f"{_collection(manifest['kind'], metadata.get('namespace', ''))}/{metadata['name']}"
-
-
-def _describe(manifest: dict[str, Any]) -> str:
-    return f"{manifest['kind']} {manifest['metadata']['name']}"
-
-
-def _send(api: ApiClient, method: str, path: str, *, body: dict | None = None,
-          query: list[tuple[str, str]] | None = None) -> bytes:
-    """One call to the API server with a plain JSON body (the CRDs are too large and too free-form for the typed
-    models); the raw answer, or ``ApiException`` on an error status, as the typed APIs raise."""
-    headers = {"Accept": "application/json"}
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-    request = api.param_serialize(method=method, resource_path=path, query_params=query or [],
-                                  header_params=headers, body=body, auth_settings=["BearerToken"])
-    response = api.call_api(*request)
-    response.read()
-    if not 200 <= response.status <= 299:
-        raise ApiException.from_response(http_resp=response, body=(response.data or b"").decode("utf-8", "replace"),
-                                         data=None)
-    return response.data or b"{}"
-
-
-def _request(api: ApiClient, method: str, path: str, *, query: list[tuple[str, str]] | None = None) -> dict:
-    return json.loads(_send(api, method, path, query=query))
-
-
-def _read(api: ApiClient, path: str) -> dict[str, Any] | None:
-    try:
-        return _request(api, "GET", path)
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-
-
 def _ours(found: dict[str, Any], cluster: Cluster) -> bool:
     labels = found.get("metadata", {}).get("labels") or {}
     return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(CLUSTER_LABEL) == str(cluster.pk)
@@ -208,7 +154,7 @@ def _ours(found: dict[str, Any], cluster: Cluster) -> bool:
 def _served_ray_kinds(api: ApiClient) -> set[str]:
     """The ``ray.io/v1`` kinds the API server serves (discovery: cheaper than reading megabyte-sized CRDs)."""
     try:
-        found = _request(api, "GET", "/apis/ray.io/v1")
+        found = kube_manifests.get(api, "/apis/ray.io/v1")
     except ApiException as error:
         if error.status == 404:
             return set()
@@ -228,16 +174,10 @@ def apply(cluster: Cluster, api: ApiClient) -> list[str]:
         if manifest["kind"] == "CustomResourceDefinition":
             if _crd_served(manifest, served):
                 continue
-        elif _read(api, _path(manifest)) is not None:
+        elif kube_manifests.read(api, kube_manifests.path(manifest)) is not None:
             continue
-        namespace = manifest["metadata"].get("namespace", "")
-        try:
-            _send(api, "POST", _collection(manifest["kind"], namespace), body=manifest)
-        except ApiException as error:
-            if error.status != 409:
-                raise
-            continue
-        created.append(_describe(manifest))
+        if kube_manifests.create(api, manifest):
+            created.append(kube_manifests.describe(manifest))
     return created
 
 
@@ -248,7 +188,7 @@ def _image_tag(deployment: dict[str, Any]) -> str:
 
 
 def _has_ready_node(api: ApiClient) -> bool:
-    for node in _request(api, "GET", "/api/v1/nodes").get("items", []):
+    for node in kube_manifests.get(api, "/api/v1/nodes").get("items", []):
         conditions = node.get("status", {}).get("conditions") or []
         if not node.get("spec", {}).get("unschedulable") and any(
                 c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
@@ -258,7 +198,7 @@ def _has_ready_node(api: ApiClient) -> bool:
 
 def _operator_elsewhere(api: ApiClient) -> dict[str, Any] | None:
     """A KubeRay operator Deployment in any namespace (one installed by helm or by hand)."""
-    found = _request(api, "GET", "/apis/apps/v1/deployments", query=[("labelSelector", f"{APP_LABEL}={NAME}")])
+    found = kube_manifests.get(api, "/apis/apps/v1/deployments", query=[("labelSelector", f"{APP_LABEL}={NAME}")])
     return next(iter(found.get("items") or []), None)
 
 
@@ -274,11 +214,11 @@ def observe(cluster: Cluster, api: ApiClient) -> OperatorStatus:
             if _crd_served(manifest, served):
                 crds_served += 1
             else:
-                missing.append(_describe(manifest))
-        elif (found := _read(api, _path(manifest))) is None:
-            missing.append(_describe(manifest))
+                missing.append(kube_manifests.describe(manifest))
+        elif (found := kube_manifests.read(api, kube_manifests.path(manifest))) is None:
+            missing.append(kube_manifests.describe(manifest))
         else:
-            present[_describe(manifest)] = found
+            present[kube_manifests.describe(manifest)] = found
     deployment = present.get(f"Deployment {NAME}") or _operator_elsewhere(api)
     foreign = any(not _ours(found, cluster) for found in present.values()) or (
         deployment is not None and not _ours(deployment, cluster))
@@ -301,16 +241,12 @@ def remove(cluster: Cluster, api: ApiClient) -> list[str]:
     every Ray object on the cluster with them: this is for a cluster that is going away."""
     remaining = []
     for manifest in reversed(manifests(cluster)):
-        found = _read(api, _path(manifest))
+        found = kube_manifests.read(api, kube_manifests.path(manifest))
         if found is None or not _ours(found, cluster):
             continue
-        if not found.get("metadata", {}).get("deletionTimestamp"):
-            try:
-                _send(api, "DELETE", _path(manifest), query=[("propagationPolicy", "Background")])
-            except ApiException as error:
-                if error.status != 404:
-                    raise
-                continue
-        if _read(api, _path(manifest)) is not None:
-            remaining.append(_describe(manifest))
+        if not found.get("metadata", {}).get("deletionTimestamp") and \
+                not kube_manifests.delete(api, kube_manifests.path(manifest)):
+            continue
+        if kube_manifests.read(api, kube_manifests.path(manifest)) is not None:
+            remaining.append(kube_manifests.describe(manifest))
     return remaining

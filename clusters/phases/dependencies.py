@@ -1,4 +1,6 @@
-"""The *dependencies* phase: the cluster's EKS add-ons and the KubeRay operator, reconciled (``clusters.dependencies``).
+"""The *dependencies* phase: the cluster's EKS add-ons, the KubeRay operator and HyperPod's required dependencies
+(its chart's components, ``clusters.hyperpod_chart``), reconciled (``clusters.dependencies``) before the *hyperpod*
+phase attaches HyperPod, as AWS requires for clusters set up through the APIs.
 
 Create. Each step *reconciles*: it observes every component, installs the absent ones whose requirements are
 active (pod identity agent and cert-manager come first), leaves everything else as found, and records the
@@ -23,7 +25,7 @@ import functools
 import uuid
 from datetime import timedelta
 
-from clusters import dependencies, kuberay, pod_identity
+from clusters import dependencies, pod_identity
 from clusters.dependencies import Observation
 from clusters.features import leftovers
 from clusters.models import Cluster, ClusterDependency, DependencyKind, DependencyState
@@ -42,10 +44,8 @@ def _cluster(ctx: StepContext) -> Cluster:
 
 def _install(ctx: StepContext, cluster: Cluster, component: dependencies.Component) -> Observation:
     if component.kind == DependencyKind.MANIFEST:
-        created = dependencies.install_operator(cluster)
-        if created:
-            ctx.log(f"KubeRay operator {kuberay.VERSION}: created {', '.join(created)}.")
-        return dependencies.observe_operator(cluster)
+        ctx.log(f"Applying {component.name} {dependencies.manifest_version(component)}.")
+        return dependencies.install_manifests(cluster, component)
     token = ctx.intend(f"addon_token:{component.name}:{ctx.attempt}", lambda: str(uuid.uuid4()))
     ctx.log(f"Installing the EKS add-on {component.name}.")
     return dependencies.install_addon(cluster, component, token=token)

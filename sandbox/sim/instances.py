@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import gzip
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,19 +43,23 @@ class InstanceFacts:
     def max_pods(self) -> int:
         return min(self.enis * (self.ips_per_eni - 1) + 2, 110 if self.vcpus < 30 else 250)
 
-    def capacity(self) -> dict[str, str]:
-        """``status.capacity`` of a node of this type."""
+    def capacity(self, devices: Collection[str] | None = None) -> dict[str, str]:
+        """``status.capacity`` of a node of this type. ``devices`` limits the extended resources (GPUs, EFA, Neuron)
+        to those named — a node advertises one only while its device plugin runs there; ``None``: all of them (what
+        the hardware has, as a capacity planner sees it)."""
         resources = {"cpu": str(self.vcpus), "memory": f"{self.memory_mib * 1024}Ki",
                      "ephemeral-storage": f"{EPHEMERAL_STORAGE_KI}Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0",
                      "pods": str(self.max_pods)}
         extended = {GPU: self.gpus, NEURON: self.neuron_devices, NEURON_CORE: self.neuron_cores, EFA: self.efa}
-        resources.update({key: str(value) for key, value in extended.items() if value})
+        resources.update({key: str(value) for key, value in extended.items()
+                          if value and (devices is None or key in devices)})
         return resources
 
-    def allocatable(self) -> dict[str, str]:
-        """``status.allocatable``: capacity minus kube-reserved and the eviction threshold."""
+    def allocatable(self, devices: Collection[str] | None = None) -> dict[str, str]:
+        """``status.allocatable``: capacity minus kube-reserved and the eviction threshold (``devices`` as for
+        :meth:`capacity`)."""
         reserved_mib = 255 + 11 * self.max_pods + 100
-        allocatable = self.capacity()
+        allocatable = self.capacity(devices)
         allocatable["cpu"] = f"{self.vcpus * 1000 - _reserved_millicores(self.vcpus)}m"
         allocatable["memory"] = f"{(self.memory_mib - reserved_mib) * 1024}Ki"
         allocatable["ephemeral-storage"] = str(EPHEMERAL_STORAGE_KI * 1024 * 9 // 10)

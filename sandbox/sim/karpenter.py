@@ -15,9 +15,19 @@ requests against the type's allocatable), and the pool's ``limits`` (node capaci
 ``nodes`` counts nodes) must allow it. Pods share a planned node while they fit. Each planned node raises its
 group's target by one and launches an instance with those labels and taints (``aws.scale_out``); it joins
 like any HyperPod node once Running. The pods it was launched for are not offered again while it starts, nor
-for ``NOMINATION_SECONDS`` after it joins.
+for ``NOMINATION_SECONDS`` after it is initialized (Ready, and advertising every GPU, EFA or Neuron resource its
+type has: its device plugins run).
 
-**Scale in.** A Karpenter node (``karpenter.sh/nodepool`` label) that is Ready, not waited for, and runs no pod
+**NodeClaims.** Each launch is a ``karpenter.sh/v1`` NodeClaim ``<pool>-<suffix>`` owned by its NodePool, written
+before the launch: the pool's ``nodeClassRef``, its requirements plus the instance type, pool and capacity type,
+the pods' summed requests, the pool's taints. ``status``: ``nodeName`` and ``Launched`` at launch; ``Registered``,
+``providerID``, ``capacity``/``allocatable`` once the Node exists; ``Initialized`` once it is initialized and
+``Ready`` while it is Ready. A launch HyperPod refuses because the region's "<type> for cluster usage" quota is
+used up (``ResourceLimitExceeded``) leaves the claim ``Launched=False`` (reason ``LaunchFailed``, AWS's message)
+with a ``LaunchFailed`` Warning event; the claim is deleted the next pass and the group is not offered again for
+``LAUNCH_BACKOFF_SECONDS``. A claim whose instance is gone is deleted; scale-in deletes the node's claim.
+
+**Scale in.** A Karpenter node (``karpenter.sh/nodepool`` label) that is initialized, not waited for, and runs no pod
 but DaemonSet pods for its pool's ``spec.disruption.consolidateAfter`` (``Never`` disables it) is terminated
 and its group's target lowered (``aws.scale_in``). Nodes of a deleted pool are left alone.
 
@@ -38,10 +48,16 @@ from kubernetes.utils import parse_quantity
 from sandbox import clock
 from sandbox.aws import world as aws
 from sandbox.kube import crds, world
-from sandbox.sim import instances, nodeclasses, nodes, objects, scheduler
+from sandbox.sim import events, instances, nodeclasses, nodes, objects, scheduler
 from sandbox.sim.context import Context
 
 NODEPOOLS = "nodepools.karpenter.sh"
+NODECLAIMS = "nodeclaims.karpenter.sh"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+#: Where a NodeClaim records the HyperPod instance launched for it (the sandbox's own bookkeeping).
+INSTANCE_ANNOTATION = "sandbox.instantstart.io/instance-id"
+#: How long (nominal seconds) a group whose launch was refused is not offered again.
+LAUNCH_BACKOFF_SECONDS = 300.0
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 NODE_CLASS_GROUP = "karpenter.sagemaker.amazonaws.com"
@@ -113,8 +129,8 @@ class Provisioner:
     """One pass of scale-out over one cluster (see the module docstring)."""
 
     def __init__(self, ctx: Context, pools: list[dict[str, Any]], classes: dict[str, list[nodeclasses.Target]],
-                 views: list[aws.HyperPodView]):
-        self.ctx, self.classes = ctx, classes
+                 views: list[aws.HyperPodView], backing_off: frozenset[str] = frozenset()):
+        self.ctx, self.classes, self.backing_off = ctx, classes, backing_off
         self.pools = sorted(pools, key=lambda pool: (-int(pool["spec"].get("weight") or 0), objects.name(pool)))
         self.placement = scheduler.Placement.of(ctx)
         self.planned: list[Planned] = []
@@ -132,6 +148,8 @@ class Provisioner:
                 continue
             labels, taints = _launch_labels_and_taints(pool)
             for target in self.classes.get(reference.get("name"), []):
+                if _target_key(target) in self.backing_off:
+                    continue
                 node = _virtual_node(self.ctx, target, labels, taints)
                 requirements = pool["spec"]["template"]["spec"].get("requirements") or []
                 if not all(scheduler.expression_matches(requirement, objects.labels(node))
@@ -169,6 +187,15 @@ def _waiting(pod: dict[str, Any]) -> bool:
         and objects.condition_status(pod, "PodScheduled") == "False" and not _daemon(pod)
 
 
+def _initialized(node: dict[str, Any]) -> bool:
+    """Is ``node`` Ready and advertising every extended resource its type has (its device plugins registered)?
+    Karpenter counts a node as initialized only then: until it is, the pods it was launched for stay nominated to
+    it and it is not consolidated."""
+    facts = instances.facts(objects.labels(node).get("node.kubernetes.io/instance-type", ""))
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return scheduler.node_ready(node) and all(key in allocatable for key in facts.capacity())
+
+
 def _forget_claims(ctx: Context, claims: dict[str, Any], waiting: set[str], joined: set[str],
                    live: set[str]) -> None:
     """Drop claims of pods no longer waiting, of instances gone, and of instances whose Node has been Ready for
@@ -181,20 +208,94 @@ def _forget_claims(ctx: Context, claims: dict[str, Any], waiting: set[str], join
             del claims[uid]
 
 
+def _target_key(target: nodeclasses.Target) -> str:
+    return f"{target.cluster.arn}/{target.group.name}"
+
+
+def _node_claim(planned: Planned) -> dict[str, Any]:
+    """The NodeClaim Karpenter writes before it launches ``planned``'s node (``karpenter.sh/v1``)."""
+    template = planned.pool["spec"]["template"]
+    pool, instance_type = objects.name(planned.pool), planned.target.group.instance_type
+    requirements = [*(template["spec"].get("requirements") or []),
+                    {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [instance_type]},
+                    {"key": NODEPOOL_LABEL, "operator": "In", "values": [pool]},
+                    {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}]
+    spec: dict[str, Any] = {"nodeClassRef": dict(template["spec"]["nodeClassRef"]), "requirements": requirements,
+                            "resources": {"requests": {key: format(value, "f") for key, value in planned.used.items()
+                                                       if value}}}
+    if template["spec"].get("taints"):
+        spec["taints"] = template["spec"]["taints"]
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"generateName": f"{pool}-", "labels": {**planned.labels, INSTANCE_TYPE_LABEL: instance_type},
+                         "annotations": {INSTANCE_ANNOTATION: ""}},
+            "spec": spec}
+
+
+def _launch(ctx: Context, planned: Planned, claims: dict[str, Any], backoff: dict[str, float],
+            live: set[str]) -> None:
+    """Write the NodeClaim, then launch its instance; a refused launch marks the claim ``Launched=False``."""
+    claim = ctx.create(NODECLAIMS, _node_claim(planned), owner=planned.pool)
+    try:
+        launched = aws.scale_out(planned.target.cluster.arn, planned.target.group.name, 1, planned.labels,
+                                 planned.taints)
+    except LookupError:
+        ctx.delete(NODECLAIMS, claim)
+        return
+    except aws.LimitExceeded as refusal:
+        backoff[_target_key(planned.target)] = ctx.now
+        message = f"ResourceLimitExceeded: {refusal}"
+        ctx.set_status(NODECLAIMS, claim, {"conditions": objects.condition(
+            None, "Launched", "False", "LaunchFailed", message)})
+        events.record(ctx, claim, "LaunchFailed", message, kind="Warning", source=CONTROLLER)
+        return
+    instance = launched[0]
+    live.add(instance)
+    claim = ctx.store.patch(NODECLAIMS, objects.name(claim), {"metadata": {"annotations": {
+        INSTANCE_ANNOTATION: instance}}})
+    ctx.set_status(NODECLAIMS, claim, {"nodeName": nodes.node_name(instance), "conditions": objects.condition(
+        None, "Launched", "True", "Launched", "")})
+    claims.update({uid: {"instance": instance, "claim": objects.name(claim)} for uid in planned.pods})
+
+
 def _scale_out(ctx: Context, pools: list[dict[str, Any]], classes: dict[str, list[nodeclasses.Target]],
-               views: list[aws.HyperPodView], claims: dict[str, Any], pods: list[dict[str, Any]]) -> None:
-    provisioner = Provisioner(ctx, pools, classes, views)
+               views: list[aws.HyperPodView], memory: dict[str, Any], pods: list[dict[str, Any]],
+               live: set[str]) -> None:
+    claims, backoff = memory.setdefault("claims", {}), memory.setdefault("backoff", {})
+    for key, since in list(backoff.items()):
+        if clock.due(since, LAUNCH_BACKOFF_SECONDS):
+            del backoff[key]
+    provisioner = Provisioner(ctx, pools, classes, views, frozenset(backoff))
     for pod in pods:
         if _waiting(pod) and objects.uid(pod) not in claims and provisioner.placement.needs_new_node(pod):
             provisioner.offer(pod)
     for planned in provisioner.planned:
         with ctx.guard(f"nodepool {objects.name(planned.pool)}"):
-            try:
-                launched = aws.scale_out(planned.target.cluster.arn, planned.target.group.name, 1, planned.labels,
-                                         planned.taints)
-            except LookupError:
+            _launch(ctx, planned, claims, backoff, live)
+
+
+def _claim_statuses(ctx: Context, live: set[str]) -> None:
+    """Follow each NodeClaim's instance: Registered once its Node exists, Initialized and Ready with it; a claim
+    whose launch failed or whose instance is gone is deleted (Karpenter's garbage collection)."""
+    node_objects = {objects.name(node): node for node in ctx.list("nodes")}
+    for claim in ctx.list(NODECLAIMS):
+        with ctx.guard(f"nodeclaim {objects.name(claim)}"):
+            status = claim.get("status") or {}
+            instance = (claim["metadata"].get("annotations") or {}).get(INSTANCE_ANNOTATION)
+            if objects.condition_status(claim, "Launched") == "False" or (instance and instance not in live):
+                ctx.delete(NODECLAIMS, claim)
                 continue
-            claims.update({uid: {"instance": launched[0]} for uid in planned.pods})
+            node = node_objects.get(status.get("nodeName", ""))
+            if not instance or node is None:
+                continue
+            conditions = objects.condition(status.get("conditions"), "Registered", "True", "Registered", "")
+            for kind, met in (("Initialized", _initialized(node)), ("Ready", scheduler.node_ready(node))):
+                conditions = objects.condition(conditions, kind, "True" if met else "False",
+                                               kind if met else f"Not{kind}", "")
+            node_status = node.get("status") or {}
+            ctx.set_status(NODECLAIMS, claim, {
+                **status, "providerID": (node.get("spec") or {}).get("providerID", ""),
+                "capacity": node_status.get("capacity") or {}, "allocatable": node_status.get("allocatable") or {},
+                "conditions": conditions})
 
 
 def _scale_in(ctx: Context, pools: dict[str, dict[str, Any]], views: list[aws.HyperPodView],
@@ -206,12 +307,15 @@ def _scale_in(ctx: Context, pools: dict[str, dict[str, Any]], views: list[aws.Hy
     for node in ctx.list("nodes"):
         name, pool = objects.name(node), pools.get(_pool_for(node) or "")
         if pool is None or name not in owners or name in busy or name in nominated or \
-                not scheduler.node_ready(node) or (node.get("spec") or {}).get("unschedulable"):
+                not _initialized(node) or (node.get("spec") or {}).get("unschedulable"):
             empty.pop(name, None)
             continue
         after = _seconds(((pool["spec"].get("disruption") or {}).get("consolidateAfter")) or "0s")
         since = empty.setdefault(name, {"since": ctx.now})["since"]
         if after is not None and clock.due(since, after):
+            for claim in ctx.list(NODECLAIMS):
+                if (claim.get("status") or {}).get("nodeName") == name:
+                    ctx.delete(NODECLAIMS, claim)
             with contextlib.suppress(LookupError):
                 aws.scale_in(*owners[name])
             empty.pop(name, None)
@@ -241,11 +345,12 @@ def reconcile(ctx: Context, views: list[aws.HyperPodView]) -> None:
     memory = ctx.memory.setdefault(CONTROLLER, {})
     claims, empty = memory.setdefault("claims", {}), memory.setdefault("empty", {})
     live = {node.instance_id for view in active for node in view.nodes if node.status != "ShuttingDown"}
-    ready = {objects.name(node) for node in ctx.list("nodes") if scheduler.node_ready(node)}
+    ready = {objects.name(node) for node in ctx.list("nodes") if _initialized(node)}
     joined = {instance for instance in live if nodes.node_name(instance) in ready}
     _forget_claims(ctx, claims, {objects.uid(pod) for pod in pods if _waiting(pod)}, joined, live)
-    _scale_out(ctx, pools, classes, active, claims, pods)
+    _scale_out(ctx, pools, classes, active, memory, pods, live)
     _scale_in(ctx, {objects.name(pool): pool for pool in pools}, active, claims, empty, pods)
+    _claim_statuses(ctx, live)
     counts = Counter(_pool_for(node) for node in ctx.list("nodes"))
     for pool in pools:
         with ctx.guard(f"nodepool {objects.name(pool)}"):

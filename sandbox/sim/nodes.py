@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Collection
 from typing import Any
 
 from sandbox.aws import world as aws
@@ -122,8 +123,11 @@ def _conditions(ready: str, previous: list[dict[str, Any]] | None) -> list[dict[
                              else "Kubelet stopped posting node status.", lastHeartbeatTime=now)
 
 
-def node_object(ctx: Context, view: aws.HyperPodView, node: aws.NodeView) -> dict[str, Any]:
-    """The Node a Running instance joins as (labels, taints, capacity of its type, Ready)."""
+def node_object(ctx: Context, view: aws.HyperPodView, node: aws.NodeView,
+                devices: Collection[str] | None = None) -> dict[str, Any]:
+    """The Node a Running instance joins as (labels, taints, capacity of its type, Ready). ``devices``: the
+    extended resources it advertises (``instances.InstanceFacts.capacity``) — none when it joins, as no device
+    plugin runs on it yet (``devices``); ``None`` plans with all the hardware has (Karpenter's view)."""
     facts = instances.facts(node.instance_type)
     version = ctx.store.kubernetes_version
     build = hashlib.sha256(version.encode()).hexdigest()[:7]
@@ -137,7 +141,7 @@ def node_object(ctx: Context, view: aws.HyperPodView, node: aws.NodeView) -> dic
                  "taints": [{"key": t.get("Key"), "value": t.get("Value", ""), "effect": t.get("Effect")}
                             for t in node.taints]},
         "status": {
-            "capacity": facts.capacity(), "allocatable": facts.allocatable(),
+            "capacity": facts.capacity(devices), "allocatable": facts.allocatable(devices),
             "conditions": _conditions("True", None),
             "addresses": [{"type": "InternalIP", "address": node.private_ip},
                           {"type": "InternalDNS", "address": node.private_dns},
@@ -158,7 +162,7 @@ def _apply(ctx: Context, view: aws.HyperPodView, node: aws.NodeView, phase: str,
     """Bring the Node of ``node`` to ``phase`` (creating it when it is not there yet)."""
     health, ready, taint, cordoned = _PHASES[phase]
     if existing is None:
-        existing = ctx.store.create("nodes", node_object(ctx, view, node))
+        existing = ctx.store.create("nodes", node_object(ctx, view, node, devices=()))
         events.record(ctx, existing, "RegisteredNode", f"Node {objects.name(existing)} event: Registered Node "
                       f"{objects.name(existing)} in Controller", source="node-controller")
     status = dict(existing["status"])

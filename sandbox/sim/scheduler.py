@@ -42,7 +42,7 @@ def node_ready(node: dict[str, Any]) -> bool:
     return objects.condition_status(node, "Ready") == "True"
 
 
-def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool:
+def tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool:
     for toleration in tolerations:
         if toleration.get("effect") not in (None, "", taint.get("effect")):
             continue
@@ -70,7 +70,7 @@ def expression_matches(expression: dict[str, Any], values: dict[str, str]) -> bo
     return False
 
 
-def _affinity_matches(spec: dict[str, Any], node: dict[str, Any]) -> bool:
+def affinity_matches(spec: dict[str, Any], node: dict[str, Any]) -> bool:
     node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = required.get("nodeSelectorTerms") or []
@@ -124,11 +124,11 @@ class Placement:
             return ["node(s) were unschedulable" if node_ready(node) else "node(s) were not ready"]
         tolerations = spec.get("tolerations") or []
         for taint in (node.get("spec") or {}).get("taints") or []:
-            if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(taint, tolerations):
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerated(taint, tolerations):
                 return [f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"]
         node_labels = objects.labels(node)
         if any(node_labels.get(key) != value for key, value in (spec.get("nodeSelector") or {}).items()) or \
-                not _affinity_matches(spec, node):
+                not affinity_matches(spec, node):
             return ["node(s) didn't match Pod's node affinity/selector"]
         if self._anti_affinity_conflict(pod, node):
             return ["node(s) didn't match pod anti-affinity rules"]

@@ -13,6 +13,8 @@ import httpx
 
 from cloud import aws
 
+#: ``clusters.hyperpod_chart``'s device-plugin components.
+DEVICE_PLUGINS = ("nvidia-device-plugin", "aws-efa-k8s-device-plugin", "neuron-device-plugin")
 EKS_TRUST = json.dumps({"Version": "2012-10-17", "Statement": [
     {"Effect": "Allow", "Principal": {"Service": "eks.amazonaws.com"}, "Action": "sts:AssumeRole"}]})
 
@@ -108,7 +110,8 @@ def make_hyperpod_cluster(eks: OutsideCluster, name: str, *, region: str = "us-w
 
 def tracked_hyperpod_cluster(team, *, cloud: bool = True, instance_type: str = "ml.g5.8xlarge", count: int = 1):
     """An active cluster row of ``team`` named ``matrix`` tracking a HyperPod cluster (group ``workers`` of
-    ``count`` ``instance_type``) made with boto3 — or, without ``cloud``, only the rows (for callers refused before
+    ``count`` ``instance_type``) made with boto3, with HyperPod's device plugins applied as the dependencies phase
+    applies them (:func:`install_device_plugins`) — or, without ``cloud``, only the rows (for callers refused before
     AWS is read)."""
     from clusters.instance_groups import mirror
     from tests import factories
@@ -119,11 +122,24 @@ def tracked_hyperpod_cluster(team, *, cloud: bool = True, instance_type: str = "
         return cluster
     with instant_clock():
         eks = make_eks_cluster("matrix")
+        install_device_plugins(cluster)
         hyperpod_arn = make_hyperpod_cluster(eks, "matrix", instance_type=instance_type, count=count)
         cluster.eks_arn, cluster.hyperpod_arn = eks.arn, hyperpod_arn
     cluster.save()
     mirror.mirror(cluster, mirror.describe(cluster))
     return cluster
+
+
+def install_device_plugins(cluster) -> None:
+    """Apply HyperPod's NVIDIA, EFA and Neuron device plugins to ``cluster``'s EKS cluster with the product's own
+    manifests (``clusters.hyperpod_chart``): its nodes advertise their GPUs and EFA interfaces once the plugins'
+    pods run on them."""
+    from cloud import kube
+    from clusters import hyperpod_chart
+
+    api = kube.api_client(cluster.eks_name, region=cluster.region)
+    for plugin in DEVICE_PLUGINS:
+        hyperpod_chart.apply(cluster, api, plugin)
 
 
 @contextmanager

@@ -7,19 +7,23 @@ Each test builds an ACTIVE EKS cluster directly with boto3 and runs only this ph
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import jsonschema
 import pytest
 import yaml
+from django.test import Client
+from django.urls import reverse
 from kubernetes import client as k8s
 
-from cloud import aws, kube
-from clusters import dependencies, kuberay, pod_identity
+from cloud import aws, kube, kube_manifests
+from clusters import dependencies, hyperpod_chart, kuberay, pod_identity
 from clusters.models import ClusterDependency, ClusterState, DependencyState
 from clusters.ownership import MANAGED_BY_LABEL, iam_name, kube_labels, owned_by
 from clusters.phases import dependencies as phase
 from config.context import Source
+from mcp_server.testing import call_tool
 from operations import services
 from operations.context import StepContext
 from operations.models import OperationState, PhaseState, PhaseStep
@@ -104,6 +108,11 @@ def requests(sandbox, operation: str, since: int = 0) -> list[dict]:
 
 def last_seq(sandbox) -> int:
     return max((entry["seq"] for entry in sandbox.control("GET", "requests")["requests"]), default=0)
+
+
+def stored(api, manifest: dict) -> dict | None:
+    """The object ``manifest`` describes as the cluster has it, or ``None``."""
+    return kube_manifests.read(api, kube_manifests.path(manifest))
 
 
 def rows(cluster) -> dict[str, ClusterDependency]:
@@ -239,7 +248,7 @@ def test_degraded_addon_fails_the_phase_and_a_retry_recreates_only_it(sandbox, c
 
 def test_running_the_submit_step_again_changes_nothing(sandbox, cluster, installed):
     api = kube.api_client(cluster.eks_name, region=REGION)
-    versions = {manifest["kind"]: kuberay._read(api, kuberay._path(manifest))["metadata"]["resourceVersion"]
+    versions = {manifest["kind"]: stored(api, manifest)["metadata"]["resourceVersion"]
                 for manifest in kuberay.manifests(cluster)}
     before = last_seq(sandbox)
     lease = "test-lease"
@@ -249,7 +258,7 @@ def test_running_the_submit_step_again_changes_nothing(sandbox, cluster, install
     phase.submit_dependencies(StepContext(installed, step, lease=lease, region=REGION))
 
     assert sandbox.control("GET", f"requests?since={before}")["requests"] == []
-    assert versions == {manifest["kind"]: kuberay._read(api, kuberay._path(manifest))["metadata"]["resourceVersion"]
+    assert versions == {manifest["kind"]: stored(api, manifest)["metadata"]["resourceVersion"]
                         for manifest in kuberay.manifests(cluster)}
     assert all(row.observed_state == DependencyState.ACTIVE for row in rows(cluster).values())
 
@@ -305,7 +314,7 @@ def test_delete_removes_exactly_what_we_installed(sandbox, cast, cluster, node, 
             with pytest.raises(iam.exceptions.NoSuchEntityException):
                 iam.get_role(RoleName=iam_name(cluster, component.identity.purpose))
     api = kube.api_client(cluster.eks_name, region=REGION)
-    assert all(kuberay._read(api, kuberay._path(manifest)) is None for manifest in kuberay.manifests(cluster))
+    assert all(stored(api, manifest) is None for manifest in kuberay.manifests(cluster))
     assert core.list_namespace(label_selector=f"{MANAGED_BY_LABEL}=instantstart").items == []
     assert core.read_namespace("someone-else").metadata.name == "someone-else"
     recorded = rows(cluster)
@@ -323,7 +332,9 @@ def test_delete_removes_exactly_what_we_installed(sandbox, cast, cluster, node, 
 def test_without_a_node_the_operator_is_applied_and_waits_for_one(sandbox, cast, cluster, core, drive):
     operation = drive(start(cast, cluster))
     assert operation.state == OperationState.SUCCEEDED, operation.error_message
-    assert operation.phases.get().status_reason == "5 of 6 components active; kuberay-operator waiting for a node"
+    wanted = len(dependencies.ON_CREATE)
+    assert operation.phases.get().status_reason == \
+        f"{wanted - 1} of {wanted} components active; kuberay-operator waiting for a node"
     assert (rows(cluster)[kuberay.NAME].observed_state, rows(cluster)[kuberay.NAME].last_error) == (
         DependencyState.INSTALLING, "")
     waiting = dependencies.observe_operator(cluster)
@@ -363,3 +374,69 @@ def test_a_submit_step_run_again_mid_phase_adopts_instead_of_resending(sandbox, 
     assert sorted(entry["params"]["RoleName"] for entry in requests(sandbox, "CreateRole")
                   if entry["params"]["RoleName"].startswith("instantstart-")) == sorted(
         iam_name(cluster, purpose) for purpose in ("cloudwatch", "fsx-csi", "s3-csi"))
+
+
+def test_hyperpods_dependencies_are_applied_shown_reinstalled_on_refresh_and_removed(
+        sandbox, cast, cluster, core, node, drive, api, token_for):
+    core.create_node({"metadata": {"name": "gpu-a", "labels": {"node.kubernetes.io/instance-type": "ml.g5.8xlarge"}},
+                      "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                                 "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
+    operation = drive(start(cast, cluster))
+    assert operation.state == OperationState.SUCCEEDED, operation.error_message
+    kube_api = kube.api_client(cluster.eks_name, region=REGION)
+    apps, rbac = k8s.AppsV1Api(kube_api), k8s.RbacAuthorizationV1Api(kube_api)
+
+    # Every object of every component, read back as the cluster has it, carrying our labels.
+    assert core.read_namespace(hyperpod_chart.NAMESPACE).metadata.labels[MANAGED_BY_LABEL] == "instantstart"
+    for name in hyperpod_chart.COMPONENTS:
+        for manifest in hyperpod_chart.manifests(cluster, name):
+            found = stored(kube_api, manifest)
+            assert found is not None, (name, manifest["kind"], manifest["metadata"]["name"])
+            assert found["metadata"]["labels"].items() >= kube_labels(cluster).items()
+    daemon_sets = {(ds.metadata.namespace, ds.metadata.name): ds.spec.template.spec.containers[0].image
+                   for ds in apps.list_daemon_set_for_all_namespaces().items}
+    assert daemon_sets == {
+        ("aws-hyperpod", "health-monitoring-agent"):
+            "905418368575.dkr.ecr.us-west-2.amazonaws.com/hyperpod-health-monitoring-agent:1.0.1892.0_1.0.424.0",
+        ("aws-hyperpod", "health-monitoring-agent-non-nvidia"):
+            "905418368575.dkr.ecr.us-west-2.amazonaws.com/hyperpod-health-monitoring-agent:1.0.1892.0_1.0.424.0",
+        ("kube-system", "hyperpod-dependencies-nvidia-device-plugin"): "nvcr.io/nvidia/k8s-device-plugin:v0.16.1",
+        ("kube-system", "hyperpod-dependencies-aws-efa-k8s-device-plugin"):
+            "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.13",
+        ("kube-system", "neuron-device-plugin-daemonset"): "public.ecr.aws/neuron/neuron-device-plugin:2.19.16.0"}
+    assert k8s.CoreV1Api(kube_api).read_namespaced_service_account("job-auto-restart", "aws-hyperpod")
+    assert rbac.read_cluster_role_binding("job-auto-restart").subjects[0].name == "hyperpod-service-linked-role"
+    nvidia = apps.read_namespaced_daemon_set("hyperpod-dependencies-nvidia-device-plugin", "kube-system").status
+    assert (nvidia.desired_number_scheduled, nvidia.number_ready) == (1, 1), "its pod runs on the GPU node"
+    recorded = rows(cluster)
+    for name in hyperpod_chart.COMPONENTS:
+        assert (recorded[name].observed_state, recorded[name].managed, recorded[name].version) == (
+            DependencyState.ACTIVE, True, hyperpod_chart.version(name)), name
+
+    # The dependency panel: REST, MCP and the portal.
+    detail = api(cast.viewer).get(f"/api/v1/clusters/{cluster.pk}").json()["dependencies"]
+    assert {entry["component"]: entry["observed_state"] for entry in detail}.items() >= {
+        name: "active" for name in hyperpod_chart.COMPONENTS}.items()
+    is_error, body = call_tool(token_for(cast.viewer), "get_cluster", {"cluster_id": cluster.pk})
+    assert not is_error and {entry["component"] for entry in body["dependencies"]} >= set(hyperpod_chart.COMPONENTS)
+    client = Client()
+    client.force_login(cast.viewer)
+    page = client.get(reverse("cluster-detail", args=[cluster.pk])).content.decode()
+    assert re.search(r'data-dependency="nvidia-device-plugin".*?badge-dep-active.*?v0\.16\.1', page, re.S)
+
+    # A refresh applies a deleted component again and says it was found absent.
+    apps.delete_namespaced_daemon_set("hyperpod-dependencies-nvidia-device-plugin", "kube-system")
+    response = api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/refresh")
+    assert response.status_code == 200, response.json()
+    assert {"field": "dependency nvidia-device-plugin", "recorded": "active", "actual": "absent"} in \
+        response.json()["drift"]
+    again = apps.read_namespaced_daemon_set("hyperpod-dependencies-nvidia-device-plugin", "kube-system")
+    assert again.metadata.labels[MANAGED_BY_LABEL] == "instantstart"
+    assert rows(cluster)["nvidia-device-plugin"].observed_state in (DependencyState.INSTALLING, DependencyState.ACTIVE)
+
+    # Delete removes every one of them.
+    removal = drive(start(cast, cluster, DELETE_KIND))
+    assert removal.state == OperationState.SUCCEEDED, removal.error_message
+    assert all(stored(kube_api, manifest) is None for name in hyperpod_chart.COMPONENTS
+               for manifest in hyperpod_chart.manifests(cluster, name) if manifest["kind"] != "Namespace")
+    assert apps.list_daemon_set_for_all_namespaces().items == []

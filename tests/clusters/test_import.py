@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client as k8s
 
 from cloud import aws, kube
-from clusters import importing, services
+from clusters import hyperpod_chart, importing, services
 from clusters.models import Cluster, ClusterState
 from config.context import Source
 from config.errors import ValidationFailed
@@ -19,6 +19,8 @@ from operations.context import StepContext
 from operations.models import OperationState
 from operations.services import operation_retry, operation_start
 from tests import factories
+
+pytestmark = pytest.mark.usefixtures("import_allowed")
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"
@@ -181,11 +183,14 @@ def test_import_grants_access_and_records_what_it_finds(sandbox, cast, drive, ou
                      network["private"][0]: ("private", "us-west-2a"), network["private"][1]: ("private", "us-west-2b"),
                      network["compute"]: ("compute", "us-west-2a")}
     assert all(subnet.zone_id.startswith("usw2-az") for subnet in plan.subnets.all())
-    # Dependencies found installed, none of them ours.
+    # Dependencies found installed, none of them ours; HyperPod's required ones that are not there are reported.
     found = {row.component: row for row in cluster.dependencies.all()}
-    assert set(found) == {"cert-manager"}
+    assert set(found) == {"cert-manager", *hyperpod_chart.COMPONENTS}
     assert (found["cert-manager"].observed_state, found["cert-manager"].managed) == ("active", False)
     assert found["cert-manager"].version
+    assert {(row.observed_state, row.managed) for name, row in found.items() if name != "cert-manager"} == {
+        ("absent", False)}
+    assert "HyperPod requires it" in found["nvidia-device-plugin"].last_error
     # S3 and FSx volumes, not the EBS one.
     volumes = {volume.name: volume for volume in cluster.volumes.all()}
     assert set(volumes) == {"datasets", "scratch"}

@@ -98,8 +98,10 @@ def test_boto3_builds_a_hyperpod_cluster_whose_nodes_run_a_training_job_with_str
 
     api = kube.api_client("training", region=harness.REGION)
     core = k8s.CoreV1Api(api)
-    nodes = wait(lambda: core.list_node(label_selector="sagemaker.amazonaws.com/compute-type=hyperpod").items,
-                 lambda found: len(found) == 2)
+    wait(lambda: core.list_node(label_selector="sagemaker.amazonaws.com/compute-type=hyperpod").items,
+         lambda found: len(found) == 2)
+    harness.install_device_plugins(api)  # HyperPod's chart: a node advertises its GPU once the NVIDIA plugin runs
+    nodes = core.list_node(label_selector="sagemaker.amazonaws.com/compute-type=hyperpod").items
     zones = {subnet["AvailabilityZone"] for subnet in ec2.describe_subnets(SubnetIds=subnets)["Subnets"]}
     for node in nodes:
         labels = node.metadata.labels

@@ -1,4 +1,5 @@
-"""A cluster ready for training jobs, made in the sandbox: HyperPod nodes joined to its EKS cluster, the training
+"""A cluster ready for training jobs, made in the sandbox: HyperPod nodes joined to its EKS cluster and advertising
+their GPUs and EFA interfaces (HyperPod's device plugins, ``tracked_hyperpod_cluster``), the training
 operator add-on (after cert-manager and the pod identity agent), KubeRay applied with the product's own manifests,
 and the team namespace with its ``shared`` claim on the shared bucket."""
 
@@ -11,6 +12,7 @@ from clusters import kuberay, storage
 from clusters.features.catalog import CERT_MANAGER, FEATURES, POD_IDENTITY_AGENT, TRAINING_OPERATOR
 from clusters.models import Cluster, StorageState
 from clusters.shared_bucket import ensure_shared_bucket, team_prefix
+from sandbox.sim import instances
 from tests import factories
 from tests.clusters.sandbox import instant_clock, tracked_hyperpod_cluster
 
@@ -35,6 +37,15 @@ def install_training_operator(cluster: Cluster) -> None:
                    ["addon"]["status"] == "ACTIVE", f"add-on {addon} ACTIVE")
 
 
+def _advertising(cluster: Cluster, count: int) -> bool:
+    """Have ``count`` nodes joined, each advertising the GPUs and EFA interfaces of its type (the device plugins
+    ``tracked_hyperpod_cluster`` applied run on them)?"""
+    nodes = storage.core_api(cluster).list_node().items
+    return len(nodes) >= count and all(
+        node.status.allocatable.items() >= instances.facts(node.metadata.labels["node.kubernetes.io/instance-type"])
+        .allocatable().items() for node in nodes)
+
+
 def training_cluster(team, *, instance_type: str = "ml.g5.12xlarge", count: int = 2, operator: bool = True,
                      ray: bool = True) -> Cluster:
     """An active cluster of ``team`` (group ``workers``: ``count`` × ``instance_type``, every node joined) with the
@@ -43,7 +54,7 @@ def training_cluster(team, *, instance_type: str = "ml.g5.12xlarge", count: int 
     api = kube.api_client(cluster.eks_name, region=cluster.region)
     core = storage.core_api(cluster)
     with instant_clock():
-        _await(lambda: len(core.list_node().items) >= count, f"{count} HyperPod nodes joined")
+        _await(lambda: _advertising(cluster, count), f"{count} HyperPod nodes joined, advertising their GPUs")
     if operator:
         install_training_operator(cluster)
     if ray:

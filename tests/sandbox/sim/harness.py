@@ -10,19 +10,25 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
+import yaml
 from kubernetes import client as k8s
 
 from cloud import kube
 from sandbox import clock
+from sandbox.sim import devices, instances
 
 REGION = "us-west-2"
 ROLE = "arn:aws:iam::123456789012:role/sandbox"
 TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
 #: What the HyperPod operators need installed first (the sandbox fails them otherwise).
 OPERATOR_PREREQUISITES = ("eks-pod-identity-agent", "cert-manager")
+#: HyperPod's chart, rendered: where the device-plugin DaemonSets come from.
+VENDORED_CHART = Path(__file__).resolve().parents[3] / "clusters" / "vendor" / "hyperpod"
+DEVICE_PLUGINS = ("nvidia-device-plugin", "aws-efa-k8s-device-plugin", "neuron-device-plugin")
 
 
 @contextlib.contextmanager
@@ -62,13 +68,52 @@ def group(name: str = "gpu", instance_type: str = "ml.g5.8xlarge", count: int = 
             **extra}
 
 
+def device_plugin_daemon_sets() -> list[dict[str, Any]]:
+    """The NVIDIA, EFA and Neuron device-plugin DaemonSets as HyperPod's chart renders them (the files the product
+    vendors), read as plain YAML."""
+    found = []
+    for plugin in DEVICE_PLUGINS:
+        with open(VENDORED_CHART / f"{plugin}.yaml", encoding="utf-8") as stream:
+            found.extend(doc for doc in yaml.safe_load_all(stream) if doc and doc["kind"] == "DaemonSet")
+    return found
+
+
+def _advertising(api_client: k8s.ApiClient) -> bool:
+    """Does every device-plugin DaemonSet run Ready everywhere it should, and every node with a plugin's pod
+    advertise that plugin's resources?"""
+    apps, core = k8s.AppsV1Api(api_client), k8s.CoreV1Api(api_client)
+    for daemon_set in device_plugin_daemon_sets():
+        status = apps.read_namespaced_daemon_set(daemon_set["metadata"]["name"],
+                                                 daemon_set["metadata"]["namespace"]).status
+        if not status.observed_generation or status.number_ready != status.desired_number_scheduled:
+            return False
+    pods = [api_client.sanitize_for_serialization(pod) for pod in core.list_pod_for_all_namespaces().items]
+    by_node = devices.advertised(pods)
+    for node in core.list_node().items:
+        full = instances.facts(node.metadata.labels.get("node.kubernetes.io/instance-type", "")).allocatable()
+        if any(key in full and node.status.allocatable.get(key) != full[key]
+               for key in by_node.get(node.metadata.name, ())):
+            return False
+    return True
+
+
+def install_device_plugins(api_client: k8s.ApiClient) -> None:
+    """Create the device-plugin DaemonSets and wait until they run and the nodes advertise what they found."""
+    apps = k8s.AppsV1Api(api_client)
+    for daemon_set in device_plugin_daemon_sets():
+        apps.create_namespaced_daemon_set(daemon_set["metadata"]["namespace"], daemon_set)
+    with instantly():
+        wait_for(lambda: _advertising(api_client))
+
+
 def make_cluster(name: str = "demo", groups: list[dict[str, Any]] | None = None,
                  addons: tuple[str, ...] = (*OPERATOR_PREREQUISITES, TRAINING_OPERATOR),
-                 **settings: Any) -> k8s.ApiClient:
+                 device_plugins: bool = True, **settings: Any) -> k8s.ApiClient:
     """An ACTIVE EKS cluster orchestrating an InService HyperPod cluster ``<name>-hp`` (default: two
     ml.g5.8xlarge; ``settings`` are further ``create_cluster`` members), with ``addons`` ACTIVE (installed in
-    that order) and every node Ready; returns its ``ApiClient``. Made at time scale 0, so it costs no
-    simulated time."""
+    that order), every node Ready and — with ``device_plugins`` — advertising its GPUs, EFA and Neuron devices
+    (:func:`install_device_plugins`); returns its ``ApiClient``. Made at time scale 0, so it costs no simulated
+    time."""
     groups = [group()] if groups is None else groups
     eks, sagemaker = client("eks"), client("sagemaker")
     with instantly():
@@ -89,6 +134,8 @@ def make_cluster(name: str = "demo", groups: list[dict[str, Any]] | None = None,
         wait_for(lambda: [n for n in core.list_node().items
                           if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions)],
                  lambda ready: len(ready) == expected)
+    if device_plugins:
+        install_device_plugins(api_client)
     return api_client
 
 
