@@ -65,6 +65,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
 #: Namespaces every EKS cluster starts with; the first three cannot be deleted.
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROTECTED_NAMESPACES = frozenset(DEFAULT_NAMESPACES[:3])
+#: What every active namespace holds (the controllers re-create them when deleted): the ``default``
+#: ServiceAccount and the cluster CA bundle ``kube-root-ca.crt``.
+NAMESPACE_DEFAULTS = frozenset({("serviceaccounts", "default"), ("configmaps", "kube-root-ca.crt")})
 
 #: Kinds whose DELETE answers with the object itself rather than a ``Status``.
 RETURNS_DELETED_OBJECT = frozenset({"pods", "namespaces", "services", "customresourcedefinitions"})

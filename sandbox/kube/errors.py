@@ -148,6 +148,16 @@ def forbidden_request(group: str, plural: str, name: str, why: str) -> ApiError:
                     _details(name, group, plural))
 
 
+def namespace_terminating(group: str, plural: str, name: str, namespace: str) -> ApiError:
+    """403: the NamespaceLifecycle admission refuses new content in a Terminating namespace."""
+    error = forbidden_request(group, plural, name, f"unable to create new content in namespace {namespace} because "
+                                                   "it is being terminated")
+    assert error.details is not None
+    error.details["causes"] = [{"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being "
+                                "terminated", "field": "metadata.namespace"}]
+    return error
+
+
 def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
 

@@ -3,7 +3,8 @@ delete, deletecollection, and the ``status``, ``scale`` and ``log`` subresources
 
 Query parameters follow the apiserver: ``dryRun=All``, ``fieldValidation=Strict|Warn|Ignore`` (unknown
 fields are dropped with a ``Warning`` header, or rejected under Strict), ``propagationPolicy`` /
-``orphanDependents`` and a ``DeleteOptions`` body on DELETE, ``fieldManager`` required for apply patches.
+``orphanDependents`` / ``gracePeriodSeconds`` and a ``DeleteOptions`` body on DELETE, ``fieldManager`` required
+for apply patches.
 """
 
 from __future__ import annotations
@@ -154,12 +155,16 @@ def _delete_options(call: Call) -> dict[str, Any]:
         policy = "Orphan" if str(orphan).lower() == "true" else "Background"
     if policy not in (None, "Orphan", "Background", "Foreground"):
         raise bad_request(f"propagationPolicy: Unsupported value: {policy!r}")
+    grace = call.query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
+    if grace is not None and not (isinstance(grace, int) or str(grace).lstrip("-").isdigit()):
+        raise bad_request(f"invalid value for gracePeriodSeconds: {grace!r}")
     preconditions = options.get("preconditions")
     if preconditions is not None and not (
         isinstance(preconditions, dict) and all(isinstance(value, str) for value in preconditions.values())
     ):
         raise bad_request("preconditions must be an object of strings (uid, resourceVersion)")
-    return {"propagation": policy, "preconditions": preconditions}
+    return {"propagation": policy, "preconditions": preconditions,
+            "grace_period": int(grace) if grace is not None else None}
 
 
 def _delete(call: Call) -> Response:
@@ -179,7 +184,7 @@ def _delete_collection(call: Call) -> Response:
     deleted = call.store.delete_collection(
         call.resource_type, call.path.namespace, label_selector_text=call.query.get("labelSelector", ""),
         field_selector_text=call.query.get("fieldSelector", ""), propagation=options["propagation"],
-        dry_run=call.dry_run)
+        grace_period=options["grace_period"], dry_run=call.dry_run)
     resource_type = call.resource_type
     return json_response({"kind": resource_type.list_kind, "apiVersion": resource_type.api_version(call.version),
                           "metadata": {"resourceVersion": str(call.store.resource_version)},

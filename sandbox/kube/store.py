@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox import tls
 from sandbox.kube import customresources, defaults, validation
 from sandbox.kube.builtins import BUILTIN_TYPES, DEFAULT_NAMESPACES
 from sandbox.kube.errors import ApiError, bad_request, expired, invalid_object, not_found
@@ -34,6 +35,10 @@ from sandbox.kube.selectors import field_selector, label_selector
 from sandbox.kube.writes import Writer
 
 HISTORY = 5000
+ROOT_CA = "kube-root-ca.crt"
+ROOT_CA_DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
+                       "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
+                       "guaranteed across distributions of Kubernetes clusters.")
 
 Ref = str | ResourceType | tuple[str, ...]
 
@@ -227,9 +232,19 @@ class Store(Writer):
 
     def _after_create(self, resource_type: ResourceType, obj: dict[str, Any]) -> None:
         if resource_type.plural == "namespaces":
-            self.create("serviceaccounts", {"metadata": {"name": "default", "namespace": obj["metadata"]["name"]}})
+            self._namespace_defaults(obj["metadata"]["name"])
         if resource_type.plural == "customresourcedefinitions":
             self.registry.add(customresources.resource_type(obj))
+
+    def _namespace_defaults(self, namespace: str) -> None:
+        """Create what every namespace holds and lacks: the ``default`` ServiceAccount (the service-account
+        controller) and the ``kube-root-ca.crt`` ConfigMap with the API server's CA (the root-CA publisher)."""
+        if self.find("serviceaccounts", "default", namespace) is None:
+            self.create("serviceaccounts", {"metadata": {"name": "default", "namespace": namespace}})
+        if self.find("configmaps", ROOT_CA, namespace) is None:
+            self.create("configmaps", {"metadata": {"name": ROOT_CA, "namespace": namespace,
+                                                    "annotations": {"kubernetes.io/description": ROOT_CA_DESCRIPTION}},
+                                       "data": {"ca.crt": tls.authority().ca_pem.decode()}})
 
     def _after_update(self, resource_type: ResourceType, obj: dict[str, Any]) -> None:
         if resource_type.plural == "customresourcedefinitions":

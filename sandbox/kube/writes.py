@@ -11,11 +11,13 @@ from __future__ import annotations
 import builtins
 import contextlib
 import copy
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from sandbox import clock
 from sandbox.kube import customresources, defaults, meta
 from sandbox.kube import patch as patches
-from sandbox.kube.builtins import PROTECTED_NAMESPACES
+from sandbox.kube.builtins import NAMESPACE_DEFAULTS, PROTECTED_NAMESPACES
 from sandbox.kube.errors import (
     STALE,
     already_exists,
@@ -24,6 +26,7 @@ from sandbox.kube.errors import (
     forbidden_request,
     invalid,
     invalid_object,
+    namespace_terminating,
     not_found,
     required,
     unsupported_media_type,
@@ -41,6 +44,7 @@ _SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "deletionTimest
 _KEPT_ON_UPDATE = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 #: Deleting a batch/v1 Job without a propagation policy orphans its pods, for backwards compatibility.
 _ORPHAN_BY_DEFAULT = frozenset({"jobs"})
+FOREGROUND = "foregroundDeletion"
 
 
 def _path_get(obj: dict[str, Any], path: str) -> Any:
@@ -83,6 +87,7 @@ class Writer:
         def _stored(self, resource_type: ResourceType, name: str, namespace: str | None) -> dict[str, Any]: ...
         def _after_create(self, resource_type: ResourceType, obj: dict[str, Any]) -> None: ...
         def _after_update(self, resource_type: ResourceType, obj: dict[str, Any]) -> None: ...
+        def _namespace_defaults(self, namespace: str) -> None: ...
         def _prepare(self, resource_type: ResourceType, obj: dict[str, Any], version: str | None,
                      old: dict[str, Any] | None, strict: bool) -> list[str]: ...
 
@@ -119,11 +124,15 @@ class Writer:
         metadata["namespace"] = namespace or given or "default"
         return metadata["namespace"]
 
-    def _require_namespace(self, namespace: str) -> None:
+    def _require_namespace(self, namespace: str, resource_type: ResourceType, name: str) -> None:
+        """404 when ``namespace`` does not exist, 403 while it is Terminating (the NamespaceLifecycle admission)."""
         namespaces = self.registry.get(("", "namespaces"))
         assert namespaces is not None  # a built-in type
-        if ("", namespace) not in self._bucket(namespaces):
+        holder = self._bucket(namespaces).get(("", namespace))
+        if holder is None:
             raise not_found("", "namespaces", namespace)
+        if holder["metadata"].get("deletionTimestamp"):
+            raise namespace_terminating(resource_type.group, resource_type.plural, name, namespace)
 
     # -- create -------------------------------------------------------------------------------------------
 
@@ -141,7 +150,7 @@ class Writer:
                 metadata.pop(field, None)
             metadata["uid"] = meta.new_uid()
             if resource_type.namespaced:
-                self._require_namespace(namespace)
+                self._require_namespace(namespace, resource_type, metadata.get("name", ""))
             if resource_type.has("status") and resource_type.plural not in defaults.KEEP_STATUS_ON_CREATE:
                 obj.pop("status", None)
             found = self._prepare(resource_type, obj, version, None, strict)
@@ -250,17 +259,31 @@ class Writer:
         self._bucket(resource_type)[(namespace, old_meta["name"])] = candidate
         self._emit("MODIFIED", resource_type, candidate, old)
         self._after_update(resource_type, candidate)
-        if candidate["metadata"].get("deletionTimestamp") and not candidate["metadata"].get("finalizers"):
+        if resource_type.plural == "namespaces" and candidate["metadata"].get("deletionTimestamp"):
+            self._finish_namespace(old_meta["name"])
+        elif candidate["metadata"].get("deletionTimestamp") and not candidate["metadata"].get("finalizers") and \
+                not candidate["metadata"].get("deletionGracePeriodSeconds"):
             return self._remove(resource_type, candidate, "Background")
         return copy.deepcopy(candidate)
 
     # -- delete -------------------------------------------------------------------------------------------
 
     def delete(self, resource: Any, name: str, namespace: str | None = None, *, propagation: str | None = None,
-               preconditions: dict[str, str] | None = None, dry_run: bool = False) -> dict[str, Any]:
-        """DELETE: remove the object and, unless ``propagation="Orphan"``, its dependents (objects whose
-        ``ownerReferences`` point at it). An object with finalizers only gets ``deletionTimestamp``; it goes
-        once an update empties ``metadata.finalizers``. Returns the object's last state."""
+               preconditions: dict[str, str] | None = None, dry_run: bool = False,
+               grace_period: int | None = None) -> dict[str, Any]:
+        """DELETE, as the apiserver and its garbage collector do it. Returns the object's last state.
+
+        - An object with ``metadata.finalizers`` only gets ``deletionTimestamp``; it goes once an update empties
+          them.
+        - A pod bound to a node that has not finished is deleted gracefully: ``deletionTimestamp`` (now + the grace
+          period) and ``deletionGracePeriodSeconds`` (``grace_period``, else ``spec.terminationGracePeriodSeconds``)
+          are set and the kubelet (the simulator) removes it once the period has passed on the sandbox clock.
+          ``grace_period=0`` removes it at once, as does deleting an unbound or finished pod.
+        - A namespace turns ``Terminating``: its contents are deleted (as above) and it goes once it is empty.
+        - Dependents (objects whose ``ownerReferences`` point at it) are deleted after the object is gone
+          (``Background``, the default), before it (``Foreground``: the object keeps the ``foregroundDeletion``
+          finalizer until every dependent with ``blockOwnerDeletion`` is gone) or not at all (``Orphan``: their
+          references to it are dropped)."""
         with self.transaction():
             resource_type = self.resolve(resource)
             obj = self._stored(resource_type, name, namespace)
@@ -272,22 +295,92 @@ class Writer:
                                    f"meta: {obj['metadata'].get(field)}")
             if resource_type.plural == "namespaces" and name in PROTECTED_NAMESPACES:
                 raise forbidden_request("", "namespaces", name, "this namespace may not be deleted")
+            if grace_period is not None and grace_period < 0:
+                raise invalid_object(resource_type.group, resource_type.kind, name, [
+                    invalid("gracePeriodSeconds", grace_period, "must be greater than or equal to 0")])
             if dry_run:
                 return copy.deepcopy(obj)
             policy = propagation or ("Orphan" if resource_type.plural in _ORPHAN_BY_DEFAULT else "Background")
-            return self._delete_or_mark(resource_type, obj, policy)
+            return self._delete_or_mark(resource_type, obj, policy, grace_period)
 
-    def _delete_or_mark(self, resource_type: ResourceType, obj: dict[str, Any], policy: str) -> dict[str, Any]:
-        if not obj["metadata"].get("finalizers"):
+    def _grace(self, resource_type: ResourceType, obj: dict[str, Any], requested: int | None) -> int:
+        """The grace period a deletion of ``obj`` gets (pods only: unbound or finished pods get none)."""
+        if resource_type.plural != "pods":
+            return 0
+        spec, phase = obj.get("spec") or {}, (obj.get("status") or {}).get("phase")
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            return 0
+        return requested if requested is not None else int(spec.get("terminationGracePeriodSeconds", 30))
+
+    def _delete_or_mark(self, resource_type: ResourceType, obj: dict[str, Any], policy: str,
+                        grace_period: int | None = None) -> dict[str, Any]:
+        if resource_type.plural == "namespaces":
+            return self._terminate_namespace(obj)
+        metadata = obj["metadata"]
+        grace = self._grace(resource_type, obj, grace_period)
+        waits = policy == "Foreground" and self._blocking_dependents(metadata["uid"])
+        if not metadata.get("finalizers") and not grace and not waits:
             return self._remove(resource_type, obj, policy)
-        if obj["metadata"].get("deletionTimestamp"):
+        if metadata.get("deletionTimestamp"):
+            if grace < int(metadata.get("deletionGracePeriodSeconds") or 0):
+                return self._shorten_grace(resource_type, obj, grace)
             return copy.deepcopy(obj)
         marked = copy.deepcopy(obj)
-        marked["metadata"].update(deletionTimestamp=meta.rfc3339(), deletionGracePeriodSeconds=0,
-                                  resourceVersion=str(self._next_rv()))
-        self._bucket(resource_type)[(obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = marked
+        marked["metadata"].update(deletionTimestamp=meta.rfc3339(clock.now() + grace),
+                                  deletionGracePeriodSeconds=grace, resourceVersion=str(self._next_rv()))
+        if waits:
+            marked["metadata"]["finalizers"] = [*(metadata.get("finalizers") or []), FOREGROUND]
+        self._bucket(resource_type)[(metadata.get("namespace", ""), metadata["name"])] = marked
         self._emit("MODIFIED", resource_type, marked, obj)
-        return copy.deepcopy(marked)
+        if waits:
+            self._collect_dependents(metadata["uid"], "Foreground")
+        return copy.deepcopy(self._bucket(resource_type).get(
+            (metadata.get("namespace", ""), metadata["name"]), marked))
+
+    def _shorten_grace(self, resource_type: ResourceType, obj: dict[str, Any], grace: int) -> dict[str, Any]:
+        if not grace and not obj["metadata"].get("finalizers"):
+            return self._remove(resource_type, obj, "Background")
+        shortened = copy.deepcopy(obj)
+        shortened["metadata"].update(deletionTimestamp=meta.rfc3339(clock.now() + grace),
+                                     deletionGracePeriodSeconds=grace, resourceVersion=str(self._next_rv()))
+        self._bucket(resource_type)[(obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = shortened
+        self._emit("MODIFIED", resource_type, shortened, obj)
+        return copy.deepcopy(shortened)
+
+    def _terminate_namespace(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Mark the namespace ``Terminating`` and delete what it holds (the namespace controller's job)."""
+        name = obj["metadata"]["name"]
+        namespaces = self.resolve("namespaces")
+        marked = obj
+        if not obj["metadata"].get("deletionTimestamp"):
+            marked = copy.deepcopy(obj)
+            marked["metadata"].update(deletionTimestamp=meta.rfc3339(), deletionGracePeriodSeconds=0,
+                                      resourceVersion=str(self._next_rv()))
+            marked.setdefault("status", {})["phase"] = "Terminating"
+            self._bucket(namespaces)[("", name)] = marked
+            self._emit("MODIFIED", namespaces, marked, obj)
+        for contained_type in self.registry.all():
+            if not contained_type.namespaced:
+                continue
+            bucket = self._bucket(contained_type)
+            for key in [key for key in bucket if key[0] == name]:
+                contained = bucket.get(key)
+                if contained is not None and not contained["metadata"].get("deletionTimestamp"):
+                    self._delete_or_mark(contained_type, contained, "Background")
+        self._finish_namespace(name)
+        return copy.deepcopy(self._bucket(namespaces).get(("", name), marked))
+
+    def _finish_namespace(self, name: str) -> None:
+        """Remove a Terminating namespace once nothing is left in it."""
+        namespaces = self.resolve("namespaces")
+        namespace = self._bucket(namespaces).get(("", name))
+        if namespace is None or not namespace["metadata"].get("deletionTimestamp") or \
+                namespace["metadata"].get("finalizers"):
+            return
+        for contained_type in self.registry.all():
+            if contained_type.namespaced and any(key[0] == name for key in self._bucket(contained_type)):
+                return
+        self._remove(namespaces, namespace, "Background")
 
     def _remove(self, resource_type: ResourceType, obj: dict[str, Any], policy: str) -> dict[str, Any]:
         metadata = obj["metadata"]
@@ -315,36 +408,90 @@ class Writer:
                 self._objects.pop(served.key, None)
                 self.registry.remove(served.key)
         self._collect_dependents(metadata["uid"], policy)
+        self._release_owners(obj)
+        if resource_type.namespaced:
+            self._after_remove_namespaced(resource_type, obj)
         return final
 
-    def _collect_dependents(self, owner_uid: str, policy: str) -> None:
+    def _after_remove_namespaced(self, resource_type: ResourceType, obj: dict[str, Any]) -> None:
+        """A Terminating namespace goes once empty; an active one gets back what every namespace holds."""
+        namespace = obj["metadata"].get("namespace", "")
+        holder = self._bucket(self.resolve("namespaces")).get(("", namespace))
+        if holder is None:
+            return
+        if holder["metadata"].get("deletionTimestamp"):
+            self._finish_namespace(namespace)
+        elif (resource_type.plural, obj["metadata"]["name"]) in NAMESPACE_DEFAULTS:
+            self._namespace_defaults(namespace)
+
+    def _dependents(self, owner_uid: str) -> Iterator[tuple[ResourceType, dict[str, Any], dict[str, Any]]]:
+        """(type, dependent, its reference to the owner) for every object that ``owner_uid`` owns."""
         for dependent_type in self.registry.all():
             for dependent in list(self._bucket(dependent_type).values()):
-                references = dependent["metadata"].get("ownerReferences") or []
-                if not any(reference.get("uid") == owner_uid for reference in references):
+                for reference in dependent["metadata"].get("ownerReferences") or []:
+                    if reference.get("uid") == owner_uid:
+                        yield dependent_type, dependent, reference
+                        break
+
+    def _blocking_dependents(self, owner_uid: str) -> bool:
+        return any(reference.get("blockOwnerDeletion") for _, _, reference in self._dependents(owner_uid))
+
+    def _release_owners(self, obj: dict[str, Any]) -> None:
+        """A dependent is gone: an owner waiting in foreground deletion goes once no blocking dependent is left."""
+        namespace = obj["metadata"].get("namespace", "")
+        for reference in obj["metadata"].get("ownerReferences") or []:
+            group = reference.get("apiVersion", "").rpartition("/")[0]
+            try:
+                owner_type = self.registry.resolve((group, "", reference.get("kind", "")))
+            except LookupError:
+                continue
+            key = (namespace if owner_type.namespaced else "", reference.get("name", ""))
+            owner = self._bucket(owner_type).get(key)
+            if owner is None or owner["metadata"].get("uid") != reference.get("uid") or \
+                    FOREGROUND not in (owner["metadata"].get("finalizers") or []) or \
+                    self._blocking_dependents(owner["metadata"]["uid"]):
+                continue
+            released = copy.deepcopy(owner)
+            released["metadata"]["finalizers"] = [f for f in owner["metadata"]["finalizers"] if f != FOREGROUND]
+            if not released["metadata"]["finalizers"]:
+                del released["metadata"]["finalizers"]
+                if not released["metadata"].get("deletionGracePeriodSeconds"):
+                    self._remove(owner_type, released, "Background")
                     continue
-                remaining = [reference for reference in references if reference.get("uid") != owner_uid]
-                if policy != "Orphan" and not remaining:
-                    self._delete_or_mark(dependent_type, dependent, "Background")
-                    continue
-                updated = copy.deepcopy(dependent)
-                updated["metadata"]["ownerReferences"] = remaining
-                if not remaining:
-                    del updated["metadata"]["ownerReferences"]
-                updated["metadata"]["resourceVersion"] = str(self._next_rv())
-                key = (dependent["metadata"].get("namespace", ""), dependent["metadata"]["name"])
-                self._bucket(dependent_type)[key] = updated
-                self._emit("MODIFIED", dependent_type, updated, dependent)
+            released["metadata"]["resourceVersion"] = str(self._next_rv())
+            self._bucket(owner_type)[key] = released
+            self._emit("MODIFIED", owner_type, released, owner)
+
+    def _collect_dependents(self, owner_uid: str, policy: str) -> None:
+        for dependent_type, dependent, _ in list(self._dependents(owner_uid)):
+            key = (dependent["metadata"].get("namespace", ""), dependent["metadata"]["name"])
+            dependent = self._bucket(dependent_type).get(key) or dependent
+            references = dependent["metadata"].get("ownerReferences") or []
+            remaining = [reference for reference in references if reference.get("uid") != owner_uid]
+            if policy != "Orphan" and not remaining:
+                if not dependent["metadata"].get("deletionTimestamp") or policy == "Foreground":
+                    self._delete_or_mark(dependent_type, dependent, policy)
+                continue
+            if policy == "Foreground":  # the owner is still there: the references go when it does
+                continue
+            updated = copy.deepcopy(dependent)
+            updated["metadata"]["ownerReferences"] = remaining
+            if not remaining:
+                del updated["metadata"]["ownerReferences"]
+            updated["metadata"]["resourceVersion"] = str(self._next_rv())
+            self._bucket(dependent_type)[key] = updated
+            self._emit("MODIFIED", dependent_type, updated, dependent)
 
     def delete_collection(self, resource: Any, namespace: str | None = None, *, label_selector_text: str = "",
                           field_selector_text: str = "", propagation: str | None = None,
-                          dry_run: bool = False) -> list[dict[str, Any]]:
+                          grace_period: int | None = None, dry_run: bool = False) -> list[dict[str, Any]]:
         """DELETE on a collection: every matching object, as ``delete`` would."""
         with self.transaction():
             matching = self.list(resource, namespace, label_selector_text=label_selector_text,
                                  field_selector_text=field_selector_text)
             return [self.delete(resource, obj["metadata"]["name"], obj["metadata"].get("namespace"),
-                                propagation=propagation, dry_run=dry_run) for obj in matching]
+                                propagation=propagation, grace_period=grace_period, dry_run=dry_run)
+                    for obj in matching]
 
     # -- scale --------------------------------------------------------------------------------------------
 

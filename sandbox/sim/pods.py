@@ -9,7 +9,9 @@
   with the scheduler's explanation and one ``FailedScheduling`` event.
 - A pod on a node that is not Ready loses readiness; when the node is Ready again its containers restart
   (``restartCount`` + 1, the old log becomes ``previous``). A pod on a node that no longer exists is deleted
-  (the pod garbage collector).
+  at once (the pod garbage collector).
+- A pod deleted gracefully (``deletionGracePeriodSeconds``) goes once that many nominal seconds have passed since
+  the kubelet saw its ``deletionTimestamp`` (its containers do not exit early on SIGTERM, the harsher case).
 - Pods never finish on their own: owners end them with ``finish`` (batch Jobs, training jobs).
 """
 
@@ -208,6 +210,16 @@ def _advance(ctx: Context, pod: dict[str, Any], node: dict[str, Any], memory: di
         ctx.set_status("pods", pod, _running_status(pod, True))
 
 
+def _terminate(ctx: Context, pod: dict[str, Any], on_a_node: bool, memory: dict[str, Any]) -> None:
+    """A pod being deleted gracefully goes once its grace period has passed (at once when its node is gone)."""
+    grace = int(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+    if not grace:
+        return
+    since = memory.setdefault(objects.uid(pod), {}).setdefault("terminating_since", ctx.now)
+    if not on_a_node or clock.due(since, grace):
+        ctx.store.delete("pods", objects.name(pod), objects.namespace(pod), grace_period=0)
+
+
 def reconcile(ctx: Context) -> None:
     """One kubelet pass over every pod of the cluster (see the module docstring)."""
     pods = ctx.list("pods")
@@ -215,13 +227,17 @@ def reconcile(ctx: Context) -> None:
     nodes = {objects.name(node): node for node in ctx.list("nodes")}
     placement = scheduler.Placement.of(ctx)
     for pod in pods:
-        if pod["metadata"].get("deletionTimestamp") or terminal(pod):
+        if pod["metadata"].get("deletionTimestamp"):
+            with ctx.guard(f"pod {objects.namespace(pod)}/{objects.name(pod)}"):
+                _terminate(ctx, pod, pod["spec"].get("nodeName") in nodes, memory)
+            continue
+        if terminal(pod):
             continue
         with ctx.guard(f"pod {objects.namespace(pod)}/{objects.name(pod)}"):
             node_name = pod["spec"].get("nodeName")
             if not node_name:
                 _rebind(ctx, pod, placement)
             elif node_name not in nodes:
-                ctx.delete("pods", pod)
+                ctx.store.delete("pods", objects.name(pod), objects.namespace(pod), grace_period=0)
             else:
                 _advance(ctx, pod, nodes[node_name], memory)

@@ -65,7 +65,7 @@ def test_dynamic_client_watch_with_bookmarks(dynamic, store):
     config_maps = dynamic.resources.get(api_version="v1", kind="ConfigMap")
     later(0.2, lambda: store.create("configmaps", {"metadata": {"name": "late"}}, "default"))
     events = [(e["type"], e["object"].metadata.name) for e in config_maps.watch(
-        namespace="default", timeout=1, allow_watch_bookmarks=True)]
+        namespace="default", timeout=1, allow_watch_bookmarks=True, field_selector="metadata.name=late")]
     assert events[0] == ("ADDED", "late") and events[-1][0] == "BOOKMARK"
 
 
