@@ -1,7 +1,8 @@
 """The accounts app's permission actions (``accounts.access``) and its audit-only action names.
 
 Team actions name the least role allowed (``TEAM_ACTIONS``): members see their team, its members and its audit
-trail; admins change the team and its memberships. Personal actions concern the actor's own things
+trail; admins change the team and its memberships, and invite people (a member joins only by accepting an
+invitation). Personal actions concern the actor's own things
 (``PERSONAL_ACTIONS`` → whether they change state: a read-only token may only do the others).
 """
 
@@ -11,7 +12,9 @@ TEAM_VIEW = "team.view"
 TEAM_UPDATE = "team.update"
 TEAM_DELETE = "team.delete"
 MEMBERSHIP_VIEW = "membership.view"
-MEMBERSHIP_CREATE = "membership.create"
+INVITATION_VIEW = "invitation.view"
+INVITATION_CREATE = "invitation.create"
+INVITATION_REVOKE = "invitation.revoke"
 MEMBERSHIP_UPDATE = "membership.update"
 MEMBERSHIP_DELETE = "membership.delete"
 AUDIT_VIEW = "audit.view"
@@ -22,16 +25,26 @@ TOKEN_CREATE = "token.create"
 TOKEN_REVOKE = "token.revoke"
 USER_VIEW_SELF = "user.view_self"
 USER_SWITCH_TEAM = "user.switch_team"
+#: The invitee's own: list the invitations addressed to them, accept or decline one.
+INVITATION_VIEW_MINE = "invitation.view_mine"
+INVITATION_RESPOND = "invitation.respond"
 
-#: Recorded in the audit trail only (the first platform admin is made by a command, not by a user).
+#: Recorded in the audit trail only (the first platform admin is made by a command, not by a user; an accepted or
+#: declined invitation is recorded under these names, authorized by ``INVITATION_RESPOND``).
 USER_CREATE_FIRST_ADMIN = "user.create_first_admin"
+INVITATION_ACCEPT = "invitation.accept"
+INVITATION_DECLINE = "invitation.decline"
+#: Platform admins only (``access.require_platform_admin``), recorded in the audit trail.
+USER_CREATE = "user.create"
 
 TEAM_ACTIONS: dict[str, Role] = {
     TEAM_VIEW: Role.VIEWER,
     TEAM_UPDATE: Role.ADMIN,
     TEAM_DELETE: Role.ADMIN,
     MEMBERSHIP_VIEW: Role.VIEWER,
-    MEMBERSHIP_CREATE: Role.ADMIN,
+    INVITATION_VIEW: Role.ADMIN,
+    INVITATION_CREATE: Role.ADMIN,
+    INVITATION_REVOKE: Role.ADMIN,
     MEMBERSHIP_UPDATE: Role.ADMIN,
     MEMBERSHIP_DELETE: Role.ADMIN,
     AUDIT_VIEW: Role.VIEWER,
@@ -44,4 +57,6 @@ PERSONAL_ACTIONS: dict[str, bool] = {
     TOKEN_REVOKE: True,
     USER_VIEW_SELF: False,
     USER_SWITCH_TEAM: True,
+    INVITATION_VIEW_MINE: False,
+    INVITATION_RESPOND: True,
 }

@@ -87,6 +87,59 @@ class Membership(models.Model):
         return f"{self.user} in {self.team} ({self.role})"
 
 
+class InvitationState(models.TextChoices):
+    """pending → accepted | declined | revoked (each final). A pending invitation past ``expires_at`` is expired: it
+    can no longer be accepted or declined, only listed (``Invitation.current_state``)."""
+
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    DECLINED = "declined", "Declined"
+    REVOKED = "revoked", "Revoked"
+    EXPIRED = "expired", "Expired"
+
+
+class Invitation(models.Model):
+    """An offer of a role in a team, addressed to a username or an e-mail address (``invitee``, as the admin typed
+    it). It is never resolved to an account when made, so making one says nothing about who has
+    an account; the person signed in as that username, or with that e-mail, sees it and accepts or declines. It can
+    also be accepted by a link carrying a secret token (only its SHA-256 is stored), by the invitee only.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    invitee = models.CharField(max_length=254)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    state = models.CharField(max_length=16, choices=InvitationState.choices, default=InvitationState.PENDING)
+    key_hash = models.CharField(max_length=64, unique=True)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    responded_at = models.DateTimeField(null=True, blank=True)
+    #: Who accepted or declined it (the invitee's account), once they did.
+    responder = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["invitee", "state"], name="invitation_invitee_state")]
+
+    def __str__(self) -> str:
+        return f"{self.invitee} to {self.team} ({self.role})"
+
+    @property
+    def current_state(self) -> InvitationState:
+        """The state, with a pending invitation past its expiry reported as expired."""
+        if self.state == InvitationState.PENDING and self.expires_at <= timezone.now():
+            return InvitationState.EXPIRED
+        return InvitationState(self.state)
+
+    def addressed_to(self, user: User) -> bool:
+        """Whether ``user`` is the invitee: their username, or their e-mail address (case-insensitive)."""
+        return self.invitee == user.username or bool(user.email and self.invitee.lower() == user.email.lower())
+
+
 class ApiToken(models.Model):
     """A personal API token for REST and MCP.
 

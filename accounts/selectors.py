@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import TypeVar
 
 from django.core.exceptions import ObjectDoesNotExist
-from django.db.models import Count, Model, QuerySet
+from django.db.models import Count, Model, Q, QuerySet
+from django.utils import timezone
 
-from accounts import access
-from accounts.models import ApiToken, AuditEvent, Membership, Team, User
+from accounts import access, actions
+from accounts.models import ApiToken, AuditEvent, Invitation, InvitationState, Membership, Team, User
 from config.errors import NotFound, ValidationFailed
 
 ModelT = TypeVar("ModelT", bound=Model)
@@ -46,6 +47,35 @@ def membership_list(*, actor: User, team: Team) -> QuerySet[Membership]:
 
 def membership_get(*, actor: User, team: Team, membership_id: int | str) -> Membership:
     return get_visible(membership_list(actor=actor, team=team), membership_id, "membership")
+
+
+def invitation_list(*, actor: User, team: Team) -> QuerySet[Invitation]:
+    """The team's pending, unexpired invitations (team admins; ``permission_denied`` for other members)."""
+    access.require(actor, actions.INVITATION_VIEW, team)
+    return (access.visible(actor, Invitation).filter(team=team, state=InvitationState.PENDING,
+                                                     expires_at__gt=timezone.now())
+            .select_related("team", "invited_by"))
+
+
+def invitation_get(*, actor: User, team: Team, invitation_id: int | str) -> Invitation:
+    """One invitation of the team, whatever its state (team admins)."""
+    access.require(actor, actions.INVITATION_VIEW, team)
+    queryset = access.visible(actor, Invitation).filter(team=team).select_related("team", "invited_by")
+    return get_visible(queryset, invitation_id, "invitation")
+
+
+def my_invitation_list(*, actor: User) -> QuerySet[Invitation]:
+    """The pending, unexpired invitations addressed to the actor (their username, or their e-mail address)."""
+    access.require(actor, actions.INVITATION_VIEW_MINE)
+    addressed = Q(invitee=actor.username)
+    if actor.email:
+        addressed |= Q(invitee__iexact=actor.email)
+    return (Invitation.objects.filter(addressed, state=InvitationState.PENDING, expires_at__gt=timezone.now())
+            .select_related("team", "invited_by"))
+
+
+def my_invitation_get(*, actor: User, invitation_id: int | str) -> Invitation:
+    return get_visible(my_invitation_list(actor=actor), invitation_id, "invitation")
 
 
 def token_list(*, actor: User) -> QuerySet[ApiToken]:

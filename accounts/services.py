@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth import password_validation
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import ProtectedError
+from django.db.models import ProtectedError, QuerySet
 from django.utils import timezone
 
 from accounts import access, actions, audit
-from accounts.models import ApiToken, Membership, Role, Team, User
+from accounts.models import ApiToken, Invitation, InvitationState, Membership, Role, Team, User
 from accounts.tokens import display_prefix, generate_secret, hash_secret
-from config.errors import Conflict, InvalidFields, NotFound, ValidationFailed
+from config.errors import Conflict, InvalidFields, NotFound, PermissionDenied, ValidationFailed
 
+#: What an invitation link's secret starts with.
+INVITATION_PREFIX = "inv_"
 TEAM_AUDIT_FIELDS = ["name", "slug", "description"]
 MUTABLE_TEAM_FIELDS = ["name", "description"]
 
@@ -105,24 +110,133 @@ def _other_admins(membership: Membership) -> bool:
     )
 
 
-def membership_create(*, actor: User, team: Team, username: str, role: str, source: str) -> Membership:
-    """Add an existing user (by username or e-mail) to the team with ``role``."""
-    access.require(actor, actions.MEMBERSHIP_CREATE, team)
-    user = User.objects.filter(is_active=True, username=username).first() or (
-        User.objects.filter(is_active=True, email__iexact=username).first() if "@" in username else None
-    )
-    if user is None:
-        raise ValidationFailed.for_field("username", "user_not_found", f"No active user is called {username!r}.")
-    try:
-        with transaction.atomic():
-            membership = Membership.objects.create(team=team, user=user, role=role)
-            audit.record(
-                actor=actor, source=source, action=actions.MEMBERSHIP_CREATE, target=membership, team=team,
-                after={"user": user.username, "role": role},
-            )
-    except IntegrityError:
-        raise Conflict(f"{user.username} is already a member of {team.name}.", code="already_member") from None
+@dataclass(frozen=True)
+class IssuedInvitation:
+    """A fresh invitation and the secret of its link; the secret exists only in this object."""
+
+    invitation: Invitation
+    secret: str
+
+
+def invitation_create(*, actor: User, team: Team, invitee: str, role: str, source: str) -> IssuedInvitation:
+    """Invite ``invitee`` (a username or an e-mail address) to ``team`` with ``role``.
+
+    Nothing here looks up accounts: the answer is the same whether or not anyone has that username or e-mail, so an
+    admin learns nothing about who has an account. A pending, unexpired invitation of the same invitee to the same
+    team is ``invitation_pending`` (revoke it first to change the role)."""
+    access.require(actor, actions.INVITATION_CREATE, team)
+    secret = INVITATION_PREFIX + secrets.token_urlsafe(32)
+    now = timezone.now()
+    with transaction.atomic():
+        Team.objects.select_for_update().get(pk=team.pk)
+        if _pending(Invitation.objects.filter(team=team, invitee__iexact=invitee), now).exists():
+            raise Conflict(f"{invitee} already has a pending invitation to {team.name}; revoke it to send another.",
+                           code="invitation_pending")
+        invitation = Invitation.objects.create(
+            team=team, invitee=invitee, role=role, key_hash=hash_secret(secret), invited_by=actor,
+            expires_at=now + timedelta(days=settings.INSTANTSTART_INVITATION_DAYS),
+        )
+        audit.record(
+            actor=actor, source=source, action=actions.INVITATION_CREATE, target=invitation, team=team,
+            after={"invitee": invitee, "role": role, "expires_at": invitation.expires_at.isoformat()},
+        )
+    return IssuedInvitation(invitation=invitation, secret=secret)
+
+
+def _pending(invitations: QuerySet[Invitation], now: datetime) -> QuerySet[Invitation]:
+    return invitations.filter(state=InvitationState.PENDING, expires_at__gt=now)
+
+
+def invitation_revoke(*, actor: User, invitation: Invitation, source: str) -> Invitation:
+    """Withdraw a pending invitation (final; its link stops working). Revoking a revoked one changes nothing; one
+    already accepted, declined or expired is ``invitation_not_pending``."""
+    access.require(actor, actions.INVITATION_REVOKE, invitation)
+    with transaction.atomic():
+        invitation = Invitation.objects.select_for_update().select_related("team").get(pk=invitation.pk)
+        if invitation.state == InvitationState.REVOKED:
+            return invitation
+        _require_pending(invitation)
+        invitation.state = InvitationState.REVOKED
+        invitation.responded_at = timezone.now()
+        invitation.save(update_fields=["state", "responded_at"])
+        audit.record(
+            actor=actor, source=source, action=actions.INVITATION_REVOKE, target=invitation, team=invitation.team,
+            before={"state": InvitationState.PENDING}, after={"state": InvitationState.REVOKED},
+        )
+    return invitation
+
+
+def _require_pending(invitation: Invitation) -> None:
+    state = invitation.current_state
+    if state == InvitationState.EXPIRED:
+        raise Conflict("The invitation has expired; ask the team's admin for a new one.", code="invitation_expired")
+    if state != InvitationState.PENDING:
+        raise Conflict(f"The invitation was already {state.label.lower()}.", code="invitation_not_pending")
+
+
+def invitation_by_secret(*, actor: User, secret: str) -> Invitation:
+    """The invitation a link's secret names, for its invitee only: ``not_found`` for an unknown secret,
+    ``invitation_not_for_you`` (403) when the actor is not the invitee — without saying who is."""
+    access.require(actor, actions.INVITATION_VIEW_MINE)
+    invitation = Invitation.objects.select_related("team", "invited_by").filter(key_hash=hash_secret(secret)).first()
+    if invitation is None:
+        raise NotFound("No such invitation.")
+    if not invitation.addressed_to(actor):
+        raise PermissionDenied("This invitation is addressed to someone else; sign in as its invitee to accept it.",
+                               code="invitation_not_for_you")
+    return invitation
+
+
+def invitation_accept(*, actor: User, invitation: Invitation, source: str) -> Membership:
+    """The invitee joins the team with the invitation's role. Only once (``invitation_not_pending`` after), not after
+    it expired (``invitation_expired``), never by someone else (``invitation_not_for_you``), and not when already a
+    member (``already_member``, the invitation stays pending)."""
+    access.require(actor, actions.INVITATION_RESPOND)
+    with transaction.atomic():
+        invitation = Invitation.objects.select_for_update().select_related("team").get(pk=invitation.pk)
+        if not invitation.addressed_to(actor):
+            raise PermissionDenied("This invitation is addressed to someone else.", code="invitation_not_for_you")
+        _require_pending(invitation)
+        try:
+            with transaction.atomic():
+                membership = Membership.objects.create(team=invitation.team, user=actor, role=invitation.role)
+        except IntegrityError:
+            raise Conflict(f"You are already a member of {invitation.team.name}.", code="already_member") from None
+        _respond(invitation, actor, InvitationState.ACCEPTED)
+        if actor.current_team_id is None:
+            User.objects.filter(pk=actor.pk).update(current_team=invitation.team)
+            actor.current_team = invitation.team
+        audit.record(
+            actor=actor, source=source, action=actions.INVITATION_ACCEPT, target=invitation, team=invitation.team,
+            before={"state": InvitationState.PENDING},
+            after={"state": InvitationState.ACCEPTED, "user": actor.username, "role": invitation.role,
+                   "membership": membership.pk},
+        )
+    access.forget_roles(actor)
     return membership
+
+
+def invitation_decline(*, actor: User, invitation: Invitation, source: str) -> Invitation:
+    """The invitee says no (final; the link stops working). Same refusals as :func:`invitation_accept`."""
+    access.require(actor, actions.INVITATION_RESPOND)
+    with transaction.atomic():
+        invitation = Invitation.objects.select_for_update().select_related("team").get(pk=invitation.pk)
+        if not invitation.addressed_to(actor):
+            raise PermissionDenied("This invitation is addressed to someone else.", code="invitation_not_for_you")
+        _require_pending(invitation)
+        _respond(invitation, actor, InvitationState.DECLINED)
+        audit.record(
+            actor=actor, source=source, action=actions.INVITATION_DECLINE, target=invitation, team=invitation.team,
+            before={"state": InvitationState.PENDING}, after={"state": InvitationState.DECLINED},
+        )
+    return invitation
+
+
+def _respond(invitation: Invitation, actor: User, state: InvitationState) -> None:
+    invitation.state = state
+    invitation.responder = actor
+    invitation.responded_at = timezone.now()
+    invitation.save(update_fields=["state", "responder", "responded_at"])
 
 
 def membership_update(*, actor: User, membership: Membership, role: str, source: str) -> Membership:
@@ -249,3 +363,29 @@ def first_admin_ensure(*, username: str, password: str, email: str = "") -> tupl
         audit.record(actor=None, source="system", action=actions.USER_CREATE_FIRST_ADMIN, target=user,
                      after={"username": username})
     return user, True
+
+
+def user_create(*, actor: User, username: str, email: str = "", password: str, first_name: str = "",
+                last_name: str = "", source: str) -> User:
+    """A platform admin creates an account (the portal's Users page). The username is unique (field code
+    ``unique``) and the password passes Django's validators (field ``password``, their codes)."""
+    access.require_platform_admin(actor, "Only platform admins create accounts.")
+    problems = InvalidFields()
+    if User.objects.filter(username=username).exists():
+        problems.add("username", "unique", "A user with this username already exists.")
+    candidate = User(username=username, email=email, first_name=first_name, last_name=last_name)
+    try:
+        password_validation.validate_password(password, candidate)
+    except DjangoValidationError as error:
+        for item in error.error_list:
+            problems.add("password", item.code or "invalid", " ".join(item.messages))
+    problems.raise_if_any()
+    try:
+        with transaction.atomic():
+            user = User.objects.create_user(username=username, email=email, password=password,
+                                            first_name=first_name, last_name=last_name)
+            audit.record(actor=actor, source=source, action=actions.USER_CREATE, target=user,
+                         after={"username": username, "email": email})
+    except IntegrityError:
+        raise ValidationFailed.for_field("username", "unique", "A user with this username already exists.") from None
+    return user

@@ -72,16 +72,24 @@ def test_same_bad_input_same_code_on_every_face(bad: BadInput, cast, token_for):
     assert AuditEvent.objects.count() == events
 
 
-def test_membership_conflict_is_the_same_on_portal_and_rest(cast, token_for):
+def test_invitation_conflict_is_the_same_on_portal_rest_and_mcp(cast, token_for):
+    from mcp_server.testing import call_tool
+
     secret = token_for(cast.admin)
-    rest = Client().post(f"/api/v1/teams/{cast.team.pk}/memberships", {"username": "vera", "role": "viewer"},
-                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    body = {"invitee": "nina@example.com", "role": "viewer"}
+    first = Client().post(f"/api/v1/teams/{cast.team.pk}/invitations", body, content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert first.status_code == 201
+    rest = Client().post(f"/api/v1/teams/{cast.team.pk}/invitations", body, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "invite_to_team", {"team_id": cast.team.pk, **body})
     browser = Client()
     browser.force_login(cast.admin)
-    portal = browser.post(reverse("member-add", args=[cast.team.pk]), {"username": "vera", "role": "viewer"},
-                          follow=True)
-    assert rest.json()["code"] == "already_member"
-    assert "already_member" in portal_codes(portal)
+    portal = browser.post(reverse("member-invite", args=[cast.team.pk]), body)
+    assert rest.status_code == portal.status_code == 409
+    assert rest.json()["code"] == "invitation_pending"
+    assert is_error and mcp_body == rest.json()
+    assert "invitation_pending" in portal_codes(portal)
 
 
 @pytest.mark.parametrize(("data", "field", "code"), [
@@ -271,6 +279,33 @@ def test_changing_a_fixed_group_field_is_immutable_field_on_every_face(change, f
     assert is_error and mcp_body == rest.json()
     assert "immutable_field" in portal_codes(portal)
     assert not Operation.objects.exists()
+
+
+def test_node_group_scale_bad_input_same_code_on_every_face(cast, token_for, sandbox):
+    from operations.models import Operation
+    from tests import matrix  # noqa: F401  (loads tests.matrix_node_groups after the names it builds on)
+    from tests.matrix_node_groups import node_groups_cluster
+
+    cluster_id = node_groups_cluster(cast.team).pk
+    secret = token_for(cast.admin)
+    events = AuditEvent.objects.count()
+    for name, change, field, code in (("workers", {"desired_size": 4}, "desired_size", "desired_above_max"),
+                                      ("workers", {"max_size": 0}, "max_size", "min_value"),
+                                      ("system", {"desired_size": 0, "min_size": 0}, "desired_size",
+                                       "system_nodes_required")):
+        rest = Client().patch(f"/api/v1/clusters/{cluster_id}/node-groups/{name}", change,
+                              content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+        is_error, mcp_body = call_tool(secret, "scale_node_group", {"cluster_id": cluster_id, "name": name, **change})
+        browser = Client()
+        browser.force_login(cast.admin)
+        portal = browser.post(reverse("cluster-node-group-scale", args=[cluster_id, name]), change, follow=True)
+
+        assert rest.status_code == 400, rest.content
+        assert (rest.json()["code"], rest.json()["fields"][field][0]["code"]) == ("validation_failed", code)
+        assert is_error and mcp_body == rest.json()
+        assert code in portal_codes(portal)
+    assert not Operation.objects.exists()
+    assert AuditEvent.objects.count() == events
 
 
 @pytest.mark.parametrize(("data", "field", "code"), [

@@ -10,10 +10,20 @@ from rest_framework import serializers
 
 from accounts import access, actions, selectors
 from accounts.api.fields import CapabilitiesField
-from accounts.models import ApiToken, AuditEvent, Membership, Role, Team, User, slug_validator
+from accounts.models import (
+    ApiToken,
+    AuditEvent,
+    Invitation,
+    InvitationState,
+    Membership,
+    Role,
+    Team,
+    User,
+    slug_validator,
+)
 from config.api.serializers import StrictSerializer
 
-TEAM_ACTIONS = [actions.TEAM_UPDATE, actions.TEAM_DELETE, actions.MEMBERSHIP_CREATE]
+TEAM_ACTIONS = [actions.TEAM_UPDATE, actions.TEAM_DELETE, actions.INVITATION_CREATE]
 
 
 class TeamSerializer(serializers.ModelSerializer[Team]):
@@ -57,9 +67,52 @@ class MembershipSerializer(serializers.ModelSerializer[Membership]):
         fields = ["id", "team", "user", "role", "created_at"]
 
 
-class MembershipCreateSerializer(StrictSerializer):
-    username = serializers.CharField(max_length=254, help_text="Username or e-mail of an existing user.")
+class InvitationCreateSerializer(StrictSerializer):
+    invitee = serializers.CharField(max_length=254, help_text=(
+        "The username or e-mail address of the person to invite. Whether anyone has it is never said: the answer "
+        "is the same either way."))
     role = serializers.ChoiceField(choices=Role.choices, default=Role.VIEWER)
+
+
+class InvitationTeamSerializer(serializers.ModelSerializer[Team]):
+    class Meta:
+        model = Team
+        fields = ["id", "name", "slug"]
+
+
+class InvitationSerializer(serializers.ModelSerializer[Invitation]):
+    """An invitation as its team's admins and its invitee see it; never which account (if any) it reaches."""
+
+    team = InvitationTeamSerializer(read_only=True)
+    state = serializers.ChoiceField(source="current_state", choices=InvitationState.choices, read_only=True)
+    invited_by = serializers.SlugRelatedField[User](slug_field="username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "team", "invitee", "role", "state", "invited_by", "created_at", "expires_at",
+                  "responded_at"]
+
+
+class IssuedInvitationSerializer(InvitationSerializer):
+    link = serializers.CharField(read_only=True, help_text=(
+        "The link that accepts the invitation (its invitee only, once, until it expires). Shown only in this "
+        "response: send it to the invitee."))
+
+    class Meta(InvitationSerializer.Meta):
+        fields = [*InvitationSerializer.Meta.fields, "link"]
+
+
+class InvitationAcceptSerializer(StrictSerializer):
+    token = serializers.CharField(max_length=100, help_text="The secret of the invitation's link (`inv_…`).")
+
+
+class UserCreateSerializer(StrictSerializer):
+    username = serializers.RegexField(r"^[\w.@+-]+\Z", max_length=150, help_text=(
+        "Letters, digits and @ . + - _ only."))
+    email = serializers.EmailField(required=False, allow_blank=True, default="")
+    first_name = serializers.CharField(max_length=150, required=False, allow_blank=True, default="")
+    last_name = serializers.CharField(max_length=150, required=False, allow_blank=True, default="")
+    password = serializers.CharField(max_length=128, trim_whitespace=False)
 
 
 class MembershipUpdateSerializer(StrictSerializer):

@@ -1,10 +1,11 @@
-"""Accounts REST endpoints: me, teams, memberships, tokens, audit events. Views parse and call services."""
+"""Accounts REST endpoints: me, teams, memberships, invitations, tokens, audit events. Views parse and call services."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.db.models import QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.request import Request
@@ -14,7 +15,7 @@ from rest_framework.views import APIView
 from accounts import selectors, services
 from accounts.api import serializers as s
 from accounts.api.filters import AuditEventFilter
-from accounts.models import ApiToken, AuditEvent, Membership, Team
+from accounts.models import ApiToken, AuditEvent, Invitation, Membership, Team
 from accounts.requests import ApiRequest
 from config.api.idempotency import idempotent
 from config.api.pagination import NameCursorPagination
@@ -106,15 +107,6 @@ class MembershipListView(generics.ListAPIView[Membership]):
         """Members of a team with their roles."""
         return super().get(request, *args, **kwargs)
 
-    @extend_schema(operation_id="memberships_create", request=s.MembershipCreateSerializer,
-                   responses={201: s.MembershipSerializer}, tags=["teams"])
-    @idempotent()
-    def post(self, request: ApiRequest, team_id: int) -> Response:
-        """Add an existing user to the team (team admins)."""
-        team = selectors.team_get(actor=request.user, team_id=team_id)
-        membership = services.membership_create(actor=request.user, team=team, source=request.source,
-                                                **validated(s.MembershipCreateSerializer, request))
-        return Response(s.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
 
 class MembershipDetailView(APIView):
@@ -145,6 +137,106 @@ class MembershipDetailView(APIView):
         services.membership_delete(actor=request.user, membership=self.membership(request, team_id, membership_id),
                                    source=request.source)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def issued_invitation_body(request: ApiRequest, issued: services.IssuedInvitation) -> dict[str, Any]:
+    """The new invitation with the link that accepts it (the link's secret is in no other answer)."""
+    link = request.build_absolute_uri(reverse("invitation-link", args=[issued.secret]))
+    return {**s.InvitationSerializer(issued.invitation).data, "link": link}
+
+
+class InvitationListView(generics.ListAPIView[Invitation]):
+    request: ApiRequest
+    serializer_class = s.InvitationSerializer
+    pagination_class = None
+
+    def get_queryset(self) -> QuerySet[Invitation]:
+        if getattr(self, "swagger_fake_view", False):
+            return Invitation.objects.none()
+        team = selectors.team_get(actor=self.request.user, team_id=self.kwargs["team_id"])
+        return selectors.invitation_list(actor=self.request.user, team=team)
+
+    @extend_schema(operation_id="invitations_list", tags=["teams"])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """The team's pending invitations (team admins)."""
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(operation_id="invitations_create", request=s.InvitationCreateSerializer,
+                   responses={201: s.IssuedInvitationSerializer}, tags=["teams"])
+    @idempotent(redact=("link",))
+    def post(self, request: ApiRequest, team_id: int) -> Response:
+        """Invite a person by username or e-mail with a role (team admins). The answer is the same whether or not
+        anyone has that username or e-mail; the invitee sees the invitation when signed in, or opens `link`.
+        It expires after `INSTANTSTART_INVITATION_DAYS` (7) days."""
+        team = selectors.team_get(actor=request.user, team_id=team_id)
+        issued = services.invitation_create(actor=request.user, team=team, source=request.source,
+                                            **validated(s.InvitationCreateSerializer, request))
+        return Response(issued_invitation_body(request, issued), status=status.HTTP_201_CREATED)
+
+
+class InvitationDetailView(APIView):
+    @extend_schema(operation_id="invitations_retrieve", responses={200: s.InvitationSerializer}, tags=["teams"])
+    def get(self, request: ApiRequest, team_id: int, invitation_id: int) -> Response:
+        team = selectors.team_get(actor=request.user, team_id=team_id)
+        invitation = selectors.invitation_get(actor=request.user, team=team, invitation_id=invitation_id)
+        return Response(s.InvitationSerializer(invitation).data)
+
+    @extend_schema(operation_id="invitations_revoke", responses={200: s.InvitationSerializer}, tags=["teams"])
+    @idempotent()
+    def delete(self, request: ApiRequest, team_id: int, invitation_id: int) -> Response:
+        """Revoke a pending invitation (team admins): it can no longer be accepted, by link or otherwise."""
+        team = selectors.team_get(actor=request.user, team_id=team_id)
+        invitation = selectors.invitation_get(actor=request.user, team=team, invitation_id=invitation_id)
+        invitation = services.invitation_revoke(actor=request.user, invitation=invitation, source=request.source)
+        return Response(s.InvitationSerializer(invitation).data)
+
+
+class MyInvitationListView(generics.ListAPIView[Invitation]):
+    request: ApiRequest
+    serializer_class = s.InvitationSerializer
+    pagination_class = None
+
+    def get_queryset(self) -> QuerySet[Invitation]:
+        return selectors.my_invitation_list(actor=self.request.user)
+
+    @extend_schema(operation_id="my_invitations_list", tags=["accounts"])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Pending invitations addressed to you (your username or your e-mail address)."""
+        return super().get(request, *args, **kwargs)
+
+
+class MyInvitationAcceptView(APIView):
+    @extend_schema(operation_id="my_invitations_accept", request=None, responses={201: s.MembershipSerializer},
+                   tags=["accounts"])
+    @idempotent()
+    def post(self, request: ApiRequest, invitation_id: int) -> Response:
+        """Accept an invitation addressed to you: you join its team with its role."""
+        invitation = selectors.my_invitation_get(actor=request.user, invitation_id=invitation_id)
+        membership = services.invitation_accept(actor=request.user, invitation=invitation, source=request.source)
+        return Response(s.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+class MyInvitationDeclineView(APIView):
+    @extend_schema(operation_id="my_invitations_decline", request=None, responses={200: s.InvitationSerializer},
+                   tags=["accounts"])
+    @idempotent()
+    def post(self, request: ApiRequest, invitation_id: int) -> Response:
+        """Decline an invitation addressed to you."""
+        invitation = selectors.my_invitation_get(actor=request.user, invitation_id=invitation_id)
+        invitation = services.invitation_decline(actor=request.user, invitation=invitation, source=request.source)
+        return Response(s.InvitationSerializer(invitation).data)
+
+
+class InvitationAcceptByTokenView(APIView):
+    @extend_schema(operation_id="invitations_accept_by_token", request=s.InvitationAcceptSerializer,
+                   responses={201: s.MembershipSerializer}, tags=["accounts"])
+    @idempotent()
+    def post(self, request: ApiRequest) -> Response:
+        """Accept an invitation by the secret of its link (`inv_…`), as its invitee: once, until it expires."""
+        secret = validated(s.InvitationAcceptSerializer, request)["token"]
+        invitation = services.invitation_by_secret(actor=request.user, secret=secret)
+        membership = services.invitation_accept(actor=request.user, invitation=invitation, source=request.source)
+        return Response(s.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
 
 class TokenListView(generics.ListAPIView[ApiToken]):

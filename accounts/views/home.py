@@ -43,7 +43,8 @@ SECTIONS = {
 def dashboard(request: PortalRequest) -> HttpResponse:
     """The current team at a glance, or a call to action when the user has no team yet."""
     team = request.team
-    context: dict[str, Any] = {"section": "dashboard", "team": None, "sections": SECTIONS}
+    context: dict[str, Any] = {"section": "dashboard", "team": None, "sections": SECTIONS,
+                               "invitations": selectors.my_invitation_list(actor=request.user)}
     if team is not None:
         context |= {
             "team": selectors.team_get(actor=request.user, team_id=team.pk),

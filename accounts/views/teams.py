@@ -1,4 +1,5 @@
-"""Teams: my teams, create a team, a team's members (add, change role, remove, leave)."""
+"""Teams: my teams (and the invitations addressed to me), create a team, a team's members (invite, revoke an
+invitation, change role, remove, leave)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,19 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from accounts import access, actions, selectors, services
-from accounts.api.serializers import MembershipCreateSerializer, MembershipUpdateSerializer, TeamCreateSerializer
+from accounts.api.serializers import InvitationCreateSerializer, MembershipUpdateSerializer, TeamCreateSerializer
 from accounts.models import Role, Team
 from accounts.requests import PortalRequest
+from accounts.services import IssuedInvitation
 from portal.forms import SerializerForm
 from portal.views import act, flash_error, portal_view
 
-MEMBER_ACTIONS = [actions.MEMBERSHIP_CREATE, actions.MEMBERSHIP_UPDATE, actions.MEMBERSHIP_DELETE]
+MEMBER_ACTIONS = [actions.INVITATION_CREATE, actions.INVITATION_VIEW, actions.INVITATION_REVOKE,
+                  actions.MEMBERSHIP_UPDATE, actions.MEMBERSHIP_DELETE]
 
 
 @portal_view
@@ -25,6 +29,7 @@ def team_list(request: PortalRequest) -> HttpResponse:
         team.my_role = access.role_in(request.user, team)
     return render(request, "accounts/teams/list.html", {
         "section": "teams", "teams": teams, "can_create": access.can(request.user, actions.TEAM_CREATE),
+        "invitations": selectors.my_invitation_list(actor=request.user),
     })
 
 
@@ -43,20 +48,25 @@ def team_create(request: PortalRequest) -> HttpResponse:
     return redirect("team-detail", team_id=team.pk)
 
 
-def _render_detail(request: PortalRequest, team: Team, *, add_form: SerializerForm | None = None) -> HttpResponse:
+def _render_detail(request: PortalRequest, team: Team, *, invite_form: SerializerForm | None = None,
+                   issued: IssuedInvitation | None = None) -> HttpResponse:
     memberships = list(selectors.membership_list(actor=request.user, team=team).order_by("user__username"))
-    add_form = add_form or SerializerForm(MembershipCreateSerializer, initial={"role": Role.VIEWER})
+    invite_form = invite_form or SerializerForm(InvitationCreateSerializer, initial={"role": Role.VIEWER})
+    caps = {action.replace(".", "_"): allowed
+            for action, allowed in access.capabilities(request.user, team, MEMBER_ACTIONS).items()}
     return render(request, "accounts/teams/detail.html", {
         "section": "teams",
         "team": team,
         "memberships": memberships,
         "my_membership": next((m for m in memberships if m.user_id == request.user.pk), None),
         "my_role": access.role_in(request.user, team),
-        "caps": {action.replace(".", "_"): allowed
-                 for action, allowed in access.capabilities(request.user, team, MEMBER_ACTIONS).items()},
+        "caps": caps,
         "roles": Role.choices,
-        "add_form": add_form,
-    }, status=add_form.status)
+        "invite_form": invite_form,
+        "invitations": selectors.invitation_list(actor=request.user, team=team) if caps["invitation_view"] else [],
+        "issued": issued,
+        "issued_url": request.build_absolute_uri(reverse("invitation-link", args=[issued.secret])) if issued else "",
+    }, status=invite_form.status)
 
 
 @portal_view
@@ -66,18 +76,29 @@ def team_detail(request: PortalRequest, team_id: int) -> HttpResponse:
 
 
 @require_POST
+@never_cache
 @portal_view
-def member_add(request: PortalRequest, team_id: int) -> HttpResponse:
+def member_invite(request: PortalRequest, team_id: int) -> HttpResponse:
+    """Invite by username or e-mail; the page answers with the invitation's link, shown this once. The answer is the
+    same whether or not anyone has that username or e-mail. Sent again (a reload), it is ``invitation_pending``."""
     team = selectors.team_get(actor=request.user, team_id=team_id)
-    access.require(request.user, actions.MEMBERSHIP_CREATE, team)
-    form = SerializerForm(MembershipCreateSerializer, request.POST)
-    membership = form.submit(
-        lambda **data: services.membership_create(actor=request.user, team=team, source=request.source, **data)
+    access.require(request.user, actions.INVITATION_CREATE, team)
+    form = SerializerForm(InvitationCreateSerializer, request.POST)
+    issued = form.submit(
+        lambda **data: services.invitation_create(actor=request.user, team=team, source=request.source, **data)
     )
-    if membership is None:
-        return _render_detail(request, team, add_form=form)
-    messages.success(request, f"{membership.user.username} joined {team.name} as {membership.get_role_display()}.")
-    return redirect("team-detail", team_id=team.pk)
+    return _render_detail(request, team, invite_form=form if issued is None else None, issued=issued)
+
+
+@require_POST
+@portal_view
+def invitation_revoke(request: PortalRequest, team_id: int, invitation_id: int) -> HttpResponse:
+    team = selectors.team_get(actor=request.user, team_id=team_id)
+    invitation = selectors.invitation_get(actor=request.user, team=team, invitation_id=invitation_id)
+    return act(request, lambda: services.invitation_revoke(actor=request.user, invitation=invitation,
+                                                           source=request.source),
+               to=reverse("team-detail", args=[team.pk]),
+               success=f"The invitation of {invitation.invitee} was revoked; its link no longer works.")
 
 
 @require_POST

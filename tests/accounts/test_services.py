@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from accounts import access, services
-from accounts.models import ApiToken, AuditEvent, Membership, Role, Team
+from accounts.models import ApiToken, AuditEvent, Invitation, Membership, Role, Team
 from accounts.tokens import hash_secret
 from config.context import Source, request_id_scope
 from config.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
@@ -52,24 +55,70 @@ def test_operator_cannot_update_team_and_outsider_cannot_see_it(cast):
     assert not AuditEvent.objects.filter(action="team.update").exists()
 
 
-def test_membership_by_email_and_duplicate_is_a_conflict(cast, make_user):
+def test_an_invitation_by_email_is_accepted_once_by_its_invitee(cast, make_user):
     newcomer = make_user("nina")
-    membership = services.membership_create(actor=cast.admin, team=cast.team, username="NINA@example.com",
-                                            role=Role.OPERATOR, source=Source.API)
-    assert (membership.user, membership.role) == (newcomer, Role.OPERATOR)
+    issued = services.invitation_create(actor=cast.admin, team=cast.team, invitee="NINA@example.com",
+                                        role=Role.OPERATOR, source=Source.API)
+    assert issued.secret.startswith("inv_")
+    assert issued.secret not in str(Invitation.objects.filter(pk=issued.invitation.pk).values().get())
+    with pytest.raises(PermissionDenied) as error:
+        services.invitation_accept(actor=cast.outsider, invitation=issued.invitation, source=Source.API)
+    assert error.value.code == "invitation_not_for_you"
+
+    membership = services.invitation_accept(actor=newcomer, invitation=issued.invitation, source=Source.API)
+    assert (membership.team, membership.role) == (cast.team, Role.OPERATOR)
+    newcomer.refresh_from_db()
+    assert newcomer.current_team == cast.team
     with pytest.raises(Conflict) as error:
-        services.membership_create(actor=cast.admin, team=cast.team, username="nina", role=Role.VIEWER,
-                                   source=Source.API)
-    assert error.value.code == "already_member"
+        services.invitation_accept(actor=newcomer, invitation=issued.invitation, source=Source.API)
+    assert error.value.code == "invitation_not_pending"
+    assert list(AuditEvent.objects.filter(target_type="invitation").values_list("action", flat=True)
+                .order_by("id")) == ["invitation.create", "invitation.accept"]
 
 
-def test_unknown_user_is_a_field_error_and_nothing_is_written(cast):
-    before = AuditEvent.objects.count()
-    with pytest.raises(ValidationFailed) as error:
-        services.membership_create(actor=cast.admin, team=cast.team, username="ghost", role=Role.VIEWER,
+def test_inviting_says_nothing_about_who_has_an_account(cast, make_user):
+    """The same answer, the same audit record, whether the invitee exists or not; no account is looked at."""
+    make_user("nina")
+    answers = []
+    for invitee in ("nina", "ghost", "nina@example.com", "ghost@example.com"):
+        issued = services.invitation_create(actor=cast.admin, team=cast.team, invitee=invitee, role=Role.VIEWER,
+                                            source=Source.API)
+        answers.append((issued.invitation.state, issued.invitation.invitee == invitee))
+    assert set(answers) == {("pending", True)}
+    assert all(set(event.after) == {"invitee", "role", "expires_at"}
+               for event in AuditEvent.objects.filter(action="invitation.create"))
+
+
+def test_an_expired_or_revoked_invitation_cannot_be_accepted(cast, make_user):
+    newcomer = make_user("nina")
+    issued = services.invitation_create(actor=cast.admin, team=cast.team, invitee="nina", role=Role.VIEWER,
+                                        source=Source.API)
+    Invitation.objects.filter(pk=issued.invitation.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    with pytest.raises(Conflict) as error:
+        services.invitation_accept(actor=newcomer, invitation=issued.invitation, source=Source.API)
+    assert error.value.code == "invitation_expired"
+    assert not Membership.objects.filter(user=newcomer).exists()
+
+    again = services.invitation_create(actor=cast.admin, team=cast.team, invitee="nina", role=Role.VIEWER,
+                                       source=Source.API)
+    with pytest.raises(Conflict) as error:
+        services.invitation_create(actor=cast.admin, team=cast.team, invitee="NINA", role=Role.ADMIN,
                                    source=Source.API)
-    assert error.value.fields["username"][0]["code"] == "user_not_found"
-    assert AuditEvent.objects.count() == before
+    assert error.value.code == "invitation_pending"
+    services.invitation_revoke(actor=cast.admin, invitation=again.invitation, source=Source.API)
+    with pytest.raises(Conflict) as error:
+        services.invitation_accept(actor=newcomer, invitation=again.invitation, source=Source.API)
+    assert error.value.code == "invitation_not_pending"
+
+
+def test_only_team_admins_invite(cast):
+    with pytest.raises(PermissionDenied):
+        services.invitation_create(actor=cast.operator, team=cast.team, invitee="x", role=Role.VIEWER,
+                                   source=Source.API)
+    with pytest.raises(NotFound):
+        services.invitation_create(actor=cast.outsider, team=cast.team, invitee="x", role=Role.VIEWER,
+                                   source=Source.API)
+    assert not Invitation.objects.exists()
 
 
 def test_the_last_admin_can_neither_be_demoted_nor_leave(cast):

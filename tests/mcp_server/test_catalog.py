@@ -11,7 +11,9 @@ from mcp_server.catalog import CATALOG, ToolSpec, WaitSpec
 from mcp_server.cluster_tools import CLUSTER_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
+from mcp_server.invitation_tools import INVITATION_TOOLS
 from mcp_server.mlflow_tools import MLFLOW_TOOLS
+from mcp_server.node_group_tools import NODE_GROUP_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.openapi import openapi_schema, operation
 from mcp_server.server import WaitingTool, bind_catalog
@@ -96,14 +98,17 @@ def test_unknown_operation_id():
         operation("no_such_operation")
 
 
-CLUSTER_TOOL_NAMES = [tool.name for tool in (*CLUSTER_TOOLS, *GROUP_TOOLS, *NODE_TOOLS, *FEATURE_TOOLS)]
+CLUSTER_TOOL_NAMES = [tool.name for tool in (*CLUSTER_TOOLS, *GROUP_TOOLS, *NODE_GROUP_TOOLS, *NODE_TOOLS,
+                                             *FEATURE_TOOLS)]
+INVITATION_TOOL_NAMES = [tool.name for tool in INVITATION_TOOLS]
 TRAINING_TOOL_NAMES = [tool.name for tool in (*TRAINING_TOOLS, *MLFLOW_TOOLS)]
 
 
 def test_catalog_is_coherent():
     tools = bind_catalog()
-    assert list(tools) == ["whoami", "list_teams", "get_team", "create_team", "list_audit_events", "list_operations",
-                           "get_operation", "wait_for_operation", "list_operation_logs", "retry_operation",
+    assert list(tools) == ["whoami", "list_teams", "get_team", "create_team", *INVITATION_TOOL_NAMES,
+                           "list_audit_events", "list_operations", "get_operation", "wait_for_operation",
+                           "list_operation_logs", "retry_operation",
                            "cancel_operation", "start_demo_operation", *CLUSTER_TOOL_NAMES,
                            *TRAINING_TOOL_NAMES]
     for tool in tools.values():
