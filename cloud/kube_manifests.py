@@ -43,7 +43,7 @@ def describe(manifest: dict[str, Any]) -> str:
     return f"{manifest['kind']} {manifest['metadata']['name']}"
 
 
-def send(api: ApiClient, method: str, url: str, *, body: dict | None = None,
+def send(api: ApiClient, method: str, url: str, *, body: dict[str, Any] | None = None,
          query: list[tuple[str, str]] | None = None) -> bytes:
     """One call to the API server with a plain JSON body; the raw answer, or ``ApiException`` on an error status."""
     headers = {"Accept": "application/json"}
@@ -52,7 +52,7 @@ def send(api: ApiClient, method: str, url: str, *, body: dict | None = None,
     request = api.param_serialize(method=method, resource_path=url, query_params=query or [],
                                   header_params=headers, body=body, auth_settings=["BearerToken"])
     response = api.call_api(*request)
-    response.read()
+    response.read()  # type: ignore[no-untyped-call]  # the client's RESTResponse is not annotated
     if not 200 <= response.status <= 299:
         raise ApiException.from_response(http_resp=response, body=(response.data or b"").decode("utf-8", "replace"),
                                          data=None)
