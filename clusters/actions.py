@@ -2,8 +2,9 @@
 
 Members see clusters, volumes, instance groups, nodes and managed features, make a cluster their active one and
 inspect what AWS offers; operators refresh clusters, create and delete shared volumes and reboot or replace
-nodes; admins create, import and delete clusters, shape instance groups, change cluster settings and managed
-features, and delete nodes.
+nodes; admins create, import and delete clusters, shape instance groups and EKS node groups, change cluster
+settings and managed features, and delete nodes. Platform admins (not a team role) set each team's import rules and
+alone delete the AWS resources of an imported cluster.
 """
 
 from accounts.models import Role
@@ -29,6 +30,14 @@ NODE_REPLACE = "node.replace"
 NODE_DELETE = "node.delete"
 FEATURE_VIEW = "feature.view"
 FEATURE_UPDATE = "feature.update"
+NODE_GROUP_VIEW = "node_group.view"
+NODE_GROUP_SCALE = "node_group.scale"
+NODE_GROUP_DELETE = "node_group.delete"
+#: A team's import rules: its members read them; only platform admins create and delete them
+#: (``access.require_platform_admin``), recorded under the names below.
+IMPORT_RULE_VIEW = "import_rule.view"
+IMPORT_RULE_CREATE = "import_rule.create"
+IMPORT_RULE_DELETE = "import_rule.delete"
 
 #: Recorded in the audit trail under ``cluster.delete`` / ``cluster.settings`` permission.
 CLUSTER_FORGET = "cluster.forget"
@@ -56,4 +65,8 @@ TEAM_ACTIONS: dict[str, Role] = {
     NODE_DELETE: Role.ADMIN,
     FEATURE_VIEW: Role.VIEWER,
     FEATURE_UPDATE: Role.ADMIN,
+    NODE_GROUP_VIEW: Role.VIEWER,
+    NODE_GROUP_SCALE: Role.ADMIN,
+    NODE_GROUP_DELETE: Role.ADMIN,
+    IMPORT_RULE_VIEW: Role.VIEWER,
 }

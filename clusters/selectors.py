@@ -7,7 +7,15 @@ from django.db.models import QuerySet
 from accounts import access
 from accounts.models import Team, User
 from accounts.selectors import get_visible
-from clusters.models import ActiveCluster, Cluster, ClusterState, InstanceGroup, StorageState, StorageVolume
+from clusters.models import (
+    ActiveCluster,
+    Cluster,
+    ClusterState,
+    ImportRule,
+    InstanceGroup,
+    StorageState,
+    StorageVolume,
+)
 from config.errors import NotFound
 from operations.models import Operation
 
@@ -69,3 +77,13 @@ def group_get(*, actor: User, cluster_id: int | str, name: str) -> InstanceGroup
     if group is None:
         raise NotFound(f"Cluster {cluster.name} has no instance group {name}.")
     return group
+
+
+def import_rule_list(*, actor: User, team: Team | None = None) -> QuerySet[ImportRule]:
+    """The import rules of the actor's teams (every team's for platform admins), of ``team`` only when given."""
+    rules = access.visible(actor, ImportRule).select_related("team", "created_by")
+    return rules.filter(team=team) if team is not None else rules
+
+
+def import_rule_get(*, actor: User, rule_id: int | str) -> ImportRule:
+    return get_visible(import_rule_list(actor=actor), rule_id, "import rule")

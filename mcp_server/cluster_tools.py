@@ -67,10 +67,12 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_import_candidates",
         operation_id="inspect_import_candidates",
-        action=cluster_actions.CLUSTER_INSPECT,
+        action=cluster_actions.CLUSTER_IMPORT,
         description=(
-            "List the EKS clusters of a region, each with the HyperPod cluster it orchestrates (if any), that "
-            "`import_cluster` can import; `tracked` ones are already managed by InstantStart." + _TEAM
+            "List the EKS clusters of a region, each with the HyperPod cluster it orchestrates (if any), that you "
+            "may import into the team with `import_cluster`: a platform admin sees every cluster but those tagged as "
+            "another team's, a team admin only those the team's import rules (set by platform admins) allow; "
+            "`tracked` ones are already managed by InstantStart." + _TEAM
         ),
     ),
     ToolSpec(
@@ -90,8 +92,9 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Get one cluster: state, EKS (name, ARN, version, endpoint, OIDC issuer) and HyperPod (name, ARN, status, "
             "node recovery) facts, node and GPU counts, the network (VPC, subnets by role and zone, gateways, route "
-            "tables, security groups, endpoints), dependencies (add-ons and operators with observed state and last "
-            "error), `drift` found by the last refresh, whether it is your `active` cluster, and `capabilities`."
+            "tables, security groups, endpoints), dependencies (add-ons, operators and HyperPod's required "
+            "components — health-monitoring agent, device plugins — with observed state and last error), `drift` "
+            "found by the last refresh, whether it is your `active` cluster, and `capabilities`."
             + _ACTIVE
         ),
     ),
@@ -122,7 +125,9 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
             "Import an existing EKS cluster `eks_name` of `region` (and the HyperPod cluster it orchestrates): "
             "InstantStart grants itself access through an EKS access entry and records the "
             "cluster's facts, network, dependencies and storage. It tags, changes and deletes nothing else. Pick "
-            "from `list_import_candidates`." + _TEAM + _LONG
+            "from `list_import_candidates`: `import_not_allowed` when no import rule of the team allows the cluster "
+            "(platform admins need none), `cluster_owned_by_another_team` when its InstantStart tags name another "
+            "team." + _TEAM + _LONG
         ),
     ),
     ToolSpec(
@@ -134,7 +139,8 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Re-read a cluster from AWS and Kubernetes, update what InstantStart records and "
             "return `drift`: each `field` whose `recorded` value differs from the `actual` one (version changed, "
-            "subnet missing, add-on gone…)." + _ACTIVE
+            "subnet missing, add-on gone…). Kubernetes objects InstantStart installed that were deleted (the KubeRay "
+            "operator, HyperPod's device plugins and agents) are applied again." + _ACTIVE
         ),
     ),
     ToolSpec(
@@ -148,8 +154,9 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
             "asked for this cluster to be deleted. A cluster InstantStart created is deleted in reverse (storage, "
             "hyperpod, dependencies, eks, network), removing only resources carrying InstantStart's tags. An "
             "imported cluster is only forgotten (`operation` is null, nothing in AWS changes) unless "
-            "`delete_resources` is true. Refused with `cluster_in_use` (listing them) while jobs or endpoints run, "
-            "and `cluster_busy` while another operation changes it." + _LONG
+            "`delete_resources` is true, which only platform admins may ask. Refused with `cluster_in_use` "
+            "(listing them) while jobs or endpoints run, and `cluster_busy` while another operation changes it."
+            + _LONG
         ),
     ),
     ToolSpec(

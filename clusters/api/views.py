@@ -7,7 +7,7 @@ import dataclasses
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics
+from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -251,6 +251,44 @@ def volume_operation(request, volume: StorageVolume, operation) -> Response:
     return operation_response(request, operation, {"volume": shown})
 
 
+# Import rules -----------------------------------------------------------------------------------------------------
+
+
+class ImportRuleListCreateView(generics.ListAPIView):
+    request: ApiRequest
+    serializer_class = s.ImportRuleSerializer
+    pagination_class = CreatedCursorPagination
+
+    def get_queryset(self):
+        return selectors.import_rule_list(actor=self.request.user)
+
+    @extend_schema(operation_id="import_rules_list", tags=TAGS)
+    def get(self, request, *args, **kwargs):
+        """The import rules of your teams (every team's for platform admins), newest first: which EKS clusters each
+        team's admins may import."""
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(operation_id="import_rules_create", request=s.ImportRuleCreateSerializer,
+                   responses={201: s.ImportRuleSerializer}, tags=TAGS)
+    @idempotent()
+    def post(self, request):
+        """Let a team's admins import the EKS clusters a name pattern and/or tag match (platform admins)."""
+        data = validated(s.ImportRuleCreateSerializer, request)
+        team = team_chosen(actor=request.user, team_id=data.pop("team", None))
+        rule = services.import_rule_create(actor=request.user, team=team, source=request.source, **data)
+        return Response(s.ImportRuleSerializer(rule).data, status=status.HTTP_201_CREATED)
+
+
+class ImportRuleDetailView(APIView):
+    @extend_schema(operation_id="import_rules_destroy", request=None, responses={204: None}, tags=TAGS)
+    @idempotent()
+    def delete(self, request, rule_id: int):
+        """Remove an import rule (platform admins); clusters already imported under it stay."""
+        rule = selectors.import_rule_get(actor=request.user, rule_id=rule_id)
+        services.import_rule_delete(actor=request.user, rule=rule, source=request.source)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
 # Inspection -------------------------------------------------------------------------------------------------------
 
 
@@ -320,7 +358,9 @@ class ImportCandidateListView(_InspectView):
     @extend_schema(operation_id="inspect_import_candidates", parameters=[REGION, TEAM],
                    responses={200: s.ImportCandidateSerializer(many=True)}, tags=["inspect"])
     def get(self, request):
-        """EKS clusters of the region (with the HyperPod cluster each orchestrates) that could be imported;
-        `tracked` ones are already managed by InstantStart."""
-        team = self.inspected(request)
-        return Response(_rows(inspection.import_candidates(query_region(request), team=team)))
+        """EKS clusters of the region (with the HyperPod cluster each orchestrates) that you may import into the team
+        (team admins): every one but those tagged as another team's for platform admins, those the team's import rules
+        allow for team admins; `tracked` ones are already managed by InstantStart."""
+        team = query_team(request)
+        access.require(request.user, actions.CLUSTER_IMPORT, team)
+        return Response(_rows(inspection.import_candidates(query_region(request), team=team, actor=request.user)))

@@ -1,11 +1,14 @@
 """Import candidates: the region's EKS clusters, each with the HyperPod cluster it orchestrates, and whether
-InstantStart already tracks it. Another team's cluster shows only as ``tracked`` — never whose it is."""
+InstantStart already tracks it — only those the actor may import into the team (the platform policy of
+``clusters.importing``). Another team's cluster shows only as ``tracked`` — never whose it is."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accounts.models import Team
+from accounts import access
+from accounts.models import Team, User
+from clusters import importing
 from clusters.inspection.facts import eks_cluster, eks_cluster_names, hyperpod_by_orchestrator
 from clusters.models import LIVE_STATES, Cluster
 
@@ -26,8 +29,14 @@ class ImportCandidate:
     tracked_by_team: bool
 
 
-def import_candidates(region: str, *, team: Team) -> list[ImportCandidate]:
-    """Every EKS cluster of ``region``, by name."""
+def import_candidates(region: str, *, team: Team, actor: User) -> list[ImportCandidate]:
+    """The EKS clusters of ``region`` that ``actor`` may import into ``team``, by name: for a platform admin every
+    cluster but those whose ownership tags give them to another team; for a team admin only those one of the team's
+    import rules allows (none without rules). The caller has checked ``cluster.import`` on the team."""
+    platform_admin = access.can_administer_platform(actor)
+    rules = list(team.import_rules.all())
+    if not platform_admin and not any(rule.region in ("", region) for rule in rules):
+        return []
     hyperpods = hyperpod_by_orchestrator(region)
     live = Cluster.objects.filter(region=region, state__in=LIVE_STATES)
     owners: dict[str, set[int]] = {}
@@ -37,8 +46,12 @@ def import_candidates(region: str, *, team: Team) -> list[ImportCandidate]:
                 owners.setdefault(key, set()).add(team_id)
     candidates = []
     for name in sorted(eks_cluster_names(region)):
+        if not platform_admin and not importing.allowed_by_rules(rules, region=region, name=name, tags=None):
+            continue
         eks = eks_cluster(region, name)
-        if eks is None:
+        if eks is None or importing.claimed_by_another_team(eks.tags, team):
+            continue
+        if not platform_admin and not importing.allowed_by_rules(rules, region=region, name=name, tags=eks.tags):
             continue
         hyperpod = hyperpods.get(eks.arn)
         teams = owners.get(eks.arn, set()) | owners.get(eks.name, set())

@@ -3,7 +3,7 @@ import pipeline and refresh alike, so the three agree on every fact."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from botocore.exceptions import ClientError
 
@@ -27,6 +27,8 @@ class EksFacts:
     subnet_ids: tuple[str, ...]
     security_group_ids: tuple[str, ...]
     cluster_security_group_id: str
+    #: The cluster's tags (whose ownership tags the import policy reads, ``clusters.importing``).
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ def eks_cluster(region: str, name: str) -> EksFacts | None:
         authentication_mode=(found.get("accessConfig") or {}).get("authenticationMode", "CONFIG_MAP"),
         vpc_id=network.get("vpcId", ""), subnet_ids=tuple(network.get("subnetIds", [])),
         security_group_ids=tuple(network.get("securityGroupIds", [])),
-        cluster_security_group_id=network.get("clusterSecurityGroupId", ""),
+        cluster_security_group_id=network.get("clusterSecurityGroupId", ""), tags=dict(found.get("tags") or {}),
     )
 
 

@@ -134,11 +134,13 @@ def cluster_refresh(request: PortalRequest, cluster_id: int) -> HttpResponse:
 
 @portal_view
 def cluster_delete(request: PortalRequest, cluster_id: int) -> HttpResponse:
-    """GET asks for the cluster's name (and, for an imported cluster, whether to delete its cloud resources too —
-    off means forget); POST validates with ``ClusterDeleteSerializer`` and calls ``services.cluster_delete``."""
+    """GET asks for the cluster's name (and, for an imported cluster, platform admins whether to delete its cloud
+    resources too — off means forget); POST validates with ``ClusterDeleteSerializer`` and calls
+    ``services.cluster_delete``."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
     access.require(request.user, actions.CLUSTER_DELETE, cluster)
-    context = {"section": "clusters", "cluster": cluster, "imported": cluster.origin == ClusterOrigin.IMPORTED}
+    context = {"section": "clusters", "cluster": cluster, "imported": cluster.origin == ClusterOrigin.IMPORTED,
+               "may_delete_resources": access.can_administer_platform(request.user)}
     if request.method != "POST":
         form = SerializerForm(ClusterDeleteSerializer, initial={"delete_resources": False})
         return render(request, "clusters/delete.html", {**context, "form": form})

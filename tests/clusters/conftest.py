@@ -13,6 +13,15 @@ from tests.operations.conftest import drive, fast_polling  # noqa: F401  (the en
 
 
 @pytest.fixture
+def import_allowed(cast) -> None:
+    """An import rule that lets the cast's team admins import any EKS cluster, for tests of the import itself (who
+    may import what: tests/clusters/test_import_policy.py)."""
+    from clusters.models import ImportRule
+
+    ImportRule.objects.create(team=cast.team, name_pattern="*")
+
+
+@pytest.fixture
 def make_cluster(cast) -> Callable[..., Cluster]:
     """A cluster row of the cast's team (no cloud resources), created from a spec with sandbox-friendly defaults."""
 

@@ -192,6 +192,7 @@ def test_another_teams_cluster_is_not_found(api, make_cluster, make_team, cast):
 # import -----------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("import_allowed")
 def test_import_refuses_an_unknown_cluster_and_one_already_tracked(admin_api, make_cluster, sandbox):
     response = admin_api.post("/api/v1/clusters/import", {"region": "us-west-2", "eks_name": "nowhere"})
     assert response.status_code in (400, 404)

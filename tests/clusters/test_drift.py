@@ -23,7 +23,7 @@ from tests.clusters.test_import import (
 
 
 @pytest.fixture
-def imported(sandbox, cast, drive):
+def imported(sandbox, cast, drive, import_allowed):
     """An imported cluster (EKS 1.32 with cert-manager, a HyperPod cluster of two nodes) and its network."""
     network = make_network()
     eks = make_eks("outside", network["private"])

@@ -19,13 +19,12 @@ from operations.context import StepContext
 from operations.models import OperationState
 from operations.services import operation_retry, operation_start
 from tests import factories
+from tests.clusters.sandbox import role_for
 
 pytestmark = pytest.mark.usefixtures("import_allowed")
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"
-EKS_ROLE = f"arn:aws:iam::{ACCOUNT}:role/outside-eks"
-HYPERPOD_ROLE = f"arn:aws:iam::{ACCOUNT}:role/outside-hyperpod"
 
 
 def wait_for(read, done, *, timeout: float = 30.0):
@@ -70,8 +69,8 @@ def make_eks(name: str, subnet_ids: list[str], *, version: str = "1.32", mode: s
              creator_admin: bool = True) -> dict:
     """An ACTIVE EKS cluster created with plain boto3."""
     eks = aws.client("eks", region=REGION)
-    eks.create_cluster(name=name, version=version, roleArn=EKS_ROLE, resourcesVpcConfig={"subnetIds": subnet_ids},
-                       accessConfig={"authenticationMode": mode,
+    eks.create_cluster(name=name, version=version, roleArn=role_for("outside-eks"),
+                       resourcesVpcConfig={"subnetIds": subnet_ids}, accessConfig={"authenticationMode": mode,
                                      "bootstrapClusterCreatorAdminPermissions": creator_admin})
     return wait_for(lambda: eks.describe_cluster(name=name)["cluster"], lambda found: found["status"] == "ACTIVE")
 
@@ -84,8 +83,9 @@ def make_hyperpod(name: str, eks_arn: str, subnet_ids: list[str], security_group
         ClusterName=name, Orchestrator={"Eks": {"ClusterArn": eks_arn}}, NodeRecovery="Automatic",
         VpcConfig={"SecurityGroupIds": [security_group], "Subnets": subnet_ids},
         InstanceGroups=[{"InstanceGroupName": "workers", "InstanceType": instance_type, "InstanceCount": count,
-                         "ExecutionRole": HYPERPOD_ROLE, "LifeCycleConfig": {
-                             "SourceS3Uri": "s3://outside-bucket/lifecycle", "OnCreate": "on_create.sh"}}],
+                         "ExecutionRole": role_for("outside-hyperpod", "sagemaker.amazonaws.com"),
+                         "LifeCycleConfig": {"SourceS3Uri": "s3://outside-bucket/lifecycle",
+                                             "OnCreate": "on_create.sh"}}],
     )
     return wait_for(lambda: sagemaker.describe_cluster(ClusterName=name),
                     lambda found: found["ClusterStatus"] == "InService")

@@ -102,7 +102,8 @@ def test_import_candidates_pair_eks_with_hyperpod_and_hide_other_teams(sandbox, 
     Cluster.objects.filter(pk=tracked_elsewhere.pk).update(eks_name="outside-two")
     Cluster.objects.filter(pk=forgotten.pk).update(eks_name="outside-one")
 
-    candidates = {candidate.eks_name: candidate for candidate in inspection.import_candidates(REGION, team=cast.team)}
+    candidates = {candidate.eks_name: candidate for candidate in inspection.import_candidates(REGION, team=cast.team,
+                                                                                       actor=cast.superuser)}
     assert list(candidates) == ["outside-one", "outside-two"]
     one, two = candidates["outside-one"], candidates["outside-two"]
     assert (one.eks_arn, one.eks_status, one.kubernetes_version) == (first["arn"], "ACTIVE", "1.32")
@@ -116,5 +117,6 @@ def test_import_candidates_pair_eks_with_hyperpod_and_hide_other_teams(sandbox, 
                               "hyperpod_arn", "hyperpod_status", "tracked", "tracked_by_team"}
 
     Cluster.objects.filter(pk=forgotten.pk).update(state=ClusterState.ACTIVE)
-    again = {candidate.eks_name: candidate for candidate in inspection.import_candidates(REGION, team=cast.team)}
+    again = {candidate.eks_name: candidate for candidate in inspection.import_candidates(REGION, team=cast.team,
+                                                                                       actor=cast.superuser)}
     assert again["outside-one"].tracked and again["outside-one"].tracked_by_team

@@ -29,6 +29,7 @@ from clusters.models import (
 from config.context import Source
 from operations.models import Operation
 from tests import factories
+from tests.clusters.sandbox import role_for
 
 pytestmark = pytest.mark.django_db
 
@@ -287,7 +288,8 @@ def test_deleting_a_created_cluster_starts_the_delete_operation(cast, make_clust
 def test_an_imported_cluster_is_forgotten_unless_asked_to_delete_its_resources(cast, make_cluster):
     forgotten = make_cluster("kept", state=ClusterState.ACTIVE, origin="imported")
     client = login(cast.admin)
-    assert 'name="delete_resources"' in client.get(reverse("cluster-delete", args=[forgotten.pk])).content.decode()
+    page = client.get(reverse("cluster-delete", args=[forgotten.pk])).content.decode()
+    assert 'name="delete_resources"' not in page and "only a platform admin can delete them" in page
     response = client.post(reverse("cluster-delete", args=[forgotten.pk]), {"confirm": "kept"})
     assert response.status_code == 302 and response.url == reverse("clusters")
     forgotten.refresh_from_db()
@@ -295,8 +297,10 @@ def test_an_imported_cluster_is_forgotten_unless_asked_to_delete_its_resources(c
     assert "was forgotten" in text(client.get(reverse("clusters")))
 
     deleted = make_cluster("gone", state=ClusterState.ACTIVE, origin="imported")
-    response = client.post(reverse("cluster-delete", args=[deleted.pk]),
-                           {"confirm": "gone", "delete_resources": "true"})
+    platform_admin = login(cast.superuser)
+    assert 'name="delete_resources"' in text(platform_admin.get(reverse("cluster-delete", args=[deleted.pk])))
+    response = platform_admin.post(reverse("cluster-delete", args=[deleted.pk]),
+                                   {"confirm": "gone", "delete_resources": "true"})
     assert response.status_code == 302
     operation = Operation.objects.get()
     assert operation.params["imported"] is True and operation.kind == "cluster.delete"
@@ -465,7 +469,7 @@ def _eks_cluster(name: str) -> None:
                                  AvailabilityZone=zone)["Subnet"]["SubnetId"]
                for index, zone in enumerate(sorted(_zone_names())[:2])]
     eks = boto3.client("eks", region_name=REGION)
-    eks.create_cluster(name=name, roleArn="arn:aws:iam::123456789012:role/eks",
+    eks.create_cluster(name=name, roleArn=role_for("eks"),
                        resourcesVpcConfig={"subnetIds": subnets},
                        accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})
     deadline = time.monotonic() + 30
@@ -474,6 +478,7 @@ def _eks_cluster(name: str) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.usefixtures("import_allowed")
 def test_import_lists_candidates_with_tracked_ones_disabled(cast, sandbox, make_cluster):
     _eks_cluster("legacy")
     _eks_cluster("known")
