@@ -48,7 +48,9 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Turn on HyperPod-managed Karpenter autoscaling: the cluster role, AutoScaling on the "
             "HyperPod cluster, and a NodePool per instance group, so groups scale from zero for pending pods. It "
-            "manages HyperPod instance groups only, not general EC2 capacity." + _DIFF + _ACTIVE
+            "manages HyperPod instance groups only, not general EC2 capacity. `warnings` lists "
+            "`autoscaling_may_scale_to_zero` when groups it will manage have instances: Karpenter may scale them "
+            "down to 0 when their nodes are empty — tell the user." + _DIFF + _ACTIVE
         ),
     ),
     ToolSpec(

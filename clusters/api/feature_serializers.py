@@ -85,9 +85,18 @@ class FeaturesSerializer(serializers.Serializer):
     capabilities = serializers.DictField(child=serializers.BooleanField())
 
 
+class FeatureWarningSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="`autoscaling_may_scale_to_zero`: groups with instances that Karpenter "
+                                           "may scale down to 0 once autoscaling is on.")
+    message = serializers.CharField()
+    groups = serializers.ListField(child=serializers.CharField(), help_text="The instance groups concerned.")
+
+
 class FeaturesUpdateResultSerializer(serializers.Serializer):
     changed = serializers.BooleanField(help_text="false: the actual state already matched; no operation started.")
     changes = serializers.DictField(help_text="What the operation makes true, per feature.")
+    warnings = FeatureWarningSerializer(many=True, help_text="What the change may do that you should know (the "
+                                                             "operation starts all the same).")
     operation = OperationSerializer(allow_null=True)
 
 

@@ -31,7 +31,8 @@ def features_body(request, cluster, rows) -> dict:
 
 def update_response(request, cluster, result: services.FeatureUpdate) -> Response:
     changes = result.changes if result.changed else {}
-    return operation_response(request, result.operation, {"changed": result.changed, "changes": changes})
+    return operation_response(request, result.operation, {"changed": result.changed, "changes": changes,
+                                                          "warnings": result.warnings})
 
 
 class ClusterFeaturesView(APIView):

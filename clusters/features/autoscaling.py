@@ -168,6 +168,24 @@ def groups(described: dict[str, Any]) -> list[tuple[str, str]]:
             for group in described.get("InstanceGroups", []) if supported(group)]
 
 
+SCALE_DOWN_WARNING = "autoscaling_may_scale_to_zero"
+
+
+def scale_down_warning(described: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The warning for turning autoscaling on while groups Karpenter will manage have instances: AWS documents that
+    Karpenter may then scale them down, to 0 when their nodes are empty. ``None`` when no such group has any."""
+    running = {group["InstanceGroupName"]: int(group.get("CurrentCount") or group.get("TargetCount") or 0)
+               for group in (described or {}).get("InstanceGroups", []) if supported(group)}
+    running = {name: count for name, count in running.items() if count > 0}
+    if not running:
+        return None
+    listed = ", ".join(f"{name} ({count} instance{'s' if count != 1 else ''})"
+                       for name, count in sorted(running.items()))
+    return {"code": SCALE_DOWN_WARNING, "groups": sorted(running),
+            "message": "With autoscaling on, Karpenter manages the count of these instance groups and may scale them "
+                       f"down, to 0 when their nodes are empty: {listed}."}
+
+
 def observe(cluster: Cluster) -> FeatureObservation:
     described = mirror.describe(cluster)
     config = _autoscaling(described)

@@ -8,7 +8,7 @@ those features. Nothing mutating is sent to AWS by these functions; refusals sen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -16,9 +16,10 @@ from django.db import transaction
 from accounts import access, audit
 from accounts.models import User
 from clusters import actions
-from clusters.features import diff, observe, pipeline
+from clusters.features import autoscaling, diff, observe, pipeline
 from clusters.features.base import FeatureObservation
-from clusters.features.catalog import FEATURES, ORDER
+from clusters.features.catalog import AUTOSCALING, FEATURES, ORDER
+from clusters.instance_groups import mirror
 from clusters.models import Cluster, ClusterFeature, ClusterState, FeatureState
 from clusters.services import claim_idle, require_idle
 from config.errors import Conflict
@@ -29,10 +30,12 @@ from operations.services import operation_start
 
 @dataclass(frozen=True)
 class FeatureUpdate:
-    """``operation`` is ``None`` when nothing differed (``changed`` false)."""
+    """``operation`` is ``None`` when nothing differed (``changed`` false). ``warnings`` (``code``, ``message``
+    and details) say what the change may do that the caller should know before relying on it."""
 
     changes: dict[str, dict[str, Any]]
     operation: Operation | None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -69,13 +72,15 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
     access.require(actor, actions.FEATURE_UPDATE, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
-        return FeatureUpdate(dict(replayed.params.get("changes", {})), replayed)
+        return FeatureUpdate(dict(replayed.params.get("changes", {})), replayed,
+                             list(replayed.params.get("warnings", [])))
     _require_changeable(cluster)
     actual: dict[str, FeatureObservation] = observe.observe(cluster, [slug for slug in ORDER if slug in requested])
     found = diff.changes(cluster, requested, actual)
     observe.record(cluster, actual.values())
     if not found:
         return FeatureUpdate({}, None)
+    warnings = _warnings(cluster, found)
     titles = ", ".join(f"{FEATURES[slug].title} {'on' if change['enabled'] else 'off'}"
                        for slug, change in found.items())
     with transaction.atomic():
@@ -83,7 +88,8 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
         operation, _ = operation_start(
             actor=actor, team=cluster.team, kind=pipeline.kind_for(found),
             title=f"Features of {cluster.name}: {titles}",
-            params={"cluster_id": cluster.pk, "region": cluster.region, "changes": found}, source=source,
+            params={"cluster_id": cluster.pk, "region": cluster.region, "changes": found, "warnings": warnings},
+            source=source,
             target=cluster, idempotency_key=idempotency_key)
         for slug, change in found.items():
             ClusterFeature.objects.update_or_create(cluster=cluster, feature=slug, defaults={
@@ -91,4 +97,12 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
         audit.record(actor=actor, source=source, action=actions.FEATURE_UPDATE, target=cluster, team=cluster.team,
                      before={slug: {"state": actual[slug].state, **actual[slug].settings} for slug in found},
                      after={**found, "operation": operation.pk})
-    return FeatureUpdate(found, operation)
+    return FeatureUpdate(found, operation, warnings)
+
+
+def _warnings(cluster: Cluster, found: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Turning autoscaling on warns about the groups with instances Karpenter may scale down to 0."""
+    if not (found.get(AUTOSCALING) or {}).get("enabled"):
+        return []
+    warning = autoscaling.scale_down_warning(mirror.describe(cluster))
+    return [warning] if warning else []

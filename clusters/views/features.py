@@ -56,7 +56,7 @@ def _unplaced(fields: dict[str, list[dict[str, str]]]) -> list[dict[str, str]]:
 @portal_view
 def feature_panel(request: PortalRequest, cluster_id: int) -> HttpResponse:
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-    error, outcome, status = None, "", 200
+    error, outcome, status, warnings = None, "", 200, []
     if request.method == "POST":
         requested, error = _requested(request)
         if requested is not None:
@@ -64,6 +64,7 @@ def feature_panel(request: PortalRequest, cluster_id: int) -> HttpResponse:
                 actor=request.user, cluster=cluster, requested=requested, source=request.source))
             if result is not None:
                 outcome = "changed" if result.changed else "unchanged"
+                warnings = result.warnings
         if error:
             status = 400 if error["code"] in {"validation_failed", "malformed_request", "json_too_deep"} else 409
     running = running_operation(cluster)
@@ -77,6 +78,6 @@ def feature_panel(request: PortalRequest, cluster_id: int) -> HttpResponse:
     caps = {action.replace(".", "_"): allowed for action, allowed in capabilities(request.user, cluster).items()}
     fields = (error or {}).get("fields", {})
     context = {"cluster": cluster, "features": [feature_row(row, states) for row in rows], "operation": operation,
-               "caps": caps, "error": error, "outcome": outcome,
+               "caps": caps, "error": error, "outcome": outcome, "warnings": warnings,
                "field_errors": fields, "other_errors": _unplaced(fields), "percentage_range": MEMORY_PERCENTAGE_RANGE}
     return render(request, "clusters/features/panel.html", context, status=status)

@@ -67,16 +67,26 @@ def check_quotas(call: Call, groups: list[model.Group], cluster: model.Cluster |
             after[group.instance_type] += group.target
     for instance_type, wanted in after.items():
         delta = wanted - before[instance_type]
-        limit = quotas.hyperpod_limit(call.region, instance_type)
-        if delta <= 0 or limit is None or current[instance_type] + before[instance_type] + delta <= limit[1]:
-            continue
-        name, value = limit
-        used = current[instance_type] + before[instance_type]
-        raise ApiError("ResourceLimitExceeded",
-                       f"The account-level service limit '{name}' is {value:g} Instances, with current utilization "
-                       f"of {used} Instances and a request delta of {delta} Instances. Please use AWS Service "
-                       "Quotas to request an increase for this quota. If AWS Service Quotas is not available, "
-                       "contact AWS support to request an increase for this quota.")
+        refusal = _limit_refusal(call.region, instance_type, current[instance_type] + before[instance_type], delta)
+        if refusal:
+            raise ApiError("ResourceLimitExceeded", refusal)
+
+
+def _limit_refusal(region: str, instance_type: str, used: int, delta: int) -> str | None:
+    limit = quotas.hyperpod_limit(region, instance_type)
+    if delta <= 0 or limit is None or used + delta <= limit[1]:
+        return None
+    name, value = limit
+    return (f"The account-level service limit '{name}' is {value:g} Instances, with current utilization of {used} "
+            f"Instances and a request delta of {delta} Instances. Please use AWS Service Quotas to request an "
+            "increase for this quota. If AWS Service Quotas is not available, contact AWS support to request an "
+            "increase for this quota.")
+
+
+def usage_refusal(region: str, instance_type: str, delta: int) -> str | None:
+    """``ResourceLimitExceeded``'s message when ``delta`` more instances of ``instance_type`` in ``region`` would
+    exceed its "for cluster usage" quota (what HyperPod answers its Karpenter), else ``None``."""
+    return _limit_refusal(region, instance_type, _quota_usage(region, None)[instance_type], delta)
 
 
 def check_cluster_settings(settings: dict[str, Any], new_orchestrator: bool = True) -> None:

@@ -188,14 +188,23 @@ def _cluster_and_group(cluster_arn: str, group_name: str) -> tuple[model.Cluster
     return cluster, group
 
 
+class LimitExceeded(Exception):
+    """A launch the account's service quota does not allow (``ResourceLimitExceeded``; the message is AWS's)."""
+
+
 def scale_out(cluster_arn: str, group_name: str, count: int, labels: dict[str, str],
               taints: list[dict[str, str]]) -> list[str]:
     """Raise the group's target by ``count`` and launch as many instances carrying the Kubernetes ``labels`` and
     ``taints`` (``Key``/``Value``/``Effect``) besides the group's, as HyperPod's Karpenter does for a NodeClaim;
-    returns their instance ids. ``LookupError`` for an unknown cluster or group."""
+    returns their instance ids. ``LookupError`` for an unknown cluster or group, ``LimitExceeded`` when the
+    region's "<type> for cluster usage" quota does not allow ``count`` more instances."""
     with core.transaction():
         refresh()
         cluster, group = _cluster_and_group(cluster_arn, group_name)
+        if not group.spec.get("TrainingPlanArn"):
+            refusal = hyperpod.usage_refusal(cluster.region, group.instance_type, count)
+            if refusal:
+                raise LimitExceeded(refusal)
         return [node.instance_id for node in model.scale_out(cluster, group, count, labels, taints)]
 
 

@@ -9,6 +9,8 @@ import time
 
 import httpx
 import pytest
+from django.test import Client
+from django.urls import reverse
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
@@ -261,7 +263,11 @@ def test_autoscaling_scales_a_group_from_zero_and_disable_removes_its_objects(ap
                                                                              drive):
     cluster = live_cluster(instance_count=1)
     roles_before = roles(cluster.pk)
-    run(drive, api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/features/autoscaling/enable", {}))
+    enabling = api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/features/autoscaling/enable", {})
+    (warning,) = enabling.json()["warnings"]  # AWS: Karpenter may scale a group that has instances down to 0
+    assert (warning["code"], warning["groups"]) == ("autoscaling_may_scale_to_zero", ["accelerated"])
+    assert "accelerated (1 instance)" in warning["message"]
+    run(drive, enabling)
     cluster.refresh_from_db()
     assert autoscaling.enabled(cluster)
     described = aws.client("sagemaker", region=REGION).describe_cluster(ClusterName=cluster.hyperpod_name)
@@ -289,6 +295,9 @@ def test_autoscaling_scales_a_group_from_zero_and_disable_removes_its_objects(ap
                                                            requests={"cpu": "1"}))])))
     node = node_of_bound_pod(core, "wants-a-node")
     assert node.metadata.labels["karpenter.sh/nodepool"] == "instantstart-burst"
+    (claim,) = custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]  # what Karpenter made
+    assert (claim["metadata"]["ownerReferences"][0]["name"], claim["status"]["nodeName"]) == (
+        "instantstart-burst", node.metadata.name)
     assert [item.metadata.name for item in core.list_node(label_selector=in_burst).items] == [node.metadata.name]
     assert hyperpod_group(cluster, "burst")["TargetCount"] == 1
 
@@ -296,6 +305,13 @@ def test_autoscaling_scales_a_group_from_zero_and_disable_removes_its_objects(ap
     assert not autoscaling.enabled(cluster)
     assert roles(cluster.pk) == roles_before
     assert autoscaling.our_objects(cluster) == {"hyperpodnodeclasses": [], "nodepools": []}
+
+    browser = Client()  # the portal's panel shows the same warning when autoscaling is turned on again
+    browser.force_login(cast.admin)
+    panel = browser.post(reverse("cluster-features", args=[cluster.pk]), {"autoscaling": {"enabled": True}},
+                         content_type="application/json")
+    assert panel.status_code == 200 and b'data-code="autoscaling_may_scale_to_zero"' in panel.content
+    assert b"accelerated (1 instance), burst (1 instance)" in panel.content
 
 
 # MCP ------------------------------------------------------------------------------------------------------------------
@@ -313,3 +329,6 @@ def test_the_tools_read_and_change_only_what_differs(cast, token_for, live_clust
     assert is_error and body["fields"]["gpu"][0]["code"] == "unknown_field"  # MCP checks arguments first
     is_error, body = call_tool(secret, "disable_autoscaling", {"cluster_id": cluster.pk})
     assert not is_error and body["changed"] is False
+    is_error, body = call_tool(secret, "enable_autoscaling", {"cluster_id": cluster.pk})
+    assert not is_error and body["changed"] is True
+    assert [warning["code"] for warning in body["warnings"]] == ["autoscaling_may_scale_to_zero"]

@@ -14,6 +14,7 @@ from tests.sandbox.sim.harness import ROLE, client, group, make_cluster, wait_fo
 
 NODE_CLASSES = ("karpenter.sagemaker.amazonaws.com", "v1", "hyperpodnodeclasses")
 NODE_POOLS = ("karpenter.sh", "v1", "nodepools")
+NODE_CLAIMS = ("karpenter.sh", "v1", "nodeclaims")
 AUTOSCALING = {"NodeProvisioningMode": "Continuous", "ClusterRole": ROLE,
                "AutoScaling": {"Mode": "Enable", "AutoScalerType": "Karpenter"}}
 
@@ -55,6 +56,10 @@ def _counts(group_name: str = "gpu") -> tuple[int, int]:
     described = client("sagemaker").describe_cluster(ClusterName="demo-hp")
     found = next(item for item in described["InstanceGroups"] if item["InstanceGroupName"] == group_name)
     return found["TargetCount"], found["CurrentCount"]
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, str]:
+    return {entry["type"]: entry["status"] for entry in (obj.get("status") or {}).get("conditions", [])}
 
 
 def _karpenter_nodes(core: k8s.CoreV1Api) -> list[k8s.V1Node]:
@@ -101,6 +106,16 @@ def test_pending_pods_scale_a_group_from_zero_within_limits_and_empty_nodes_scal
     assert (labels["karpenter.sh/nodepool"], labels["sagemaker.amazonaws.com/instance-group-name"],
             labels["node.kubernetes.io/instance-type"]) == ("gpu-pool", "gpu", "ml.g5.8xlarge")
     assert _counts() == (1, 1)
+    (claim,) = custom.list_cluster_custom_object(*NODE_CLAIMS)["items"]
+    assert claim["metadata"]["name"].startswith("gpu-pool-")
+    assert claim["metadata"]["ownerReferences"][0]["name"] == "gpu-pool"
+    assert {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["ml.g5.8xlarge"]} in \
+        claim["spec"]["requirements"] and claim["spec"]["resources"]["requests"]["nvidia.com/gpu"] == "1"
+    claim = wait_for(lambda: custom.get_cluster_custom_object(*NODE_CLAIMS, claim["metadata"]["name"]),
+                     lambda found: _conditions(found).get("Ready") == "True")
+    assert {kind: status for kind, status in _conditions(claim).items() if kind != "Initialized"} == {
+        "Launched": "True", "Registered": "True", "Ready": "True"}  # Initialized waits for every device plugin
+    assert claim["status"]["nodeName"] == node.metadata.name and claim["status"]["providerID"]
     pods = wait_for(lambda: {pod.metadata.name: pod for pod in core.list_namespaced_pod("default").items},
                     lambda found: any(pod.status.phase == "Running" for pod in found.values()))
     running = [name for name, pod in pods.items() if pod.status.phase == "Running"]
@@ -115,6 +130,23 @@ def test_pending_pods_scale_a_group_from_zero_within_limits_and_empty_nodes_scal
     core.delete_namespaced_pod("second", "default")
     wait_for(lambda: _karpenter_nodes(core), lambda found: found == [])
     assert wait_for(_counts, lambda counts: counts == (0, 0))
+    assert custom.list_cluster_custom_object(*NODE_CLAIMS)["items"] == []
+
+
+def test_a_launch_the_cluster_usage_quota_refuses_fails_its_node_claim(sandbox):
+    sandbox.control("PUT", "quotas", {"service_code": "sagemaker", "quota_name": "ml.g5.8xlarge for cluster usage",
+                                      "value": 0})
+    core, custom = _autoscaled_cluster(group("gpu", count=0))
+    _node_class(custom, "gpu-class", ["gpu"])
+    _node_pool(custom, "gpu-pool", "gpu-class")
+    _gpu_pod(core, "first")
+    event = wait_for(lambda: core.list_namespaced_event("default", field_selector="reason=LaunchFailed").items,
+                     lambda found: len(found) == 1)[0]
+    assert (event.involved_object.kind, event.type) == ("NodeClaim", "Warning")
+    assert event.message.startswith("ResourceLimitExceeded: The account-level service limit 'ml.g5.8xlarge for "
+                                    "cluster usage' is 0 Instances")
+    wait_for(lambda: custom.list_cluster_custom_object(*NODE_CLAIMS)["items"], lambda found: found == [])
+    assert _counts() == (0, 0) and core.read_namespaced_pod("first", "default").status.phase == "Pending"
 
 
 def test_turning_autoscaling_off_stops_scaling_and_keeps_the_nodes():
