@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.http import HttpRequest
 
-from accounts.models import ApiToken, AuditEvent, Membership, Team, User
+from accounts.models import ApiToken, AuditEvent, Invitation, Membership, Team, User
 
 
 class ReadOnlyAdminMixin:
@@ -57,6 +57,18 @@ class MembershipAdmin(ReadOnlyAdminMixin, admin.ModelAdmin[Membership]):
     list_select_related = ["user", "team"]
     list_filter = ["role", "team"]
     search_fields = ["user__username", "user__email", "team__name"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin[Invitation]):
+    """Invitations are made, accepted, declined and revoked through the portal or the API (audited); admin shows
+    them."""
+
+    list_display = ["invitee", "team", "role", "state", "invited_by", "created_at", "expires_at"]
+    list_select_related = ["team", "invited_by"]
+    list_filter = ["state", "role", "team"]
+    search_fields = ["invitee", "team__name", "invited_by__username"]
+    exclude = ["key_hash"]
 
 
 @admin.register(ApiToken)

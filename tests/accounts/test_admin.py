@@ -48,6 +48,8 @@ def test_changelist_queries_do_not_grow_with_rows(model, cast, make_user, django
         user = make_user(f"bulk{index}")
         Membership.objects.create(team=cast.team, user=user, role=Role.VIEWER)
         services.token_create(actor=user, name="bulk", source=Source.SYSTEM)
+        services.invitation_create(actor=cast.admin, team=cast.team, invitee=f"invitee{index}", role=Role.VIEWER,
+                                   source=Source.SYSTEM)
         services.team_update(actor=cast.admin, team=cast.team, description=f"v{index}", source=Source.SYSTEM)
         IdempotencyRecord.objects.create(user=user, key=f"k{index}", fingerprint="f", method="POST", path="/x")
         demo.demo_start(actor=cast.admin, team=cast.team, name=f"bulk{index}", region="us-west-2",
