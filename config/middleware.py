@@ -1,4 +1,5 @@
-"""Request context: request id (``X-Request-ID`` in and out) and the face the request came through."""
+"""Request context: request id (``X-Request-ID`` in and out) and the face the request came through; the
+Content-Security-Policy header."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import cast
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from config.context import Source, request_id_scope
@@ -45,3 +47,17 @@ class RequestContextMiddleware:
             response = self.get_response(request)
             response["X-Request-ID"] = request_id
             return response
+
+
+class ContentSecurityPolicyMiddleware:
+    """Sends ``settings.CONTENT_SECURITY_POLICY`` with every answer that does not set its own. The portal's pages
+    keep to it: every script and style is a static file (``tests/config/test_browser_hygiene.py`` refuses an inline
+    ``<script>``, ``<style>``, ``style=`` or ``on…=`` in a template)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
+        return response

@@ -92,6 +92,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RequestContextMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -228,6 +229,21 @@ SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# Behind TLS (docs/deploy.md): INSTANTSTART_HTTPS=1 when browsers reach the portal over https (directly or through a
+# proxy named in INSTANTSTART_TRUSTED_PROXIES, whose X-Forwarded-Proto uvicorn then believes): cookies are sent over
+# TLS only, plain http is redirected, and HSTS (INSTANTSTART_HSTS_SECONDS, a year by default) tells browsers to
+# never use http again.
+HTTPS = env_flag("INSTANTSTART_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = int(os.environ.get("INSTANTSTART_HSTS_SECONDS") or (str(365 * 24 * 3600) if HTTPS else "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_flag("INSTANTSTART_HSTS_INCLUDE_SUBDOMAINS", False)
+#: The Content-Security-Policy of every HTML answer (config.middleware.ContentSecurityPolicyMiddleware): the portal,
+#: Django admin and the API docs load scripts, styles and images only from the site itself — no inline script, style
+#: or event handler, no eval — and cannot be framed.
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                           "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+                           "form-action 'self'; frame-ancestors 'none'")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -7,7 +7,6 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -87,9 +86,10 @@ def flash_error(request: HttpRequest, error: dict[str, Any]) -> None:
 
 
 def next_url(request: HttpRequest, default: str) -> str:
-    """The ``next`` value of the form when it points back into this site, else ``default``."""
+    """The ``next`` value of the form when it stays on the page's own origin (a path, or a URL of the request's own
+    host and, on HTTPS, scheme — not merely another of ``ALLOWED_HOSTS``), else ``default``."""
     candidate = request.POST.get("next") or request.GET.get("next") or ""
-    if url_has_allowed_host_and_scheme(candidate, allowed_hosts={request.get_host(), *settings.ALLOWED_HOSTS},
+    if url_has_allowed_host_and_scheme(candidate, allowed_hosts={request.get_host()},
                                        require_https=request.is_secure()):
         return candidate
     return default
