@@ -50,15 +50,26 @@ def test_watch_from_a_resource_version_replays_what_followed(core):
     assert events == [("ADDED", None), ("MODIFIED", {"k": "v"})]
 
 
-def test_a_compacted_resource_version_is_gone(core, store, monkeypatch):
+def test_a_compacted_resource_version_is_gone_and_a_relist_resumes(api, core, store, monkeypatch):
     monkeypatch.setattr(store_module, "HISTORY", 3)
     start = core.list_namespaced_config_map("default").metadata.resource_version
     for index in range(5):
         store.create("configmaps", {"metadata": {"name": f"c{index}"}}, "default")
-    with pytest.raises(k8s.ApiException) as raised:
+    status, answer = raw(api, "GET", "/api/v1/namespaces/default/configmaps",
+                         query={"watch": "true", "resourceVersion": start, "timeoutSeconds": "1"})
+    assert status == 200  # the stream starts; the error travels on it, as the API server sends it
+    assert (answer["type"], answer["object"]["kind"], answer["object"]["code"], answer["object"]["reason"]) == (
+        "ERROR", "Status", 410, "Expired")
+    with pytest.raises(k8s.ApiException) as raised:  # the client retries once, then raises
         list(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=start,
                                   timeout_seconds=1))
     assert raised.value.status == 410
+    relisted = core.list_namespaced_config_map("default")  # what a watcher does on 410: list again, watch from there
+    later(0.2, lambda: store.create("configmaps", {"metadata": {"name": "after"}}, "default"))
+    events = [(e["type"], e["object"].metadata.name) for e in watch.Watch().stream(
+        core.list_namespaced_config_map, "default", resource_version=relisted.metadata.resource_version,
+        timeout_seconds=1)]
+    assert events == [("ADDED", "after")]
 
 
 def test_dynamic_client_watch_with_bookmarks(dynamic, store):
