@@ -11,6 +11,7 @@ from __future__ import annotations
 from clusters import actions
 from clusters.instance_groups.services import DELETING as GROUP_DELETING
 from clusters.models import Cluster, ClusterState, InstanceGroup, StorageState, StorageVolume
+from clusters.node_groups import live as node_groups
 
 #: Volumes that may be removed (``volume_busy`` while creating, ``volume_deleted`` once deleting or deleted).
 REMOVABLE_VOLUME_STATES = frozenset({StorageState.AVAILABLE, StorageState.FAILED})
@@ -36,6 +37,17 @@ def group_allows(action: str, group: InstanceGroup) -> bool:
     deleting it (``instance_group_deleting``)."""
     if action in (actions.INSTANCE_GROUP_UPDATE, actions.INSTANCE_GROUP_DELETE):
         return group.cluster.state == ClusterState.ACTIVE and group.status != GROUP_DELETING
+    return True
+
+
+def node_group_allows(action: str, group: node_groups.NodeGroup) -> bool:
+    """A node group is scaled or deleted only while its cluster is active (``cluster_not_active``) and EKS is not
+    busy with it (``node_group_busy``); the system node group is never deleted alone (``system_node_group``)."""
+    if action == actions.NODE_GROUP_SCALE:
+        return group.cluster.state == ClusterState.ACTIVE and group.status in node_groups.SCALABLE
+    if action == actions.NODE_GROUP_DELETE:
+        return (group.cluster.state == ClusterState.ACTIVE and group.status in node_groups.DELETABLE
+                and not group.system)
     return True
 
 
