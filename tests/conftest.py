@@ -24,6 +24,9 @@ _counter = itertools.count(1)
 #: moto fills every EC2 backend it creates — after each ``sandbox`` reset, per region — with 1,300 default AMIs: about
 #: a second per test on this machine. Nothing in InstantStart reads EC2 images (HyperPod's ``ImageId`` is its own).
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+#: A role a test makes with boto3 is assumable at once; the tests of IAM's propagation delay set it themselves
+#: (``PUT /_sandbox/iam``), as does the product's retry test.
+os.environ.setdefault("INSTANTSTART_SANDBOX_IAM_PROPAGATION_SECONDS", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -4,6 +4,7 @@
 ``GET /_sandbox``                     the extension operations and these endpoints
 ``POST /_sandbox/reset``              ``sandbox.control.reset()``: moto, extensions, faults, log
 ``GET|PUT /_sandbox/clock``           the time scale: ``{"scale": 0.05}``
+``GET|PUT /_sandbox/iam``             IAM's propagation delay: ``{"propagation_seconds": 5}`` (AWS time)
 ``GET|POST|DELETE /_sandbox/faults``  the fault plan (``DELETE /_sandbox/faults/<id>`` for one rule)
 ``GET|DELETE /_sandbox/requests``     the mutating-call log (``?service=&operation=&since=&effective=``)
 ``GET|PUT /_sandbox/quotas``          quota values: ``{"service_code", "quota_code"|"quota_name", "value"}``
@@ -14,6 +15,8 @@
                                       "pod"?}`` → ``{"streams_ended"}``
 ``POST /_sandbox/pod-logs/rotate``    the kubelet rotates those pods' logs (same body) → ``{"streams_ended",
                                       "lines_rotated"}``
+``POST /_sandbox/node-faults``        a hardware fault on a HyperPod node, seen only by the health-monitoring
+                                      agent: ``{"region", "cluster", "node", "reason", "action": "reboot"|"replace"}``
 ====================================  ==============================================================
 
 Malformed input is a 400 with ``{"error": message}``; an unknown path a 404, a wrong method a 405.
@@ -28,8 +31,9 @@ from typing import Any
 from werkzeug.wrappers import Request, Response
 
 from sandbox import clock, control
-from sandbox.aws import core, faults, outcomes, quotas, requestlog, training_plans, world
+from sandbox.aws import core, faults, iam_roles, outcomes, quotas, requestlog, training_plans, world
 from sandbox.kube import world as kube_world
+from sandbox.sim import health
 
 Route = Callable[[Request], tuple[int, Any]]
 
@@ -55,6 +59,18 @@ def _index(_: Request) -> tuple[int, Any]:
 def _reset(_: Request) -> tuple[int, Any]:
     control.reset()
     return 200, {"status": "ok"}
+
+
+def _get_iam(_: Request) -> tuple[int, Any]:
+    return 200, {"propagation_seconds": iam_roles.propagation_seconds()}
+
+
+def _put_iam(request: Request) -> tuple[int, Any]:
+    seconds = _object(request).get("propagation_seconds")
+    if not isinstance(seconds, int | float):
+        raise ValueError("propagation_seconds must be a number")
+    iam_roles.set_propagation_seconds(float(seconds))
+    return 200, {"propagation_seconds": iam_roles.propagation_seconds()}
 
 
 def _get_clock(_: Request) -> tuple[int, Any]:
@@ -176,9 +192,25 @@ def _rotate_pod_logs(request: Request) -> tuple[int, Any]:
     return 200, {"streams_ended": ended, "lines_rotated": rotated}
 
 
+def _post_node_fault(request: Request) -> tuple[int, Any]:
+    body = _object(request)
+    for key in ("region", "cluster", "node", "reason", "action"):
+        if not isinstance(body.get(key), str) or not body[key]:
+            raise ValueError(f"{key} is required")
+    store = kube_world.existing_store(body["region"], body["cluster"])
+    if store is None:
+        raise _NotFound(f"no Kubernetes API server for cluster {body['cluster']} in {body['region']}")
+    if store.find("nodes", body["node"]) is None:
+        raise _NotFound(f"no node {body['node']} in cluster {body['cluster']}")
+    health.inject(body["region"], body["cluster"], body["node"], body["reason"], body["action"])
+    return 201, {"fault": {key: body[key] for key in ("region", "cluster", "node", "reason", "action")}}
+
+
 _ROUTES: dict[tuple[str, str], Route] = {
     ("/_sandbox", "GET"): _index,
     ("/_sandbox/reset", "POST"): _reset,
+    ("/_sandbox/iam", "GET"): _get_iam,
+    ("/_sandbox/iam", "PUT"): _put_iam,
     ("/_sandbox/clock", "GET"): _get_clock,
     ("/_sandbox/clock", "PUT"): _put_clock,
     ("/_sandbox/faults", "GET"): _get_faults,
@@ -196,6 +228,7 @@ _ROUTES: dict[tuple[str, str], Route] = {
     ("/_sandbox/world", "GET"): _world,
     ("/_sandbox/pod-logs/drop", "POST"): _drop_pod_logs,
     ("/_sandbox/pod-logs/rotate", "POST"): _rotate_pod_logs,
+    ("/_sandbox/node-faults", "POST"): _post_node_fault,
 }
 
 

@@ -17,7 +17,7 @@ from moto.iam.models import iam_backends
 from moto.sts.models import sts_backends
 
 from sandbox import clock
-from sandbox.aws import core, eks_model, outcomes, tags
+from sandbox.aws import core, eks_model, iam_roles, outcomes, tags
 from sandbox.aws.core import ApiError, Call, operation
 from sandbox.aws.eks_model import EksCluster
 from sandbox.aws.network import subnet_facts
@@ -100,6 +100,9 @@ def create_cluster(call: Call) -> dict[str, Any]:
         raise ApiError("ResourceInUseException", f"Cluster already exists with name: {name}", clusterName=name)
     if not _ROLE_ARN.fullmatch(call.params["roleArn"]):
         raise invalid(f"The role with name {call.params['roleArn']} cannot be found.", clusterName=name)
+    if not iam_roles.assumable_by(call.params["roleArn"], "eks.amazonaws.com"):
+        raise invalid(f"Role with arn: {call.params['roleArn']}, could not be assumed because it does not exist or "
+                      "the trusted entity is not correct", clusterName=name)
     version = call.get("version", DEFAULT_VERSION)
     if version not in SUPPORTED_VERSIONS:
         raise invalid(f"unsupported Kubernetes version {version}", clusterName=name)

@@ -130,6 +130,7 @@ def create_cluster(call: Call) -> dict[str, Any]:
     rules.check_unique(specs)
     for spec in specs:
         rules.check_group(call, spec, settings.get("VpcConfig"))
+        rules.check_role(spec)
     check_cluster_settings(settings)
     groups = [model.new_group(spec) for spec in specs]
     check_quotas(call, groups)
@@ -283,6 +284,8 @@ def update_cluster(call: Call) -> dict[str, Any]:
         name = spec["InstanceGroupName"]
         if name in cluster.groups:
             rules.check_unchanged(cluster.groups[name].spec, spec)
+        else:
+            rules.check_role(spec)
         rules.check_group(call, spec, cluster.spec.get("VpcConfig"))
         merged[name] = model.new_group(spec)
     for name in to_delete:

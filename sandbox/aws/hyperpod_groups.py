@@ -10,7 +10,9 @@ stored one (a member left out is unset), as SageMaker does. Checks beyond botoco
 - a training plan exists, reserves the group's instance type, has not expired, covers the count, and lies in
   the zone of the group's subnets (``OverrideVpcConfig``, else the cluster's ``VpcConfig``; only subnets
   EC2 knows have a zone to compare);
-- on an existing group, ``IMMUTABLE`` members keep their value.
+- on an existing group, ``IMMUTABLE`` members keep their value (``ExecutionRole`` among them);
+- a new group's ``ExecutionRole`` exists, trusts ``sagemaker.amazonaws.com`` and has propagated
+  (:func:`check_role`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 from moto.ec2.models.instance_types import INSTANCE_TYPES
 
-from sandbox.aws import training_plans
+from sandbox.aws import iam_roles, training_plans
 from sandbox.aws.core import Call, validation
 from sandbox.aws.network import subnet_facts
 
@@ -42,6 +44,7 @@ IMMUTABLE: dict[str, Callable[[dict[str, Any]], Any]] = {
     "NetworkInterface": _interface_type,
     "TrainingPlanArn": lambda spec: spec.get("TrainingPlanArn"),
     "OverrideVpcConfig": lambda spec: spec.get("OverrideVpcConfig"),
+    "ExecutionRole": lambda spec: spec.get("ExecutionRole"),
 }
 
 
@@ -93,6 +96,14 @@ def _check_plan(call: Call, spec: dict[str, Any], cluster_vpc: dict[str, Any] | 
     if elsewhere:
         raise validation(f"Instance group {name} uses subnets in {', '.join(elsewhere)} but training plan "
                          f"{plan.name} reserves capacity in {plan.availability_zone}.")
+
+
+def check_role(spec: dict[str, Any]) -> None:
+    """A new group's ``ExecutionRole`` exists, trusts SageMaker and has propagated (``sandbox.aws.iam_roles``)."""
+    role = spec.get("ExecutionRole", "")
+    if not iam_roles.assumable_by(role, "sagemaker.amazonaws.com"):
+        raise validation(f"Could not assume role {role}. Please ensure that the role exists and allows principal "
+                         "'sagemaker.amazonaws.com' to assume the role.")
 
 
 def check_group(call: Call, spec: dict[str, Any], cluster_vpc: dict[str, Any] | None) -> None:

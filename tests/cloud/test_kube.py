@@ -13,14 +13,15 @@ from kubernetes.client.exceptions import ApiException
 
 from cloud import aws, kube
 from config.errors import CloudError, Conflict, NotFound, ValidationFailed
+from tests.clusters.sandbox import role_for
 
 REGION = "us-west-2"
-ROLE = "arn:aws:iam::123456789012:role/eks-cluster"
 
 
 def active_cluster(name: str = "demo") -> str:
     eks = aws.client("eks", region=REGION)
-    eks.create_cluster(name=name, roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]})
+    eks.create_cluster(name=name, roleArn=role_for("eks-cluster"),
+                       resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]})
     deadline = time.monotonic() + 10
     while eks.describe_cluster(name=name)["cluster"]["status"] != "ACTIVE":
         assert time.monotonic() < deadline, "cluster did not become ACTIVE"
@@ -65,7 +66,7 @@ def test_the_token_is_refreshed_when_it_gets_old(sandbox, monkeypatch):
 def test_a_cluster_without_an_endpoint_yet_is_not_ready(sandbox):
     httpx.put(f"{sandbox.aws_url}/_sandbox/clock", json={"scale": 1}).raise_for_status()
     aws.client("eks", region=REGION).create_cluster(
-        name="slow", roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]})
+        name="slow", roleArn=role_for("eks-cluster"), resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]})
     with pytest.raises(CloudError) as error:
         kube.api_client("slow", region=REGION)
     assert error.value.code == "cluster_not_ready"

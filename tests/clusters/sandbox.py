@@ -27,6 +27,18 @@ class OutsideCluster:
     subnet_ids: tuple[str, ...]
 
 
+def role_for(name: str, service: str = "eks.amazonaws.com", *, region: str = "us-west-2") -> str:
+    """The ARN of the IAM role ``name`` trusting ``service``, made with boto3 unless it exists (EKS and SageMaker
+    refuse a role that does not exist or does not trust them, as AWS does)."""
+    iam = aws.client("iam", region=region)
+    try:
+        return iam.get_role(RoleName=name)["Role"]["Arn"]
+    except iam.exceptions.NoSuchEntityException:
+        trust = {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}]}
+        return iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+
+
 def make_eks_cluster(name: str, *, region: str = "us-west-2", auth_mode: str = "API",
                      wait: bool = True) -> OutsideCluster:
     """An EKS cluster (its own VPC, two subnets in two zones, an IAM role) that carries none of our tags; waits

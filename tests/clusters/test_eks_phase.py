@@ -16,6 +16,7 @@ from clusters.phases import activate, eks, network
 from operations import services
 from operations.models import Operation, OperationPhase, OperationState, PhaseStep
 from operations.pipeline import Pipeline, register
+from tests.clusters.sandbox import role_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -144,7 +145,7 @@ def test_a_failed_create_cluster_is_retried_in_the_eks_phase_alone_and_creates_t
 
 def test_an_eks_cluster_of_that_name_that_is_not_ours_fails_the_phase(sandbox, cast, make_cluster, drive):
     client = boto3.client("eks", **REGION)
-    client.create_cluster(name="alpha", roleArn="arn:aws:iam::123456789012:role/someone-else",
+    client.create_cluster(name="alpha", roleArn=role_for("someone-else"),
                           resourcesVpcConfig={"subnetIds": ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"]},
                           tags={"owner": "someone-else"})
     cluster = make_cluster("alpha")
@@ -221,3 +222,14 @@ def test_activate_sets_the_requesting_users_active_cluster_and_no_one_elses(sand
 
     assert {(row.user, row.cluster) for row in ActiveCluster.objects.all()} == {
         (cast.operator, alpha), (cast.admin, beta)}
+
+
+def test_a_cluster_role_iam_has_not_propagated_yet_is_retried_until_eks_takes_it(sandbox, cast, make_cluster, drive):
+    sandbox.control("PUT", "iam", {"propagation_seconds": 2000})  # 2 s at the tests' time scale: longer than the
+    # calls between the role's creation and CreateCluster take on a busy machine
+    operation = drive(start(cast, make_cluster("alpha"), CREATE_KIND))
+
+    assert operation.state == OperationState.SUCCEEDED, operation.error_message
+    warnings = [line.message for line in operation.logs.filter(phase="eks", level="warning")]
+    assert warnings and "could not be assumed" in warnings[0] and "retrying" in warnings[0]
+    assert effects(sandbox, "CreateCluster") == 1

@@ -13,6 +13,7 @@ from clusters.models import ClusterState
 from clusters.ownership import aws_tags
 from clusters.spec import ClusterSpec
 from config.errors import ValidationFailed
+from tests.clusters.sandbox import role_for
 from tests.clusters.test_import import REGION, last_seq, make_eks, make_hyperpod, make_network, mutations_since
 
 
@@ -137,7 +138,7 @@ def test_the_cluster_being_created_does_not_collide_with_itself(sandbox, cast, m
     cluster = make_cluster("vision")
     network = make_network()
     aws.client("eks", region=REGION).create_cluster(
-        name="vision", roleArn="arn:aws:iam::123456789012:role/x", resourcesVpcConfig={"subnetIds": network["private"]},
+        name="vision", roleArn=role_for("x"), resourcesVpcConfig={"subnetIds": network["private"]},
         tags=aws_tags(cluster, "eks"))
 
     assert preflight.check_create(team=cast.team, spec=spec(), cluster=cluster).zone == "us-west-2a"

@@ -17,6 +17,7 @@ from kubernetes import client as k8s
 from cloud import kube
 from sandbox.kube import crds
 from sandbox.sim.objects import STEPS
+from tests.sandbox.aws.helpers import sandbox_role
 from tests.sandbox.sim import harness
 
 EXAMPLE = Path(crds.crds_dir()) / "sagemaker.amazonaws.com" / "examples" / "llama3_1_8b-fsdp-hpto.yaml"
@@ -74,6 +75,7 @@ def test_boto3_builds_a_hyperpod_cluster_whose_nodes_run_a_training_job_with_str
                for index, zone in enumerate("ab")]
     security_group = ec2.create_security_group(GroupName="hyperpod", Description="HyperPod nodes", VpcId=vpc)["GroupId"]
 
+    sandbox_role(boto3.client, ROLE)
     cluster = eks.create_cluster(name="training", roleArn=ROLE, version="1.32",
                                  resourcesVpcConfig={"subnetIds": subnets, "securityGroupIds": [security_group]},
                                  accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})["cluster"]

@@ -44,9 +44,25 @@ def wait_for(read: Callable[[], Any], done: Callable[[Any], bool], timeout: floa
         time.sleep(0.02)
 
 
+def sandbox_role(client: Callable[..., Any], arn: str = ROLE) -> str:
+    """The role ``arn`` (default :data:`ROLE`), made in IAM (once per world) trusting EKS, SageMaker and EKS pod
+    identity: the role the sandbox tests pass wherever AWS wants one that exists and trusts its service."""
+    iam = client("iam")
+    try:
+        iam.get_role(RoleName=arn.rsplit("/", 1)[1])
+    except iam.exceptions.NoSuchEntityException:
+        iam.create_role(RoleName=arn.rsplit("/", 1)[1], AssumeRolePolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["sts:AssumeRole", "sts:TagSession"],
+                                                   "Principal": {"Service": ["eks.amazonaws.com",
+                                                                             "sagemaker.amazonaws.com",
+                                                                             "pods.eks.amazonaws.com"]}}]}))
+    return arn
+
+
 def make_eks_cluster(client: Callable[..., Any], name: str = "demo", region: str = REGION,
                      **extra: Any) -> dict[str, Any]:
     """An ACTIVE EKS cluster (its describe_cluster ``cluster``), made without waiting for time to pass."""
+    sandbox_role(client)
     eks = client("eks", region)
     with instantly():
         eks.create_cluster(name=name, roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]},

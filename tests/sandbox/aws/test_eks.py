@@ -7,7 +7,7 @@ import requests
 from botocore.exceptions import ClientError
 
 from sandbox import clock
-from tests.sandbox.aws.helpers import ACCOUNT, ROLE, instantly, make_eks_cluster, wait_for
+from tests.sandbox.aws.helpers import ACCOUNT, ROLE, instantly, make_eks_cluster, sandbox_role, wait_for
 
 PRODUCT_ADDONS = ("eks-pod-identity-agent", "cert-manager", "aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver",
                   "amazon-sagemaker-hyperpod-training-operator", "amazon-sagemaker-hyperpod-inference",
@@ -46,7 +46,7 @@ def test_subnets_known_to_ec2_must_span_two_zones(client):
     two = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.2.0/24", AvailabilityZone="us-west-2a")["Subnet"]["SubnetId"]
     three = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.3.0/24", AvailabilityZone="us-west-2b")["Subnet"]["SubnetId"]
     with pytest.raises(ClientError) as excinfo:
-        eks.create_cluster(name="one-az", roleArn=ROLE, resourcesVpcConfig={"subnetIds": [one, two]})
+        eks.create_cluster(name="one-az", roleArn=sandbox_role(client), resourcesVpcConfig={"subnetIds": [one, two]})
     assert _code(excinfo) == "InvalidParameterException"
     created = eks.create_cluster(name="two-az", roleArn=ROLE, resourcesVpcConfig={"subnetIds": [one, three]})
     assert created["cluster"]["resourcesVpcConfig"]["vpcId"] == vpc

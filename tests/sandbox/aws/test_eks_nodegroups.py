@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError
 
 from sandbox import clock
 from sandbox.aws import world
-from tests.sandbox.aws.helpers import ROLE, instantly, make_eks_cluster, wait_for
+from tests.sandbox.aws.helpers import ROLE, instantly, make_eks_cluster, sandbox_role, wait_for
 
 NODE_ROLE = ROLE.replace("sandbox-role", "nodes")
 
@@ -34,7 +34,8 @@ def test_create_is_checked_as_eks_checks_it(client):
     eks = client("eks")
     _refused(lambda: _create(eks), "ResourceNotFoundException")
     clock.set_scale(1)
-    eks.create_cluster(name="demo", roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]})
+    eks.create_cluster(name="demo", roleArn=sandbox_role(client),
+                       resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]})
     _refused(lambda: _create(eks), "InvalidRequestException", "not in ACTIVE status")
     with instantly():
         wait_for(lambda: eks.describe_cluster(name="demo")["cluster"]["status"], lambda status: status == "ACTIVE")

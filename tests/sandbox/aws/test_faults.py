@@ -8,7 +8,14 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from tests.sandbox.aws.helpers import ROLE, group, instantly, make_eks_cluster, make_hyperpod, wait_for
+from tests.sandbox.aws.helpers import (
+    group,
+    instantly,
+    make_eks_cluster,
+    make_hyperpod,
+    sandbox_role,
+    wait_for,
+)
 
 
 @pytest.fixture
@@ -145,7 +152,8 @@ def test_control_api_endpoints(client, control):
 def test_outcome_rule_fails_an_untagged_eks_cluster(client, control):
     control("POST", "/outcomes", {"resource": "eks-cluster", "name": "doomed", "count": 1})
     eks = client("eks")
-    eks.create_cluster(name="doomed", roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]})
+    eks.create_cluster(name="doomed", roleArn=sandbox_role(client),
+                       resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]})
     with instantly():
         final = wait_for(lambda: eks.describe_cluster(name="doomed")["cluster"]["status"], lambda s: s != "CREATING")
     assert final == "FAILED"

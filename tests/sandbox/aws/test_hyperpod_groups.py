@@ -80,6 +80,7 @@ def test_update_replaces_each_listed_group_and_leaves_the_others(client):
     ("NetworkInterface", {"InterfaceType": "efa"}),
     ("TrainingPlanArn", "arn:aws:sagemaker:us-west-2:123456789012:training-plan/other"),
     ("OverrideVpcConfig", {"SecurityGroupIds": ["sg-0123456789abcdef1"], "Subnets": ["subnet-other"]}),
+    ("ExecutionRole", "arn:aws:iam::123456789012:role/another-execution-role"),
 ])
 def test_immutable_members_of_an_existing_group_cannot_change(client, member, value):
     spec = group("gpu", "ml.p5.48xlarge", 1, CapacityRequirements={"OnDemand": {}},

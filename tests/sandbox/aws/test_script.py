@@ -8,6 +8,7 @@ import time
 import boto3
 
 from sandbox import endpoints, tls
+from tests.sandbox.aws.helpers import sandbox_role
 
 
 def test_plain_boto3_script_sees_eks_active_and_hyperpod_in_service(aws_sandbox, monkeypatch):
@@ -16,6 +17,8 @@ def test_plain_boto3_script_sees_eks_active_and_hyperpod_in_service(aws_sandbox,
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     eks, sagemaker = boto3.client("eks"), boto3.client("sagemaker")
+    for role in ("eks-cluster", "hyperpod"):
+        sandbox_role(boto3.client, f"arn:aws:iam::123456789012:role/{role}")
 
     created = eks.create_cluster(name="training", roleArn="arn:aws:iam::123456789012:role/eks-cluster",
                                  resourcesVpcConfig={"subnetIds": ["subnet-0a", "subnet-0b"]},

@@ -20,6 +20,7 @@ from kubernetes import client as k8s
 from cloud import kube
 from sandbox import clock
 from sandbox.sim import devices, instances
+from tests.sandbox.aws.helpers import sandbox_role
 
 REGION = "us-west-2"
 ROLE = "arn:aws:iam::123456789012:role/sandbox"
@@ -115,6 +116,7 @@ def make_cluster(name: str = "demo", groups: list[dict[str, Any]] | None = None,
     (:func:`install_device_plugins`); returns its ``ApiClient``. Made at time scale 0, so it costs no simulated
     time."""
     groups = [group()] if groups is None else groups
+    sandbox_role(client, ROLE)
     eks, sagemaker = client("eks"), client("sagemaker")
     with instantly():
         arn = eks.create_cluster(name=name, roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]},
