@@ -20,6 +20,7 @@ from clusters.shared_bucket import shared_bucket_name
 from operations import services
 from operations.models import Operation, OperationState
 from operations.pipeline import Pipeline, register
+from tests.clusters.sandbox import role_for
 from tests.clusters.test_capacity import REGION, build_network
 
 CREATE_KIND = "test.clusters.hyperpod"
@@ -267,7 +268,8 @@ def test_delete_leaves_a_hyperpod_cluster_that_is_not_ours(sandbox, cast, eks_re
     sagemaker = aws.client("sagemaker", region=REGION)
     sagemaker.create_cluster(ClusterName="alpha", Orchestrator={"Eks": {"ClusterArn": outputs["eks_arn"]}},
                              InstanceGroups=[{"InstanceGroupName": "g", "InstanceType": "ml.t3.medium",
-                                              "InstanceCount": 1, "ExecutionRole": outputs["cluster_role_arn"],
+                                              "InstanceCount": 1,
+                                              "ExecutionRole": role_for("outside", "sagemaker.amazonaws.com"),
                                               "LifeCycleConfig": {"SourceS3Uri": "s3://x/y", "OnCreate": "a.sh"}}])
 
     deleted = drive(start(cast, cluster, DELETE_KIND, outputs))
