@@ -44,8 +44,10 @@ MLFLOW_TOOLS: tuple[ToolSpec, ...] = (
         status_tool="get_mlflow_server",
         description=(
             "Attach an existing, running tracking server of this AWS account by `arn`; it is `ready` "
-            "at once. Refusals: `invalid_arn`, `region_mismatch`, `tracking_server_not_found`, "
-            "`tracking_server_not_active`, `tracking_server_exists`." + _TEAM
+            "at once. It must be the team's: tagged `instantstart:team=<team slug>` in AWS (a platform admin may "
+            "attach an untagged one). Refusals: `invalid_arn`, `region_mismatch`, `tracking_server_not_found`, "
+            "`tracking_server_not_active`, `tracking_server_exists`, `tracking_server_not_owned`, "
+            "`tracking_server_owned_by_another_team`." + _TEAM
         ),
     ),
     ToolSpec(

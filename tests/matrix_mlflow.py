@@ -3,9 +3,11 @@
 from tests.matrix import ADMINS, AUTHENTICATED, MEMBERS, Case
 
 
-def sandbox_server(name: str = "matrix") -> str:
-    """A running tracking server made directly in the sandbox (as someone outside InstantStart would); its ARN."""
+def sandbox_server(name: str = "matrix", *, team=None) -> str:
+    """A running tracking server made directly in the sandbox (as someone outside InstantStart would); its ARN. With
+    ``team``, it carries the tag ``instantstart:team=<slug>`` that lets the team's admins attach it."""
     from cloud import aws
+    from clusters.ownership import TEAM_TAG
     from tests.clusters.sandbox import instant_clock
 
     sagemaker = aws.client("sagemaker", region="us-west-2")
@@ -16,7 +18,10 @@ def sandbox_server(name: str = "matrix") -> str:
             sagemaker.create_mlflow_tracking_server(
                 TrackingServerName=name, ArtifactStoreUri="s3://outside-bucket/mlflow",
                 RoleArn="arn:aws:iam::123456789012:role/outside-mlflow")
-        return sagemaker.describe_mlflow_tracking_server(TrackingServerName=name)["TrackingServerArn"]
+        arn = sagemaker.describe_mlflow_tracking_server(TrackingServerName=name)["TrackingServerArn"]
+    if team is not None:
+        sagemaker.add_tags(ResourceArn=arn, Tags=[{"Key": TEAM_TAG, "Value": team.slug}])
+    return arn
 
 
 def server_row(*, cloud: bool = False):
@@ -36,7 +41,7 @@ def server_row(*, cloud: bool = False):
 
 
 def attach_body(cast, actor) -> dict:
-    return {"team": cast.team.pk, "arn": sandbox_server()}
+    return {"team": cast.team.pk, "arn": sandbox_server(team=cast.team)}
 
 
 def job_of_team(cast, actor) -> dict:

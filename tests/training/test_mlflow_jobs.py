@@ -31,7 +31,8 @@ READ_POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Actio
 
 
 def attach(cast):
-    return services.tracking_server_attach(actor=cast.admin, team=cast.team, arn=sandbox_server(), source="api")
+    return services.tracking_server_attach(actor=cast.admin, team=cast.team, arn=sandbox_server(team=cast.team),
+                                           source="api")
 
 
 def iam():

@@ -73,7 +73,7 @@ def test_a_server_sagemaker_cannot_create_fails_the_operation_and_the_row(api, c
 
 
 def test_attach_by_arn_then_detach_only_forgets(api, cast, sandbox):
-    arn = sandbox_server("outside")
+    arn = sandbox_server("outside", team=cast.team)
     response = api(cast.admin).post("/api/v1/mlflow-servers/attach", {"team": cast.team.pk, "arn": arn})
     assert response.status_code == 201, response.content
     server = response.json()["server"]
@@ -122,7 +122,8 @@ def test_detaching_a_managed_server_deletes_it_and_its_role(api, cast, sandbox, 
 def test_ui_url_is_for_admins_and_tools_read_and_create(api, cast, sandbox, token_for):
     from mcp_server.testing import call_tool
 
-    server = services.tracking_server_attach(actor=cast.admin, team=cast.team, arn=sandbox_server(), source="api")
+    server = services.tracking_server_attach(actor=cast.admin, team=cast.team, arn=sandbox_server(team=cast.team),
+                                             source="api")
     url = api(cast.admin).post(f"/api/v1/mlflow-servers/{server.pk}/ui-url")
     assert url.status_code == 200 and "authToken=" in url.json()["url"]
     assert api(cast.operator).post(f"/api/v1/mlflow-servers/{server.pk}/ui-url").status_code == 403

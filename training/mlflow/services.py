@@ -5,7 +5,11 @@ admins), validates, writes the row with an audit event in one transaction and, f
   is ``ready`` or ``failed``.
 * :func:`tracking_server_attach` — an existing server by ARN, checked with ``DescribeMlflowTrackingServer``; no
   operation. Refusals: ``invalid_arn``, ``region_mismatch``, ``tracking_server_not_found`` (field ``arn``),
-  ``tracking_server_not_active`` (409: stopped, failed, being deleted).
+  ``tracking_server_not_active`` (409: stopped, failed, being deleted), and the ownership check
+  (:func:`require_owned`): ``tracking_server_owned_by_another_team`` (403) when another team's row records the
+  server or its ``instantstart:team`` tag names another team; ``tracking_server_not_owned`` (403) when a team admin
+  attaches a server that neither record nor tag gives to the team (platform admins may).
+* :func:`tracking_server_ui_url` re-checks the ownership every time it signs a link.
 * :func:`tracking_server_detach` — an attached server is forgotten at once (nothing is sent to AWS); a server
   InstantStart created is deleted with its role by a ``mlflow.delete`` operation (tracking servers are billed
   while they exist; the artifacts under ``teams/<slug>/mlflow/`` of the shared bucket stay).
@@ -22,7 +26,8 @@ from accounts import access, audit
 from accounts.models import Team, User
 from cloud import mlflow as gateway
 from clusters.inspection.catalog import regions
-from config.errors import Conflict, ValidationFailed
+from clusters.ownership import TEAM_TAG
+from config.errors import Conflict, PermissionDenied, ValidationFailed
 from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_start
@@ -47,6 +52,26 @@ def _claim_slot(team: Team, region: str) -> TrackingServer | None:
         raise Conflict(f"Team {team.name} already has a tracking server in {region} ({existing.name}, "
                        f"{existing.state}).", code="tracking_server_exists")
     return existing
+
+
+def require_owned(actor: User, team: Team, *, region: str, arn: str, row: TrackingServer | None = None) -> None:
+    """Refuse ``team`` a tracking server it cannot show to be its own. ``tracking_server_owned_by_another_team``
+    (403) when a row of another team records ``arn`` (for an existing ``row``: a row recorded before it) or the
+    server's ``instantstart:team`` tag names another team — whoever asks. Without a ``row`` (attaching),
+    ``tracking_server_not_owned`` (403) when neither a row of ``team`` nor that tag gives it to the team, unless a
+    platform admin asks."""
+    others = TrackingServer.objects.filter(arn=arn).exclude(team=team)
+    if row is not None:
+        others = others.filter(pk__lt=row.pk)
+    claimed = servers.server_tags(region, arn).get(TEAM_TAG)
+    if others.exists() or (claimed and claimed != team.slug):
+        raise PermissionDenied(f"The tracking server {arn} belongs to another team.",
+                               code="tracking_server_owned_by_another_team")
+    recorded = TrackingServer.objects.filter(arn=arn, team=team).exists()
+    if row is None and claimed != team.slug and not recorded and not access.can_administer_platform(actor):
+        raise PermissionDenied(
+            f"InstantStart does not know {arn} as a server of team {team.name}. Tag it {TEAM_TAG}={team.slug} in "
+            f"AWS (proof that it is yours), or ask a platform admin to attach it.", code="tracking_server_not_owned")
 
 
 def _save(row: TrackingServer | None, team: Team, region: str, **fields) -> TrackingServer:
@@ -102,6 +127,7 @@ def tracking_server_attach(*, actor: User, team: Team, arn: str, source: str, re
     if found is None or found["TrackingServerArn"] != parts.arn:
         raise ValidationFailed.for_field("arn", "tracking_server_not_found",
                                          f"No tracking server {parts.name} in {parts.region} of this account.")
+    require_owned(actor, team, region=parts.region, arn=parts.arn)
     if found["TrackingServerStatus"] not in servers.SERVING:
         raise Conflict(f"The tracking server {parts.name} is {found['TrackingServerStatus']}; start it first.",
                        code="tracking_server_not_active")
@@ -145,8 +171,10 @@ def tracking_server_detach(*, actor: User, server: TrackingServer, source: str,
 
 def tracking_server_ui_url(*, actor: User, server: TrackingServer) -> str:
     """A presigned URL (5 minutes) that opens the server's MLflow UI. Team admins only: the UI session acts with
-    InstantStart's own credentials on the whole server."""
+    InstantStart's own credentials on the whole server — so the server's ownership is checked again each time
+    (:func:`require_owned`: a server another team recorded first, or tagged as another team's, is refused)."""
     access.require(actor, MLFLOW_MANAGE, server)
     if server.state != TrackingServerState.READY:
         raise Conflict(f"The tracking server {server.name} is {server.state}.", code="tracking_server_not_ready")
+    require_owned(actor, server.team, region=server.region, arn=server.arn, row=server)
     return servers.presigned_url(server.region, server.name)
