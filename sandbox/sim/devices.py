@@ -33,16 +33,19 @@ PLUGINS = {
 }
 
 
-def _repository(image: str) -> str:
+def repository_name(image: str) -> str:
+    """The last path segment of ``image``'s repository (``nvcr.io/nvidia/k8s-device-plugin:v0.16.1`` →
+    ``k8s-device-plugin``)."""
     image = image.split("@")[0]
-    return image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+    repository = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+    return repository.rsplit("/", 1)[-1]
 
 
 def plugin_resources(pod: dict[str, Any]) -> set[str]:
     """The extended resources ``pod`` would advertise, judged by its containers' images."""
     found: set[str] = set()
     for container in pod["spec"].get("containers") or []:
-        found.update(PLUGINS.get(_repository(str(container.get("image", ""))).rsplit("/", 1)[-1], ()))
+        found.update(PLUGINS.get(repository_name(str(container.get("image", ""))), ()))
     return found
 
 

@@ -29,6 +29,7 @@ from sandbox.sim import (
     deployments,
     devices,
     downloads,
+    health,
     inference,
     jobs,
     karpenter,
@@ -49,7 +50,7 @@ logger = logging.getLogger("sandbox.sim")
 
 MIN_GAP = 0.01
 CONTROLLERS = (volumes, deployments, replicasets, statefulsets, daemonsets, jobs, downloads, pytorchjobs, rayjobs,
-               inference, scaledobjects, pods, devices, services)
+               inference, scaledobjects, pods, devices, health, services)
 
 ClusterSource = Callable[[], list[world.ClusterRef]]
 

@@ -1,11 +1,16 @@
-"""DaemonSets and device plugins: a node advertises GPUs, EFA and Neuron devices only while their plugin's pod runs
-on it, so a pod asking for a GPU on a cluster without the NVIDIA plugin stays Pending."""
+"""DaemonSets, device plugins and the health-monitoring agent: a node advertises GPUs, EFA and Neuron devices only
+while their plugin's pod runs on it, so a pod asking for a GPU on a cluster without the NVIDIA plugin stays Pending;
+a hardware fault changes a node's health label only where the agent runs."""
 
 from __future__ import annotations
 
+import yaml
 from kubernetes import client as k8s
 
+from sandbox.sim.nodes import HEALTH
 from tests.sandbox.sim.harness import (
+    REGION,
+    VENDORED_CHART,
     device_plugin_daemon_sets,
     group,
     install_device_plugins,
@@ -26,8 +31,8 @@ def _extended(node: k8s.V1Node) -> dict[str, str]:
     return {key: node.status.allocatable[key] for key in EXTENDED if key in node.status.allocatable}
 
 
-def _gpu_pod(core: k8s.CoreV1Api, name: str = "trainer") -> k8s.V1Pod:
-    template = pod_template(name, resources={"nvidia.com/gpu": "1"})
+def _pod(core: k8s.CoreV1Api, name: str, resources: dict[str, str] | None = None) -> k8s.V1Pod:
+    template = pod_template(name, resources=resources)
     return core.create_namespaced_pod("default", {"metadata": {"name": name, **template["metadata"]},
                                                   "spec": template["spec"]})
 
@@ -37,7 +42,7 @@ def test_without_device_plugins_no_node_advertises_accelerators_and_a_gpu_pod_st
     core = k8s.CoreV1Api(api)
     (node,) = core.list_node().items
     assert _extended(node) == {} and "nvidia.com/gpu" not in node.status.capacity
-    _gpu_pod(core)
+    _pod(core, "trainer", {"nvidia.com/gpu": "1"})
     pending = wait_for(lambda: core.read_namespaced_pod("trainer", "default"),
                        lambda pod: any(c.type == "PodScheduled" and c.status == "False"
                                        for c in pod.status.conditions or []))
@@ -96,3 +101,33 @@ def test_a_daemon_pod_stays_on_a_cordoned_node_and_leaves_one_whose_taint_it_doe
         [{"key": t.key, "operator": t.operator, "effect": t.effect} for t in pod.spec.tolerations]
     assert pod.metadata.labels["pod-template-generation"] == "1"
     wait_for(lambda: core.read_node(second), lambda node: "nvidia.com/gpu" not in node.status.allocatable)
+
+
+def _agent_daemon_set() -> dict:
+    with open(VENDORED_CHART / "health-monitoring-agent.yaml", encoding="utf-8") as stream:
+        return next(doc for doc in yaml.safe_load_all(stream)
+                    if doc and doc["kind"] == "DaemonSet" and doc["metadata"]["name"] == "health-monitoring-agent")
+
+
+def test_a_hardware_fault_reaches_the_health_label_only_where_the_health_monitoring_agent_runs(sandbox):
+    api = make_cluster(groups=[group("gpu", "ml.g5.8xlarge", 1)], addons=())
+    core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
+    (node,) = core.list_node().items
+    name, boot_id = node.metadata.name, node.status.node_info.boot_id
+    fault = {"region": REGION, "cluster": "demo", "node": name, "reason": "XidHardwareFailure", "action": "reboot"}
+    assert sandbox.control("POST", "node-faults", fault)["fault"] == fault
+
+    # Without the agent nobody notices: passes go by (a pod gets scheduled and started), the label stays.
+    _pod(core, "barrier")
+    wait_for(lambda: core.read_namespaced_pod("barrier", "default"), lambda pod: pod.status.phase == "Running")
+    assert core.read_node(name).metadata.labels[HEALTH] == "Schedulable"
+
+    core.create_namespace({"metadata": {"name": "aws-hyperpod"}})
+    agent = _agent_daemon_set()
+    apps.create_namespaced_daemon_set("aws-hyperpod", agent)
+    rebooted = wait_for(lambda: core.read_node(name), lambda found: found.status.node_info.boot_id != boot_id and
+                        found.metadata.labels[HEALTH] == "Schedulable", timeout=20)
+    assert rebooted.status.node_info.boot_id != boot_id, "HyperPod rebooted the instance the agent marked"
+    (event,) = [event for event in core.list_event_for_all_namespaces().items
+                if event.reason == "XidHardwareFailure" and event.involved_object.name == name]
+    assert event.type == "Warning" and "UnschedulablePendingReboot" in event.message
