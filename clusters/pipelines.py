@@ -87,7 +87,7 @@ CREATE = Pipeline(
     kind=CREATE_KIND,
     phases=(_undone_by(network.CREATE, network.DELETE, network.leftovers),
             _undone_by(eks.CREATE, eks.DELETE, eks.leftovers),
-            _undone_by(system_nodes.CREATE, system_nodes.DELETE), activate.CREATE,
+            _undone_by(system_nodes.CREATE, system_nodes.DELETE, system_nodes.leftovers), activate.CREATE,
             _undone_by(dependencies.CREATE, dependencies.DELETE),
             _undone_by(hyperpod.CREATE, hyperpod.DELETE, hyperpod.leftovers),
             _undone_by(storage.CREATE, storage.DELETE)),

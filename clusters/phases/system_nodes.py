@@ -165,6 +165,25 @@ def _teardown(ctx: StepContext) -> str:
     return ""
 
 
+def leftovers(ctx: StepContext) -> list[str]:
+    """The node groups and node role of ours still there, for an undo that could not finish."""
+    cluster = cluster_of(ctx)
+    eks = ctx.client("eks")
+    left = []
+    for name in live.names(cluster, client=eks):
+        found = live.describe(cluster, name, client=eks)
+        if found is not None and owned_by(found.get("tags"), cluster):
+            left.append(f"EKS node group {name} ({found['status']})")
+    role = iam_name(cluster, live.ROLE_PURPOSE)
+    try:
+        if owned_by(ctx.client("iam").list_role_tags(RoleName=role)["Tags"], cluster):
+            left.append(f"IAM role {role}")
+    except ClientError as error:
+        if not aws.error_is(error, "NoSuchEntity"):
+            raise
+    return left
+
+
 def submit_system_nodes_delete(ctx: StepContext) -> None:
     ctx.record(status=_teardown(ctx) or "deleted")
 

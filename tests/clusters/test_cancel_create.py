@@ -1,7 +1,7 @@
 """Cancelling a cluster create undoes it, finished: cancelled in any phase (network, EKS still CREATING, EKS ACTIVE,
-HyperPod), the undo is polled to its end and nothing tagged as the cluster's is left in the sandbox (read with
-boto3); the cluster is nobody's active cluster. An undo the cloud refuses leaves the operation ``cancelled`` with
-``undo_incomplete`` naming what is left and how to remove it — and Delete then removes it."""
+the system node group, HyperPod), the undo is polled to its end and nothing tagged as the cluster's is left in the
+sandbox (read with boto3); the cluster is nobody's active cluster. An undo the cloud refuses leaves the operation
+``cancelled`` with ``undo_incomplete`` naming what is left and how to remove it — and Delete then removes it."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def _undone(operation: Operation) -> None:
     assert tagged_resources(cluster.pk) == []
 
 
-@pytest.mark.parametrize("slug", ["network", "hyperpod"])
+@pytest.mark.parametrize("slug", ["network", "system-nodes", "hyperpod"])
 def test_a_create_cancelled_in_any_phase_leaves_nothing_behind(api, cast, sandbox, drive, slug):
     operation = drive(create(api, cast), timeout=120, until=_polling(slug))
     assert operation.state == OperationState.RUNNING

@@ -20,6 +20,7 @@ from operations.models import OperationState
 from operations.services import operation_retry, operation_start
 from tests import factories
 from tests.clusters.sandbox import role_for
+from tests.sandbox.aws.helpers import lifecycle_scripts
 
 pytestmark = pytest.mark.usefixtures("import_allowed")
 
@@ -78,6 +79,8 @@ def make_eks(name: str, subnet_ids: list[str], *, version: str = "1.32", mode: s
 def make_hyperpod(name: str, eks_arn: str, subnet_ids: list[str], security_group: str, *,
                   instance_type: str = "ml.g5.8xlarge", count: int = 2) -> dict:
     """An InService HyperPod cluster orchestrated by ``eks_arn``."""
+    lifecycle_scripts(aws.client("s3", region=REGION), [{"LifeCycleConfig": {
+        "SourceS3Uri": "s3://outside-bucket/lifecycle", "OnCreate": "on_create.sh"}}])
     sagemaker = aws.client("sagemaker", region=REGION)
     sagemaker.create_cluster(
         ClusterName=name, Orchestrator={"Eks": {"ClusterArn": eks_arn}}, NodeRecovery="Automatic",
@@ -131,10 +134,14 @@ def last_seq(sandbox) -> int:
 
 @pytest.fixture
 def outside_cluster(sandbox):
-    """An EKS cluster (no admin entry for its creator) with a HyperPod cluster, cert-manager installed as an add-on
-    and three PersistentVolumes — all made with boto3 and the Kubernetes client, none of it by InstantStart."""
+    """An EKS cluster (no admin entry for its creator) with a managed node group, a HyperPod cluster, cert-manager
+    installed as an add-on and three PersistentVolumes — all made with boto3 and the Kubernetes client, none of it by
+    InstantStart."""
     network = make_network()
     eks = make_eks("outside", network["public"] + network["private"], creator_admin=False)
+    aws.client("eks", region=REGION).create_nodegroup(clusterName="outside", nodegroupName="outside-cpu",
+                                                      nodeRole=role_for("outside-nodes", "ec2.amazonaws.com"),
+                                                      subnets=network["private"])
     hyperpod = make_hyperpod("outside-hp", eks["arn"], [network["compute"]], network["security_group"])
     install_addon_outside("outside", "cert-manager")
     make_volumes_outside("outside")
@@ -151,6 +158,7 @@ def test_import_grants_access_and_records_what_it_finds(sandbox, cast, drive, ou
 
     assert operation.state == OperationState.SUCCEEDED, operation.error_message
     assert [phase.slug for phase in operation.phases.order_by("index")] == ["access", "discover"]
+    assert operation.phases.get(slug="discover").reference["node_groups"] == ["outside-cpu"]
     cluster.refresh_from_db()
     assert (cluster.state, cluster.origin) == (ClusterState.ACTIVE, "imported")
     # EKS and HyperPod facts.
