@@ -21,12 +21,15 @@ def sandbox_nodes_cluster(team, *, name: str = NODES_CLUSTER, groups: dict[str, 
     ``kube``, joined to Kubernetes)."""
     from cloud import aws
     from tests.clusters.sandbox import make_eks_cluster
+    from tests.sandbox.aws.helpers import lifecycle_scripts
 
     eks = make_eks_cluster(name, region=region)
     iam = aws.client("iam", region=region)
     role = iam.create_role(RoleName=f"{name}-exec", AssumeRolePolicyDocument=(
         '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": '
         '"sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}]}'))["Role"]["Arn"]
+    lifecycle_scripts(aws.client("s3", region=region), [{"LifeCycleConfig": {"SourceS3Uri": "s3://matrix-lifecycle/",
+                                                                           "OnCreate": "on_create.sh"}}])
     sagemaker = aws.client("sagemaker", region=region)
     groups = groups or {"accelerated": 1}
     arn = sagemaker.create_cluster(

@@ -15,7 +15,9 @@ Continuous provisioning, ClusterRole) and the "<type> for cluster usage" quotas 
 SageMaker's message).
 
 Each instance group's execution role gets a HYPERPOD_LINUX access entry on the EKS cluster. A tag
-``sandbox:fail`` (or an outcome rule) makes the cluster end Creating as Failed.
+``sandbox:fail`` (or an outcome rule) makes the cluster end Creating as Failed — as does a group whose
+``LifeCycleConfig`` names an ``OnCreate`` script that is not in the sandbox's S3 under ``SourceS3Uri``: its
+instances fail to provision with SageMaker's "Lifecycle scripts did not run successfully" message.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections import Counter
 from typing import Any
 
 from sandbox import clock
-from sandbox.aws import core, eks_model, outcomes, quotas, tags, training_plans
+from sandbox.aws import core, eks_model, outcomes, quotas, s3_objects, tags, training_plans
 from sandbox.aws import hyperpod_groups as rules
 from sandbox.aws import hyperpod_model as model
 from sandbox.aws.core import ApiError, Call, operation, validation
@@ -145,7 +147,34 @@ def create_cluster(call: Call) -> dict[str, Any]:
     grant_node_access(cluster)
     for group in groups:
         model.reconcile(cluster, group)
+    if cluster.pending_failure is None:
+        cluster.pending_failure = _lifecycle_failure(cluster, groups)
     return {"ClusterArn": cluster.arn}
+
+
+def _script_exists(uri: str, script: str) -> bool:
+    """Whether ``<uri>/<script>`` is an object in the sandbox's S3."""
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    key = f"{prefix.rstrip('/')}/{script}" if prefix.strip("/") else script
+    try:
+        return s3_objects.exists(bucket, key)
+    except s3_objects.NoSuchBucket:
+        return False
+
+
+def _lifecycle_failure(cluster: model.Cluster, groups: list[model.Group]) -> str | None:
+    """SageMaker's failure message when a group's ``OnCreate`` script is not at its ``SourceS3Uri``."""
+    for group in groups:
+        config = group.spec.get("LifeCycleConfig") or {}
+        uri, script = config.get("SourceS3Uri", ""), config.get("OnCreate", "")
+        if not uri.startswith("s3://") or _script_exists(uri, script):
+            continue
+        node = next((node.instance_id for node in cluster.group_nodes(group.name)), "i-00000000000000000")
+        return (f'Instance {node} failed to provision with the following error: "Lifecycle scripts did not run '
+                "successfully. Ensure the scripts exist in provided S3 path, are accessible, and run without errors. "
+                'Please see CloudWatch logs for lifecycle script execution details." Note that multiple instances '
+                "may be impacted.")
+    return None
 
 
 def grant_node_access(cluster: model.Cluster) -> None:

@@ -54,6 +54,15 @@ def listing(bucket: str, prefix: str) -> list[tuple[str, int]]:
     return sorted((key, stored.size) for key, stored in found.keys.items() if key.startswith(prefix))
 
 
+def exists(bucket: str, key: str) -> bool:
+    """Whether ``key`` is an object of ``bucket`` (:class:`NoSuchBucket` when the bucket is not there)."""
+    try:
+        found = _backend().get_bucket(bucket)
+    except MissingBucket:
+        raise NoSuchBucket(bucket) from None
+    return key in found.keys
+
+
 def copy(bucket: str, key: str, to_bucket: str, to_key: str) -> None:
     """Copy one object (its size, its bytes when it holds real ones)."""
     stored = _backend().get_object(bucket, key)

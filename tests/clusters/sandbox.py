@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import httpx
 
 from cloud import aws
+from tests.sandbox.aws.helpers import lifecycle_scripts
 
 #: ``clusters.hyperpod_chart``'s device-plugin components.
 DEVICE_PLUGINS = ("nvidia-device-plugin", "aws-efa-k8s-device-plugin", "neuron-device-plugin")
@@ -111,6 +112,8 @@ def make_hyperpod_cluster(eks: OutsideCluster, name: str, *, region: str = "us-w
     role = iam.create_role(RoleName=f"{name}-outside-hp", AssumeRolePolicyDocument=json.dumps({
         "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
                                                 "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    lifecycle_scripts(aws.client("s3", region=region), [{"LifeCycleConfig": {
+        "SourceS3Uri": "s3://outside-bucket/lifecycle", "OnCreate": "on_create.sh"}}])
     return aws.client("sagemaker", region=region).create_cluster(
         ClusterName=name, Orchestrator={"Eks": {"ClusterArn": eks.arn}}, NodeRecovery="Automatic",
         VpcConfig={"SecurityGroupIds": [group], "Subnets": list(eks.subnet_ids[:1])},

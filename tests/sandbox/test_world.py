@@ -17,7 +17,7 @@ from kubernetes import client as k8s
 from cloud import kube
 from sandbox.kube import crds
 from sandbox.sim.objects import STEPS
-from tests.sandbox.aws.helpers import sandbox_role
+from tests.sandbox.aws.helpers import lifecycle_scripts, sandbox_role
 from tests.sandbox.sim import harness
 
 EXAMPLE = Path(crds.crds_dir()) / "sagemaker.amazonaws.com" / "examples" / "llama3_1_8b-fsdp-hpto.yaml"
@@ -82,6 +82,8 @@ def test_boto3_builds_a_hyperpod_cluster_whose_nodes_run_a_training_job_with_str
     assert cluster["status"] == "CREATING"
     wait(lambda: eks.describe_cluster(name="training")["cluster"]["status"], lambda status: status == "ACTIVE")
 
+    lifecycle_scripts(boto3.client("s3"), [{"LifeCycleConfig": {"SourceS3Uri": "s3://training-lifecycle/scripts",
+                                                                "OnCreate": "on_create.sh"}}])
     sagemaker.create_cluster(
         ClusterName="training-hp", Orchestrator={"Eks": {"ClusterArn": cluster["arn"]}},
         VpcConfig={"SecurityGroupIds": [security_group], "Subnets": subnets},

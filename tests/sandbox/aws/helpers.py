@@ -59,6 +59,23 @@ def sandbox_role(client: Callable[..., Any], arn: str = ROLE) -> str:
     return arn
 
 
+def lifecycle_scripts(s3: Any, groups: list[dict[str, Any]]) -> None:
+    """Upload each group's ``OnCreate`` script under its ``SourceS3Uri`` (creating the bucket), as a HyperPod user
+    does before CreateCluster — the sandbox fails the instances of a group whose script is missing."""
+    for config in (spec.get("LifeCycleConfig") for spec in groups):
+        if not config:
+            continue
+        bucket, _, prefix = config["SourceS3Uri"].removeprefix("s3://").partition("/")
+        try:
+            s3.head_bucket(Bucket=bucket)
+        except s3.exceptions.ClientError:
+            region = s3.meta.region_name
+            s3.create_bucket(Bucket=bucket, **({} if region == "us-east-1" else {
+                "CreateBucketConfiguration": {"LocationConstraint": region}}))
+        key = f"{prefix.rstrip('/')}/{config['OnCreate']}" if prefix.strip("/") else config["OnCreate"]
+        s3.put_object(Bucket=bucket, Key=key, Body=b"#!/bin/bash\n")
+
+
 def make_eks_cluster(client: Callable[..., Any], name: str = "demo", region: str = REGION,
                      **extra: Any) -> dict[str, Any]:
     """An ACTIVE EKS cluster (its describe_cluster ``cluster``), made without waiting for time to pass."""
@@ -86,6 +103,7 @@ def make_hyperpod(client: Callable[..., Any], name: str = "hp", groups: list[dic
     """
     eks = make_eks_cluster(client, name=f"{name}-eks", accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})
     sagemaker = client("sagemaker")
+    lifecycle_scripts(client("s3"), groups or [])
 
     def create() -> None:
         sagemaker.create_cluster(ClusterName=name, Orchestrator={"Eks": {"ClusterArn": eks["arn"]}},

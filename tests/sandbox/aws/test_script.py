@@ -8,7 +8,7 @@ import time
 import boto3
 
 from sandbox import endpoints, tls
-from tests.sandbox.aws.helpers import sandbox_role
+from tests.sandbox.aws.helpers import lifecycle_scripts, sandbox_role
 
 
 def test_plain_boto3_script_sees_eks_active_and_hyperpod_in_service(aws_sandbox, monkeypatch):
@@ -33,6 +33,8 @@ def test_plain_boto3_script_sees_eks_active_and_hyperpod_in_service(aws_sandbox,
     assert base64.b64decode(cluster["certificateAuthority"]["data"]) == tls.authority().ca_pem
     assert cluster["identity"]["oidc"]["issuer"].startswith("https://oidc.eks.eu-west-1.amazonaws.com/id/")
 
+    lifecycle_scripts(boto3.client("s3"), [{"LifeCycleConfig": {"SourceS3Uri": "s3://any-bucket/lifecycle",
+                                                                "OnCreate": "on_create.sh"}}])
     arn = sagemaker.create_cluster(
         ClusterName="training-hp", Orchestrator={"Eks": {"ClusterArn": cluster["arn"]}},
         InstanceGroups=[{"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 2,

@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 from cloud import kube
 from sandbox import clock
 from sandbox.sim import devices, instances
-from tests.sandbox.aws.helpers import sandbox_role
+from tests.sandbox.aws.helpers import lifecycle_scripts, sandbox_role
 
 REGION = "us-west-2"
 ROLE = "arn:aws:iam::123456789012:role/sandbox"
@@ -117,6 +117,7 @@ def make_cluster(name: str = "demo", groups: list[dict[str, Any]] | None = None,
     time."""
     groups = [group()] if groups is None else groups
     sandbox_role(client, ROLE)
+    lifecycle_scripts(client("s3"), groups)
     eks, sagemaker = client("eks"), client("sagemaker")
     with instantly():
         arn = eks.create_cluster(name=name, roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]},
