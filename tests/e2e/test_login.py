@@ -15,7 +15,7 @@ pytestmark = BROWSER_MARKS
 
 
 def test_sign_in_create_a_team_and_a_token(live_server, transactional_db, page):
-    User.objects.create_user(username="maya", email="maya@example.com", password="correct-horse-battery")
+    User.objects.create_superuser(username="maya", email="maya@example.com", password="correct-horse-battery")
 
     page.goto(live_server.url + "/")
     expect(page).to_have_url(re.compile(r"/login/\?next=/$"))
