@@ -11,7 +11,7 @@
   var MAX_DELAY = 30000;
   var LABELS = {
     pending: "Pending", running: "Running", succeeded: "Succeeded", failed: "Failed", cancelling: "Cancelling",
-    cancelled: "Cancelled", compensated: "Undone", submit: "Submit", poll: "Poll"
+    cancelled: "Cancelled", undoing: "Undoing", compensated: "Undone", submit: "Submit", poll: "Poll"
   };
   var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
   var FINISHED = ["succeeded", "cancelled"];
