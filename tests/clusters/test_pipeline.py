@@ -7,12 +7,14 @@ import json
 
 import httpx
 import pytest
+from kubernetes import client as k8s
 
-from cloud import aws
+from cloud import aws, kube
 from clusters.models import ActiveCluster, Cluster, ClusterState, DependencyState, StorageState
 from mcp_server.testing import call_tool
 from operations.models import Operation, OperationState
 from tests.clusters.sandbox import tagged_resources
+from tests.sandbox.aws.helpers import wait_for
 
 CREATE = {"name": "alpha", "region": "us-west-2", "zone": "us-west-2a", "instance_type": "ml.g5.8xlarge",
           "instance_count": 2}
@@ -45,6 +47,14 @@ def test_create_then_delete_end_to_end_over_rest(api, cast, sandbox, drive):
     assert cluster.volumes.filter(shared=True, state=StorageState.AVAILABLE).exists()
     network = cluster.network
     assert {subnet.role for subnet in network.subnets.all()} >= {"public", "private", "compute"}
+    groups = api(cast.viewer).get(f"/api/v1/clusters/{cluster.pk}/node-groups").json()
+    assert [(g["name"], g["system"], g["status"], g["desired_size"], g["instance_types"]) for g in groups] == [
+        ("system", True, "ACTIVE", 2, ["m5.large"])]
+    private = {subnet.subnet_id for subnet in network.subnets.filter(role="private")}
+    assert set(groups[0]["subnets"]) == private
+    nodes = k8s.CoreV1Api(kube.api_client(cluster.eks_name, region="us-west-2"))
+    assert len(wait_for(lambda: nodes.list_node(label_selector="eks.amazonaws.com/nodegroup=system").items,
+                        lambda found: len(found) == 2)) == 2
 
     found = tagged_resources(cluster.pk)
     kinds = {entry.split(":", 1)[0] for entry in found}
