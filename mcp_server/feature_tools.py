@@ -36,7 +36,8 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
             "`{\"tiered_checkpointing\": {\"enabled\": true, \"memory_percentage\": 20}}` or "
             "`{\"training_operator\": {\"enabled\": false}}`; never resend unchanged ones. `memory_percentage` is "
             "1-100. Disabling removes exactly what enabling made (add-on, roles, service account, workspace)." + _DIFF
-            + " Unknown names are `unknown_feature`." + _ACTIVE
+            + " Unknown names are `unknown_feature`. `warnings` (e.g. `autoscaling_may_scale_to_zero`) say what the "
+            "change may do: tell the user." + _ACTIVE
         ),
     ),
     ToolSpec(
