@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import OperationalError
+
 FieldErrors = dict[str, list[dict[str, str]]]
 
 
@@ -142,6 +144,22 @@ class Throttled(ApplicationError):
     code = "throttled"
     status = 429
     default_message = "Too many requests."
+
+
+class DatabaseBusy(ApplicationError):
+    """The embedded SQLite database stayed locked by another writer past its busy timeout. The request's transaction
+    was rolled back whole, so sending it again is safe: answered 503 with ``Retry-After``."""
+
+    code = "database_busy"
+    status = 503
+    default_message = "The database is busy with other changes; nothing was changed. Try again in a moment."
+    #: Seconds a client should wait before sending the request again.
+    retry_after = 2
+
+
+def database_busy(exc: BaseException) -> bool:
+    """Is ``exc`` SQLite's ``database is locked`` (or ``database table is locked``), which a busy timeout outlasted?"""
+    return isinstance(exc, OperationalError) and "is locked" in str(exc)
 
 
 class CloudError(ApplicationError):

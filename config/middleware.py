@@ -1,5 +1,5 @@
 """Request context: request id (``X-Request-ID`` in and out) and the face the request came through; the
-Content-Security-Policy header."""
+Content-Security-Policy header; a busy embedded database answered 503 instead of 500."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from collections.abc import Callable
 from typing import cast
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template import loader
 
+from config.api.exceptions import error_body
 from config.context import Source, request_id_scope
+from config.errors import DatabaseBusy, database_busy
 
 #: META key the MCP server sets on its in-process REST calls; HTTP headers cannot produce it
 #: (they arrive as ``HTTP_*``), so a client cannot claim to be the agent.
@@ -60,4 +63,30 @@ class ContentSecurityPolicyMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
+        return response
+
+
+class DatabaseBusyMiddleware:
+    """A request that met SQLite's ``database is locked`` (another writer outlasted the busy timeout) gets 503
+    ``database_busy`` with ``Retry-After`` instead of a 500: JSON under ``/api/``, the static ``503.html`` page on
+    the portal. The transaction was rolled back whole, so the client may send the request again; it is not retried
+    here, because a view may have called AWS before it wrote (docs/architecture.md). REST views answer it through
+    ``config.api.exceptions`` already."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not database_busy(exception):
+            return None
+        response: HttpResponse
+        if request.path.startswith("/api/"):
+            body, status = error_body(DatabaseBusy())
+            response = JsonResponse(body, status=status)
+        else:
+            response = HttpResponse(loader.get_template("503.html").render(), status=DatabaseBusy.status)
+        response["Retry-After"] = str(DatabaseBusy.retry_after)
         return response

@@ -93,6 +93,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RequestContextMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
+    "config.middleware.DatabaseBusyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -12,12 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import OperationalError
 from django.http import HttpRequest
 from rest_framework import exceptions as drf
 
 from accounts.authentication import ApiTokenAuthentication
 from accounts.throttling import auth_failure_record, auth_failures_check
 from config.api.exceptions import error_body
+from config.errors import database_busy
 
 #: ASGI scope key under which the ``/mcp`` wrapper hands the authenticated caller to the tool handlers.
 CALLER_SCOPE_KEY = "instantstart.mcp_caller"
@@ -61,6 +63,10 @@ def caller_for_authorization(authorization: str | None, *, peer: dict[str, str] 
             auth_failure_record(request)
             raise drf.NotAuthenticated()
     except drf.APIException as exc:
+        raise CallerRejected(*error_body(exc)) from exc
+    except OperationalError as exc:  # the token's last-used stamp met a locked SQLite database: 503 database_busy
+        if not database_busy(exc):
+            raise
         raise CallerRejected(*error_body(exc)) from exc
     _user, token = resolved
     return Caller(authorization=authorization or "", read_only=token is not None and token.read_only)

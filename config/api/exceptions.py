@@ -11,7 +11,7 @@ from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from config.errors import ApplicationError, FieldErrors, PayloadTooLarge
+from config.errors import ApplicationError, DatabaseBusy, FieldErrors, PayloadTooLarge, database_busy
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ def error_body(exc: Exception) -> tuple[dict[str, Any], int]:
     """Map any exception a view can raise to (body, status). Unknown exceptions become ``internal_error``."""
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
+    if database_busy(exc):
+        exc = DatabaseBusy()
     if isinstance(exc, ApplicationError):
         return exc.as_dict(), exc.status
     if isinstance(exc, drf.ValidationError):
@@ -83,6 +85,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     wait = exc.wait if isinstance(exc, drf.Throttled) else None  # type: ignore[attr-defined]  # stub omits .wait
     if wait is not None:
         response["Retry-After"] = str(int(wait) + 1)
+    if status == DatabaseBusy.status and body["code"] == DatabaseBusy.code:
+        response["Retry-After"] = str(DatabaseBusy.retry_after)
     if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed) or status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="instantstart"'
     return response

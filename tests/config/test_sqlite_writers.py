@@ -5,6 +5,8 @@ whole tables and ignores the busy timeout)."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import threading
 import time
 
@@ -97,3 +99,46 @@ def test_the_test_suites_database_is_a_file_with_the_same_options():
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA journal_mode")
         assert cursor.fetchone()[0] == "wal"
+
+
+@contextlib.contextmanager
+def locked_database():
+    """The test database held by another writer (``BEGIN IMMEDIATE`` on a connection of its own) while the test's
+    connection waits only 50 ms for it: the rare ``database is locked`` that outlasts the busy timeout, at once."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout = 50")
+    holder = sqlite3.connect(str(connection.settings_dict["NAME"]), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {int(settings.DATABASES['default']['OPTIONS']['timeout'] * 1000)}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_locked_database_is_503_database_busy_with_retry_after_on_rest_mcp_and_portal(cast, token_for):
+    from django.test import Client
+
+    from accounts.models import Team
+    from mcp_server.testing import call_tool
+
+    secret = token_for(cast.admin)
+    portal = Client(raise_request_exception=False)
+    portal.force_login(cast.admin)
+    teams = Team.objects.count()
+    with locked_database():
+        rest = Client(raise_request_exception=False).post(
+            "/api/v1/teams", {"name": "Busy", "slug": "busy"}, content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {secret}")
+        is_error, body = call_tool(secret, "create_team", {"name": "Busy", "slug": "busy"})
+        page = portal.post("/me/team/", {"current_team": ""})
+    assert (rest.status_code, rest.json()["code"], rest["Retry-After"]) == (503, "database_busy", "2")
+    assert is_error and body["code"] == "database_busy"
+    assert page.status_code == 503 and page["Retry-After"] == "2"
+    assert 'data-error-code="database_busy"' in page.content.decode()
+    assert Team.objects.count() == teams
+    cast.admin.refresh_from_db()
+    assert cast.admin.current_team_id == cast.team.pk
