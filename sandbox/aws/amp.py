@@ -28,4 +28,4 @@ def _start(workspace: Any, _: dict[str, str]) -> None:
 
 def apply() -> None:
     """Install the behaviour (idempotent)."""
-    Workspace.status = property(_status, _start)  # type: ignore[assignment,method-assign]
+    Workspace.status = property(_status, _start)  # type: ignore[assignment]

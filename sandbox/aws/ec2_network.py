@@ -80,7 +80,7 @@ def apply() -> None:
     """Install the behaviours (idempotent: a second call changes nothing)."""
     if getattr(NatGatewayBackend, "_sandbox_applied", False):
         return
-    NatGateway.state = property(_state, _set_state)  # type: ignore[assignment,method-assign]
+    NatGateway.state = property(_state, _set_state)  # type: ignore[assignment]
     ElasticAddressBackend.release_address = _release_address(  # type: ignore[method-assign]
         ElasticAddressBackend.release_address)
     InternetGatewayBackend.detach_internet_gateway = _detach_internet_gateway(  # type: ignore[method-assign]
