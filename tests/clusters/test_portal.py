@@ -177,7 +177,7 @@ def test_detail_shows_overview_drift_network_dependencies_storage_and_operations
     assert re.search(r'data-dependency="kuberay-operator".*?CRD rejected.*?badge-dep-failed', page, re.S)
     assert re.search(r'data-volume="shared".*?s3://instantstart-shared/', page, re.S)
     assert f'data-operation-progress="{operation.pk}"' in page
-    assert page.count('<li class="phase phase-pending"') == 6
+    assert page.count('<li class="phase phase-pending"') == 7
     assert 'data-testid="phase-state-network"' in page and 'data-testid="phase-state-storage"' in page
     assert f'data-cluster-operation="{operation.pk}"' in page
     assert "/static/js/operation-progress.js" in page and "/static/js/cluster-live.js" in page
