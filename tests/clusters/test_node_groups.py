@@ -65,9 +65,16 @@ def test_node_groups_are_read_live_scaled_and_deleted_over_rest(api, cast, sandb
     started = admin.patch(f"{base}/workers", {"desired_size": 3, "max_size": 3})
     assert started.status_code == 202, started.content
     assert started.json()["operation"]["kind"] == "node_group.scale"
+    operation = Operation.objects.get(pk=started.json()["operation"]["id"])
+    sandbox.control("PUT", "clock", {"scale": 10})  # EKS stays UPDATING until the test lets time run again
+    drive(operation, timeout=30, until=lambda op: op.phases.get(slug="scale").polls >= 1)
+    busy = admin.patch(f"{base}/workers", {"desired_size": 2})
+    assert (busy.status_code, busy.json()["code"]) == (409, "node_group_busy")
+    assert admin.get(f"{base}/workers").json()["capabilities"]["node_group.scale"] is False
     busy = admin.delete(f"{base}/workers")
     assert (busy.status_code, busy.json()["code"]) == (409, "cluster_busy")
-    scaled = drive(Operation.objects.get(pk=started.json()["operation"]["id"]), timeout=30)
+    sandbox.control("PUT", "clock", {"scale": 0.001})
+    scaled = drive(operation, timeout=30)
     assert scaled.state == OperationState.SUCCEEDED, scaled.error_message
     assert _eks_groups(cluster.name)["workers"]["scalingConfig"] == {"minSize": 0, "maxSize": 3, "desiredSize": 3}
     event = AuditEvent.objects.get(action="node_group.scale")
