@@ -131,7 +131,7 @@ def require_import_allowed(actor: User, team: Team, *, region: str, name: str,
                            tags: Mapping[str, str] | None) -> None:
     """Refuse an import the platform policy forbids (``tags`` ``None``: before the cluster was read, when only the
     name and region can be checked): ``cluster_owned_by_another_team`` (403) for a cluster whose ownership tags give
-    it to another team — whoever asks; ``import_not_allowed`` (403) for a team admin when none of the team's import
+    it to another team — whoever asks; ``no_import_rule`` (403) for a team admin when none of the team's import
     rules allows it."""
     if tags is not None and claimed_by_another_team(tags, team):
         raise PermissionDenied(f"EKS cluster {name} carries InstantStart's ownership tags of another team; it "
@@ -141,7 +141,7 @@ def require_import_allowed(actor: User, team: Team, *, region: str, name: str,
     if not allowed_by_rules(team.import_rules.all(), region=region, name=name, tags=tags):
         raise PermissionDenied(f"Team {team.name} may not import EKS cluster {name} of {region}: no import rule "
                                f"allows it. Ask a platform admin to add one (Clusters → Import → Import rules).",
-                               code="import_not_allowed")
+                               code="no_import_rule")
 
 
 def _eks(ctx: StepContext) -> facts.EksFacts:

@@ -100,7 +100,7 @@ def cluster_import(*, actor: User, team: Team, region: str, eks_name: str, sourc
     The import grants the control plane access through an EKS access entry and records what it finds; it tags and
     deletes nothing. ``cluster_already_tracked`` when a live cluster of any team already tracks it. The platform
     policy (``importing.require_import_allowed``) is checked on the name and region before anything is read, then on
-    the cluster's tags: ``import_not_allowed`` for a team admin no import rule of the team allows,
+    the cluster's tags: ``no_import_rule`` for a team admin no import rule of the team allows,
     ``cluster_owned_by_another_team`` for a cluster tagged as another team's, whoever asks.
     """
     access.require(actor, actions.CLUSTER_IMPORT, team)

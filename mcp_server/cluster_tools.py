@@ -125,7 +125,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
             "Import an existing EKS cluster `eks_name` of `region` (and the HyperPod cluster it orchestrates): "
             "InstantStart grants itself access through an EKS access entry and records the "
             "cluster's facts, network, dependencies and storage. It tags, changes and deletes nothing else. Pick "
-            "from `list_import_candidates`: `import_not_allowed` when no import rule of the team allows the cluster "
+            "from `list_import_candidates`: `no_import_rule` when no import rule of the team allows the cluster "
             "(platform admins need none), `cluster_owned_by_another_team` when its InstantStart tags name another "
             "team." + _TEAM + _LONG
         ),

@@ -90,17 +90,17 @@ def test_a_team_admin_imports_only_what_an_import_rule_allows(outside, cast, api
     is_error, mcp = call_tool(secret, "import_cluster", import_body(cast, "finance"))
     portal = login(cast.admin).post(reverse("cluster-import"), {**import_body(cast, "finance"), "team": cast.team.pk})
 
-    assert (refused.status_code, refused.json()["code"]) == (403, "import_not_allowed")
+    assert (refused.status_code, refused.json()["code"]) == (403, "no_import_rule")
     assert "Ask a platform admin" in refused.json()["message"]
-    assert is_error and mcp["code"] == "import_not_allowed"
-    assert portal.status_code == 403 and b"import_not_allowed" in portal.content
+    assert is_error and mcp["code"] == "no_import_rule"
+    assert portal.status_code == 403 and b"no_import_rule" in portal.content
     assert mutations_since(sandbox, before) == [] and not Cluster.objects.exists()
 
     ImportRule.objects.create(team=cast.team, name_pattern="research-*", tag_key="lab", tag_value="vision")
     untagged = client.post("/api/v1/clusters/import", import_body(cast, "research-a"))
     tagged = client.post("/api/v1/clusters/import", import_body(cast, "research-b"))
 
-    assert (untagged.status_code, untagged.json()["code"]) == (403, "import_not_allowed"), "the rule needs the tag"
+    assert (untagged.status_code, untagged.json()["code"]) == (403, "no_import_rule"), "the rule needs the tag"
     assert tagged.status_code == 202, tagged.content
     assert Cluster.objects.get().name == "research-b"
 

@@ -23,6 +23,7 @@ def test_whoami_over_http(mcp_url, cast, token_for, mode):
     assert result.structured_content["username"] == "vera"
 
 
+@pytest.mark.usefixtures("open_team_creation")
 def test_create_team_over_http_is_attributed_to_mcp(mcp_url, cast, token_for):
     result = call_over_http(mcp_url, token_for(cast.admin), "create_team", {"name": "Remote", "slug": "remote"})
     assert not result.is_error

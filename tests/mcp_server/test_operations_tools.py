@@ -173,6 +173,7 @@ def test_start_demo_twice_with_the_same_key_starts_one_operation(cast, token_for
     assert Operation.objects.filter(team=cast.team).count() == 2
 
 
+@pytest.mark.usefixtures("open_team_creation")
 def test_create_team_with_a_key_is_created_once(cast, token_for):
     secret = token_for(cast.admin)
     arguments = {"name": "Agents", "slug": "agents", "idempotency_key": "team-agents"}
