@@ -30,8 +30,7 @@ def _trusted(proxies: tuple[str, ...]) -> tuple[Network, ...]:
 
 
 def trusted_proxies() -> tuple[Network, ...]:
-    """The networks of ``settings.INSTANTSTART_TRUSTED_PROXIES`` (a CIDR list; an invalid entry is a startup error
-    of the first request that asks)."""
+    """The networks of ``settings.INSTANTSTART_TRUSTED_PROXIES`` (a CIDR list, checked when the settings load)."""
     return _trusted(tuple(settings.INSTANTSTART_TRUSTED_PROXIES))
 
 

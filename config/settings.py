@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import secrets
 from datetime import timedelta
@@ -154,6 +155,11 @@ AUTH_PASSWORD_VALIDATORS = [
 #: Where the client address may be read from ``X-Forwarded-For``: the CIDRs of the reverse proxies in front of the
 #: product (none by default: the connection's own address is the client's). ``accounts.addresses``.
 INSTANTSTART_TRUSTED_PROXIES = env_list("INSTANTSTART_TRUSTED_PROXIES", "")
+for _proxy in INSTANTSTART_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError as _error:
+        raise ImproperlyConfigured(f"INSTANTSTART_TRUSTED_PROXIES: {_proxy!r} is not an address or CIDR") from _error
 
 # Portal and Django admin sign-in (django-axes, docs/deploy.md): after AXES_FAILURE_LIMIT wrong passwords for one
 # username from one address, that pair is locked out for the cool-off time; a successful sign-in resets the count.
