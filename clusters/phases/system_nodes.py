@@ -14,7 +14,8 @@ group is not tainted: workloads stay off it because every training job and endpo
 instance group by node selector, while controllers installed as EKS add-ons or charts schedule on it without
 per-chart tolerations. A re-run adopts a group of that name when its tags say it is ours; one that is not ours
 fails the phase with ``node_group_name_taken``. The poll step waits for ``ACTIVE`` (``CREATE_FAILED`` fails the
-phase with EKS's health issues) and outputs ``system_node_group``.
+phase with ``node_group_failed`` and EKS's health issues) and outputs ``system_node_group``. A retry of the phase
+deletes a group of ours that ended ``CREATE_FAILED`` (EKS cannot repair one) and creates it again.
 
 Delete — level-triggered, before the EKS cluster (EKS refuses ``DeleteCluster`` while node groups exist): every node
 group that is ours, and every other one too when the EKS cluster itself is to go (it is ours, or the admin of an
@@ -93,17 +94,27 @@ def submit_system_nodes(ctx: StepContext) -> None:
         raise PhaseFailed(f"A node group named {live.SYSTEM_NAME} already exists on {live.eks_name(cluster)} and is "
                           "not this cluster's.", code="node_group_name_taken",
                           detail={"name": live.SYSTEM_NAME, "arn": found.get("nodegroupArn", "")})
-    if adopted:
+    ctx.record(name=live.SYSTEM_NAME, status=found.get("status", ""), role_arn=role_arn, recreating=False)
+    if adopted and found.get("status") == "CREATE_FAILED":
+        # A retry after a failed creation: EKS cannot repair the group, so it is deleted and created again.
+        delete_step(ctx, cluster, live.SYSTEM_NAME)
+        ctx.record(recreating=True)
+    elif adopted:
         ctx.log(f"Node group {live.SYSTEM_NAME} already exists; adopting it.")
-    ctx.record(name=live.SYSTEM_NAME, status=found.get("status", ""), role_arn=role_arn)
 
 
 def poll_system_nodes(ctx: StepContext) -> Progress:
     cluster = cluster_of(ctx)
     found = live.describe(cluster, live.SYSTEM_NAME, client=ctx.client("eks"))
+    recreating = ctx.reference.get("recreating")
+    if found is None and recreating:
+        found = _create(ctx, cluster, ctx.reference["role_arn"], str(uuid.uuid4()))
+        ctx.record(recreating=False)
     if found is None:
         raise PhaseFailed(f"The node group {live.SYSTEM_NAME} disappeared.", code="resource_missing")
     status = found["status"]
+    if recreating and status in ("CREATE_FAILED", "DELETING"):
+        return Progress.waiting(f"recreating: {status}")
     if status == "CREATE_FAILED":
         issues = "; ".join(issue.get("message", "") for issue in (found.get("health") or {}).get("issues", []))
         raise PhaseFailed(f"The system node group failed to create{': ' + issues if issues else '.'}",

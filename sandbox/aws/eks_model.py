@@ -126,6 +126,9 @@ class Nodegroup:
     since: float = 0.0
     modified_at: float = 0.0
     instances: list[NodegroupInstance] = field(default_factory=list)
+    pending_failure: str | None = None
+    """The health issue's message when creation is to end CREATE_FAILED (``sandbox.aws.outcomes``)."""
+    issues: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -298,8 +301,14 @@ def _refresh_nodegroups(cluster: EksCluster) -> None:
     for name, nodegroup in list(cluster.nodegroups.items()):
         seconds = _NODEGROUP_SECONDS.get(nodegroup.status)
         if seconds is not None and clock.due(nodegroup.since, seconds):
-            nodegroup.status, nodegroup.since, nodegroup.modified_at = "ACTIVE", clock.now(), clock.now()
-            _resize(cluster, nodegroup)
+            failed = nodegroup.status == "CREATING" and nodegroup.pending_failure is not None
+            status = "CREATE_FAILED" if failed else "ACTIVE"
+            nodegroup.status, nodegroup.since, nodegroup.modified_at = status, clock.now(), clock.now()
+            if failed:
+                nodegroup.issues = [{"code": "NodeCreationFailure", "message": nodegroup.pending_failure,
+                                     "resourceIds": []}]
+            else:
+                _resize(cluster, nodegroup)
         elif nodegroup.status == "DELETING" and clock.due(nodegroup.since, NODEGROUP_DELETE_SECONDS):
             del cluster.nodegroups[name]
 

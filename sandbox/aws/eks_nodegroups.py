@@ -9,9 +9,10 @@ simulator makes each a Kubernetes Node labelled ``eks.amazonaws.com/nodegroup``)
 gives its node role an ``EC2_LINUX`` access entry. UpdateNodegroupConfig takes any part of the scaling
 configuration (checked merged with the current one), labels and taints to add or remove, only while the group is
 ACTIVE (``ResourceInUseException``), and a change that changes nothing is ``InvalidParameterException``; the group
-is UPDATING until the instances follow. DeleteNodegroup is refused while the group is CREATING
-(``ResourceInUseException``); the group is DELETING, then gone. The cluster cannot be deleted while it has node
-groups (``sandbox.aws.eks.delete_cluster``).
+is UPDATING until the instances follow. An outcome (``sandbox.aws.outcomes``, resource ``eks-nodegroup``) makes
+creation end CREATE_FAILED with a ``NodeCreationFailure`` health issue and no instances. DeleteNodegroup is refused
+while the group is CREATING (``ResourceInUseException``); the group is DELETING, then gone. The cluster cannot be
+deleted while it has node groups (``sandbox.aws.eks.delete_cluster``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import re
 from typing import Any
 
 from sandbox import clock
-from sandbox.aws import core, eks, eks_model
+from sandbox.aws import core, eks, eks_model, outcomes
 from sandbox.aws.core import ApiError, Call, operation
 from sandbox.aws.eks_model import EksCluster, Nodegroup
 from sandbox.aws.network import subnet_facts
@@ -93,7 +94,7 @@ def render(cluster: EksCluster, nodegroup: Nodegroup) -> dict[str, Any]:
         "subnets": spec["subnets"], "amiType": spec.get("amiType", DEFAULT_AMI_TYPE), "nodeRole": spec["nodeRole"],
         "labels": dict(nodegroup.labels), "taints": [dict(taint) for taint in nodegroup.taints],
         "resources": {"autoScalingGroups": [{"name": f"eks-{nodegroup.name}-{nodegroup.arn.rsplit('/', 1)[-1]}"}]},
-        "diskSize": spec.get("diskSize", DEFAULT_DISK_GIB), "health": {"issues": []},
+        "diskSize": spec.get("diskSize", DEFAULT_DISK_GIB), "health": {"issues": [dict(i) for i in nodegroup.issues]},
         "updateConfig": spec.get("updateConfig", {"maxUnavailable": 1}), "tags": dict(nodegroup.tags),
     }
 
@@ -120,14 +121,17 @@ def create_nodegroup(call: Call) -> dict[str, Any]:
     _check_scaling(cluster, name, scaling)
     taints = [dict(taint) for taint in call.get("taints", [])]
     _check_taints(cluster, name, taints)
+    node_tags = dict(call.get("tags", {}))
+    outcome = outcomes.take("eks-nodegroup", name, node_tags)
     now = clock.now()
     spec = {key: value for key, value in call.params.items()
             if key not in ("clusterName", "nodegroupName", "tags", "scalingConfig", "labels", "taints",
                            "clientRequestToken")}
     nodegroup = Nodegroup(name=name, arn=core.arn("eks", cluster.region, f"nodegroup/{cluster.name}/{name}/"
                                                                          f"{core.new_uuid()}"),
-                          created_at=now, since=now, modified_at=now, spec=spec, tags=dict(call.get("tags", {})),
-                          scaling=scaling, labels=dict(call.get("labels", {})), taints=taints)
+                          created_at=now, since=now, modified_at=now, spec=spec, tags=node_tags, scaling=scaling,
+                          labels=dict(call.get("labels", {})), taints=taints,
+                          pending_failure=outcome[1] if outcome else None)
     cluster.nodegroups[name] = nodegroup
     eks_model.ensure_node_entry(cluster, role, "EC2_LINUX")
     return {"nodegroup": render(cluster, nodegroup)}

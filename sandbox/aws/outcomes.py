@@ -10,8 +10,8 @@ Two ways to ask, both evaluated when the resource is created:
   the rule applies to.
 
 Resources and outcomes: ``hyperpod-cluster`` (fail → Failed with FailureMessage), ``eks-cluster`` (fail →
-FAILED), ``eks-addon`` (fail → CREATE_FAILED, degrade → DEGRADED, with a health issue),
-``mlflow-tracking-server`` (fail → CreateFailed).
+FAILED), ``eks-addon`` (fail → CREATE_FAILED, degrade → DEGRADED, with a health issue), ``eks-nodegroup`` (fail →
+CREATE_FAILED with a ``NodeCreationFailure`` health issue), ``mlflow-tracking-server`` (fail → CreateFailed).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ OUTCOMES = {
     "hyperpod-cluster": ("fail",),
     "eks-cluster": ("fail",),
     "eks-addon": ("fail", "degrade"),
+    "eks-nodegroup": ("fail",),
     "mlflow-tracking-server": ("fail",),
 }
 DEFAULT_MESSAGES = {
@@ -35,6 +36,7 @@ DEFAULT_MESSAGES = {
     ("eks-cluster", "fail"): "The cluster could not be created.",
     ("eks-addon", "fail"): "Conflicts found when trying to apply the add-on's resources.",
     ("eks-addon", "degrade"): "The add-on's deployment does not have enough ready replicas.",
+    ("eks-nodegroup", "fail"): "Instances failed to join the kubernetes cluster",
     ("mlflow-tracking-server", "fail"): "The tracking server could not be created.",
 }
 

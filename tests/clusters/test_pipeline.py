@@ -82,7 +82,6 @@ def _effective_before(sandbox) -> set[str]:
 @pytest.mark.parametrize(("phase", "target", "code", "changes"), [
     ("network", "ec2:CreateNatGateway", "InvalidSubnet", {}),
     ("eks", "eks:CreateCluster", "InvalidParameterException", {}),
-    ("system-nodes", "eks:CreateNodegroup", "InvalidParameterException", {}),
     ("dependencies", "eks:CreateAddon", "InvalidParameterException", {}),
     ("hyperpod", "sagemaker:CreateCluster", "ValidationException", {}),
     ("storage", "fsx:CreateFileSystem", "BadRequest", {"fsx_capacity_gib": 1200}),
@@ -112,6 +111,21 @@ def test_a_failed_phase_is_retried_alone_and_nothing_earlier_is_sent_again(api, 
     assert all(phases[slug].attempts == 1 for slug in earlier)
     assert phases[phase].attempts == 2
     assert Cluster.objects.get(pk=operation.params["cluster_id"]).state == ClusterState.ACTIVE
+
+
+def test_a_system_node_group_that_failed_is_created_again_by_a_retry(api, cast, sandbox, drive):
+    sandbox.control("POST", "outcomes", {"resource": "eks-nodegroup", "name": "system", "count": 1})
+    operation = drive(create(api, cast), timeout=120)
+    assert (operation.state, operation.phase) == (OperationState.FAILED, "system-nodes")
+    failed = operation.phases.get(slug="system-nodes")
+    assert failed.error_code == "node_group_failed" and "Instances failed to join" in failed.error_message
+
+    response = api(cast.admin).post(f"/api/v1/operations/{operation.pk}/retry", {})
+    assert response.status_code == 202, response.content
+    operation = drive(operation, timeout=120, until=lambda op: op.phase != "system-nodes")
+    assert operation.phases.get(slug="system-nodes").state == "succeeded", operation.error_message
+    group = aws.client("eks", region="us-west-2").describe_nodegroup(clusterName="alpha", nodegroupName="system")
+    assert (group["nodegroup"]["status"], group["nodegroup"]["health"]["issues"]) == ("ACTIVE", [])
 
 
 def test_an_agent_creates_a_cluster_with_the_tools_alone(cast, token_for, sandbox, drive):

@@ -101,3 +101,18 @@ def test_a_node_group_lives_creating_active_updating_deleting_gone(client):
     assert world.eks_nodegroup_nodes("us-west-2", "demo") == []
     _refused(describe, "ResourceNotFoundException")
     assert eks.delete_cluster(name="demo")["cluster"]["status"] == "DELETING"
+
+
+def test_a_requested_failure_ends_create_failed_with_a_health_issue(client):
+    eks = client("eks")
+    make_eks_cluster(client)
+    _create(eks, "broken", tags={"sandbox:fail": "true"})
+    failed = wait_for(lambda: eks.describe_nodegroup(clusterName="demo", nodegroupName="broken")["nodegroup"],
+                      lambda group: group["status"] != "CREATING")
+    assert failed["status"] == "CREATE_FAILED"
+    (issue,) = failed["health"]["issues"]
+    assert issue["code"] == "NodeCreationFailure" and "failed to join" in issue["message"]
+    assert world.eks_nodegroup_nodes("us-west-2", "demo") == []
+    _refused(lambda: eks.update_nodegroup_config(clusterName="demo", nodegroupName="broken",
+                                                 scalingConfig={"desiredSize": 1}), "ResourceInUseException")
+    assert eks.delete_nodegroup(clusterName="demo", nodegroupName="broken")["nodegroup"]["status"] == "DELETING"
