@@ -311,7 +311,8 @@ def _cancel(operation: Operation, pipeline: Pipeline, lease: str) -> float | Non
             now = timezone.now()
             deadline = now + spec.timeout
             transitions.move_phase(phase, PhaseState.UNDOING, lease=lease, step=PhaseStep.SUBMIT, polls=0,
-                                   status_reason="", started_at=now, finished_at=None, deadline_at=deadline)
+                                   status_reason="", error_code="", error_message="", error_detail={},
+                                   started_at=now, finished_at=None, deadline_at=deadline)
             transitions.save(operation, lease=lease, phase=phase.slug, deadline_at=deadline,
                              status_reason=f"Undoing {spec.title}")
             transitions.publish(operation)
