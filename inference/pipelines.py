@@ -1,5 +1,7 @@
-"""Every pipeline of the inference app (registered with the engine when the apps are ready)."""
+"""Every pipeline of the inference app (registered with the engine when the apps are ready): a model download,
+and an endpoint's deploy, update and delete."""
 
 from inference.downloads import pipeline as downloads
+from inference.endpoints import pipeline as endpoints
 
-PIPELINES = (downloads.PIPELINE,)
+PIPELINES = (downloads.PIPELINE, endpoints.DEPLOY_PIPELINE, endpoints.UPDATE_PIPELINE, endpoints.DELETE_PIPELINE)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from accounts import actions as account_actions
 from mcp_server.cluster_tools import CLUSTER_TOOLS
+from mcp_server.endpoint_tools import ENDPOINT_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
 from mcp_server.invitation_tools import INVITATION_TOOLS
@@ -187,4 +188,5 @@ CATALOG: tuple[ToolSpec, ...] = (
     *TRAINING_TOOLS,
     *MLFLOW_TOOLS,
     *MODEL_TOOLS,
+    *ENDPOINT_TOOLS,
 )

@@ -51,3 +51,54 @@ CASES = [
     Case("model_downloads_cancel", OPERATORS, params=running_download),
     Case("cluster_models_list", MEMBERS, params=cluster_of_team, sandbox=True),
 ]
+
+
+def _endpoint(cast, **fields):
+    from inference.models import Endpoint
+
+    cluster = fields.pop("cluster", None) or _cluster(cast)
+    return Endpoint.objects.create(**{
+        "team": cast.team, "cluster": cluster, "name": "matrix", "namespace": f"team-{cast.team.slug}",
+        "engine": "vllm", "image": "vllm/vllm-openai:v0.10.1", "model_source": "shared",
+        "model": "/mnt/shared/models/m", "served_model_name": "matrix", "instance_group": "workers",
+        "instance_type": "ml.g5.8xlarge", "gpus": 1, "port": 8000, "state": "ready", **fields})
+
+
+def stored_endpoint(cast, actor) -> dict:
+    return {"endpoint_id": _endpoint(cast).pk}
+
+
+def deleted_endpoint(cast, actor) -> dict:
+    return {"endpoint_id": _endpoint(cast, state="deleted").pk}
+
+
+def deploy_body(cast, actor) -> dict:
+    return {"cluster": _cluster(cast).pk, "name": "matrix", "model": "models/m", "gpus": 1}
+
+
+def _may_call(cast, actor) -> bool:
+    from accounts import access
+
+    return actor is not None and access.can(actor, "endpoint.call", cast.team)
+
+
+def serving_endpoint(cast, actor) -> dict:
+    """For actors that may call: a ready vLLM pod behind the endpoint's Service on a sandbox cluster."""
+    if not _may_call(cast, actor):
+        return stored_endpoint(cast, actor)
+    from tests.inference.serving import serving_cluster
+
+    cluster = serving_cluster(cast.team, "matrix")
+    return {"endpoint_id": _endpoint(cast, cluster=cluster, ready_replicas=1).pk}
+
+
+CASES += [
+    Case("endpoints_list", SIGNED_IN, team_scoped=False),
+    Case("endpoints_create", OPERATORS, body=deploy_body, sandbox=True),
+    Case("endpoints_retrieve", MEMBERS, params=deleted_endpoint),
+    Case("endpoints_update", OPERATORS, params=stored_endpoint, body={"replicas": 2}, sandbox=True),
+    Case("endpoints_delete", OPERATORS, params=stored_endpoint, sandbox=True),
+    Case("endpoint_models_list", MEMBERS, params=serving_endpoint, sandbox=True),
+    Case("endpoint_chat", MEMBERS, params=serving_endpoint, sandbox=True,
+         body={"messages": [{"role": "user", "content": "hi"}]}),
+]

@@ -1,7 +1,8 @@
-"""REST routes of the inference app (mounted under /api/v1): model downloads."""
+"""REST routes of the inference app (mounted under /api/v1): endpoints, model downloads."""
 
 from django.urls import include, path
 
 urlpatterns = [
+    path("", include("inference.api.endpoint_urls")),
     path("", include("inference.api.download_urls")),
 ]

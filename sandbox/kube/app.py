@@ -2,7 +2,8 @@
 
 Per request: the cluster must be one ``clusters()`` reports (else 404) and ACTIVE or UPDATING (else 503,
 as an EKS endpoint that does not answer); its store is synced (add-on CRDs); the bearer token must have the
-``aws eks get-token`` shape (else 401); then discovery or a resource verb. Every failure is a ``Status``
+``aws eks get-token`` shape (else 401); then the ``proxy`` subresource of a Service or Pod (``proxy``), discovery
+or a resource verb. Every failure is a ``Status``
 body; an unexpected exception becomes a 500 ``InternalError`` and is logged, never a crash.
 """
 
@@ -17,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from sandbox.kube import discovery, handlers, world
+from sandbox.kube import discovery, handlers, proxy, world
 from sandbox.kube.auth import token_problem
 from sandbox.kube.errors import ApiError, internal, path_not_found, unauthorized, unavailable
 from sandbox.kube.responses import error_response, json_response
@@ -70,6 +71,9 @@ def create_app(clusters: ClusterSource, stopping: threading.Event) -> Starlette:
             store = _cluster(clusters, parts[2], parts[3])
             if token_problem(request.headers.get("authorization")):
                 raise unauthorized()
+            proxied = proxy.parse(parts[4] if len(parts) > 4 else "")
+            if proxied is not None:
+                return await proxy.respond(request, store, proxied)
             target = parse(parts[4] if len(parts) > 4 else "")
             if target is None:
                 raise path_not_found()

@@ -13,6 +13,8 @@
 - A pod deleted gracefully (``deletionGracePeriodSeconds``) goes once that many nominal seconds have passed since
   the kubelet saw its ``deletionTimestamp`` (its containers do not exit early on SIGTERM, the harsher case).
 - Pods never finish on their own: owners end them with ``finish`` (batch Jobs, training jobs).
+- Model-serving pods (``serving``): an image that cannot be pulled keeps its pod Pending; one annotated to crash or
+  run out of memory restarts in a loop.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import hashlib
 from typing import Any
 
 from sandbox import clock
-from sandbox.sim import events, objects, scheduler
+from sandbox.sim import events, objects, scheduler, serving
 from sandbox.sim.context import Context
 
 START_SECONDS = 5.0
@@ -196,6 +198,10 @@ def _advance(ctx: Context, pod: dict[str, Any], node: dict[str, Any], memory: di
             events.record(ctx, pod, "Scheduled", f"Successfully assigned {objects.namespace(pod)}/"
                           f"{objects.name(pod)} to {objects.name(node)}", source="default-scheduler")
         elif clock.due(state["bound_at"], START_SECONDS):
+            unpullable = serving.pull_fails(pod)
+            if unpullable:
+                serving.refuse_pull(ctx, pod, unpullable, state)
+                return
             state["running_at"] = ctx.now
             pod = ctx.set_status("pods", pod, _running_status(pod, False))
             events.record(ctx, pod, "Started", "Started container " + ", ".join(
@@ -204,6 +210,8 @@ def _advance(ctx: Context, pod: dict[str, Any], node: dict[str, Any], memory: di
         return
     if state.pop("disrupted", False):
         restart_containers(ctx, pod, reason="Unknown")
+        return
+    if serving.hold(ctx, pod, state):
         return
     state.setdefault("running_at", ctx.now)
     if not ready(pod) and clock.due(state["running_at"], _ready_delay(pod)):

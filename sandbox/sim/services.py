@@ -1,7 +1,10 @@
 """Services: load balancer hostnames, and the Endpoints of selector-based Services.
 
 A ``LoadBalancer`` Service gets ``status.loadBalancer.ingress[0].hostname`` after ``PROVISION_SECONDS``, in
-the AWS Load Balancer Controller's NLB style: ``k8s-<namespace>-<name>-<hash>.elb.<region>.amazonaws.com``.
+the AWS Load Balancer Controller's NLB style: ``k8s-<namespace>-<name>-<hash>.elb.<region>.amazonaws.com``. One
+annotated ``service.beta.kubernetes.io/aws-load-balancer-type: external`` (or ``nlb-ip``) is the controller's alone:
+it gets a hostname only while the controller's Deployment (``kube-system/aws-load-balancer-controller``) has an
+available replica.
 Every Service with a selector has an Endpoints object of the same name listing the matching pods: Ready
 ones under ``addresses``, the others under ``notReadyAddresses``, with the Service's ports resolved against
 the pods' named container ports.
@@ -18,6 +21,8 @@ from sandbox.sim import objects, pods
 from sandbox.sim.context import Context
 
 PROVISION_SECONDS = 60.0
+LB_CONTROLLER = "aws-load-balancer-controller"
+LB_TYPE = "service.beta.kubernetes.io/aws-load-balancer-type"
 CONTROLLER = "services"
 
 
@@ -27,9 +32,17 @@ def hostname(service: dict[str, Any], region: str) -> str:
     return f"k8s-{objects.own_namespace(service)[:8]}-{objects.name(service)[:8]}-{digest}.elb.{region}.amazonaws.com"
 
 
+def lb_controller_runs(ctx: Context) -> bool:
+    """Whether the AWS Load Balancer Controller runs: its Deployment in ``kube-system`` has an available replica."""
+    found = ctx.store.find("deployments", LB_CONTROLLER, "kube-system")
+    return found is not None and int((found.get("status") or {}).get("availableReplicas") or 0) > 0
+
+
 def _load_balancer(ctx: Context, service: dict[str, Any], memory: dict[str, Any]) -> None:
     status = service.get("status") or {}
     if service["spec"].get("type") != "LoadBalancer" or (status.get("loadBalancer") or {}).get("ingress"):
+        return
+    if objects.annotation(service, LB_TYPE) in ("external", "nlb-ip") and not lb_controller_runs(ctx):
         return
     seen = memory.setdefault(objects.uid(service), {"since": ctx.now})["since"]
     if clock.due(seen, PROVISION_SECONDS):

@@ -58,7 +58,8 @@ def test_a_gated_hub_model_downloads_into_the_bucket_with_its_token_kept_secret(
             if kube.name(item).startswith("model-download")] == []
     assert k8s.BatchV1Api(core.api_client).list_namespaced_job(namespace).items == []
     assert ModelDownload.objects.get(pk=download["id"]).hf_token == ""
-    event = AuditEvent.objects.get(action="model_download.start", target_id=str(download["id"]))
+    event = AuditEvent.objects.get(action="model_download.start", target_type="modeldownload",
+                                   target_id=str(download["id"]))
     everything = json.dumps([operation.params, event.after, [line.message for line in operation.logs.all()]])
     assert TOKEN not in everything and event.after["with_token"] is True
 

@@ -26,6 +26,8 @@ from clusters.models import (
     InstanceGroup,
     StorageState,
 )
+from inference.models import DownloadState, Endpoint, EndpointState
+from inference.selectors import active_downloads_on
 from operations import engine, pipeline, services
 from operations.models import Operation, OperationPhase, OperationState, PhaseState
 from tests import factories
@@ -129,7 +131,38 @@ def _tracking_server_case(kind: str, working: str) -> Case:
     return Case(start, check)
 
 
+def _download_start(cast):
+    download = factories.model_download(factories.cluster(cast.team), state=DownloadState.PENDING)
+    return _start(cast, "model_download.run", {"download_id": download.pk}, download), download
+
+
+def _download_check(download):
+    download.refresh_from_db()
+    assert download.state == DownloadState.CANCELLED and download.hf_token == ""
+    assert not active_downloads_on(download.cluster).exists()
+
+
+def _endpoint_case(kind: str, working: str, ends: str) -> Case:
+    def start(cast):
+        cluster = factories.cluster(cast.team)
+        endpoint = Endpoint.objects.create(
+            team=cast.team, cluster=cluster, name="qwen", namespace="team-x", engine="vllm", image="vllm",
+            model_source="shared", model="/mnt/shared/m", served_model_name="qwen", instance_group="workers",
+            instance_type="ml.g5.8xlarge", gpus=1, port=8000, state=working)
+        return _start(cast, kind, {"endpoint_id": endpoint.pk, "changes": {"replicas": 2}}, endpoint), endpoint
+
+    def check(endpoint):
+        endpoint.refresh_from_db()
+        assert endpoint.state == ends
+
+    return Case(start, check)
+
+
 CASES: dict[str, Case] = {
+    "model_download.run": Case(_download_start, _download_check),
+    "endpoint.deploy": _endpoint_case("endpoint.deploy", EndpointState.DEPLOYING, EndpointState.DELETED),
+    "endpoint.update": _endpoint_case("endpoint.update", EndpointState.UPDATING, EndpointState.DEGRADED),
+    "endpoint.delete": _endpoint_case("endpoint.delete", EndpointState.DELETING, EndpointState.DEGRADED),
     "cluster.create": _cluster_case("cluster.create", ClusterState.CREATING, ClusterState.DELETED),  # nothing made
     "cluster.delete": _cluster_case("cluster.delete", ClusterState.DELETING),
     "cluster.import": _cluster_case("cluster.import", ClusterState.IMPORTING),

@@ -1,0 +1,98 @@
+"""Endpoint serializers: an endpoint as every face shows it (never a token), a deploy, an update, and a call to
+the model."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from accounts.api.fields import CapabilitiesField
+from config.api.serializers import StrictSerializer
+from inference import actions, state_rules
+from inference.models import Endpoint, Engine, Exposure, ModelSource
+from operations.api.serializers import OperationSerializer
+
+ENDPOINT_ACTIONS = [actions.ENDPOINT_UPDATE, actions.ENDPOINT_DELETE, actions.ENDPOINT_CALL]
+
+
+class EndpointSerializer(serializers.ModelSerializer):
+    cluster_name = serializers.CharField(source="cluster.name", read_only=True)
+    pool_name = serializers.CharField(source="pool.name", read_only=True, allow_null=True, default=None)
+    url = serializers.SerializerMethodField(help_text="Where clients in the cluster (or, with a load balancer, "
+                                                      "its network) reach the OpenAI-compatible API.")
+    capabilities = CapabilitiesField(ENDPOINT_ACTIONS, state_rules.endpoint_allows)
+
+    class Meta:
+        model = Endpoint
+        fields = ["id", "team", "cluster", "cluster_name", "name", "namespace", "engine", "image", "command",
+                  "model_source", "model", "served_model_name", "instance_group", "instance_type", "gpus",
+                  "tensor_parallel", "pipeline_parallel", "replicas", "ready_replicas", "port", "exposure",
+                  "pool", "pool_name", "state", "status_reason", "hostname", "url", "operation", "created_by",
+                  "created_at", "updated_at", "deleted_at", "capabilities"]
+
+    def get_url(self, endpoint: Endpoint) -> str:
+        if endpoint.hostname:
+            return f"http://{endpoint.hostname}/v1"
+        return f"http://{endpoint.name}.{endpoint.namespace}.svc.cluster.local/v1"
+
+
+class EndpointDetailSerializer(EndpointSerializer):
+    observed = serializers.JSONField(read_only=True, help_text="The last observation: desired, ready and updated "
+                                     "replicas, pods (phase, readiness, restarts, waiting reason), warning events "
+                                     "and the last log lines of crashing containers.")
+
+    class Meta(EndpointSerializer.Meta):
+        fields = [*EndpointSerializer.Meta.fields, "observed"]
+
+
+class EndpointDeploySerializer(StrictSerializer):
+    cluster = serializers.IntegerField(help_text="The cluster to serve on (one of your team's).")
+    name = serializers.CharField(max_length=64, help_text="Lower-case letters, digits and hyphens (the Deployment "
+                                                          "and Service name).")
+    engine = serializers.ChoiceField(choices=Engine.choices, required=False, default="",
+                                     help_text="vllm or sglang (their default images and commands), or custom; "
+                                               "recognised from the command when omitted.")
+    image = serializers.CharField(max_length=512, required=False, default="", allow_blank=True,
+                                  help_text="Default: vllm/vllm-openai or lmsysorg/sglang; required for custom.")
+    command = serializers.ListField(child=serializers.CharField(max_length=1000), required=False, default=list,
+                                    max_length=200, help_text="The server's command; generated when omitted.")
+    model_source = serializers.ChoiceField(choices=ModelSource.choices, default=ModelSource.SHARED)
+    model = serializers.CharField(max_length=1024, help_text="A path in the team's bucket (under /mnt/shared), or "
+                                                             "a Hugging Face repo id with model_source hub.")
+    served_model_name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True,
+                                              help_text="The name clients send as `model`; default the name.")
+    instance_group = serializers.CharField(max_length=63, required=False, default="", allow_blank=True,
+                                           help_text="A group with NVIDIA GPUs; default the first.")
+    gpus = serializers.IntegerField(min_value=1, max_value=64, help_text="GPUs per replica (at most a node's).")
+    tensor_parallel = serializers.IntegerField(min_value=1, max_value=64, required=False, allow_null=True,
+                                               default=None, help_text="Default: gpus / pipeline_parallel.")
+    pipeline_parallel = serializers.IntegerField(min_value=1, max_value=64, default=1)
+    replicas = serializers.IntegerField(min_value=1, max_value=64, default=1)
+    port = serializers.IntegerField(min_value=1, max_value=65535, default=8000)
+    exposure = serializers.ChoiceField(choices=[c for c in Exposure.choices if c[0] != Exposure.POOL],
+                                       default=Exposure.CLUSTER_IP)
+    hf_token = serializers.CharField(max_length=400, required=False, default="", allow_blank=True,
+                                     write_only=True, help_text="For a gated Hub model; kept encrypted, never shown.")
+
+
+class EndpointUpdateSerializer(StrictSerializer):
+    replicas = serializers.IntegerField(min_value=1, max_value=64, required=False,
+                                        help_text="Scale to this many replicas.")
+    image = serializers.CharField(max_length=512, required=False, help_text="Roll out this image.")
+    command = serializers.ListField(child=serializers.CharField(max_length=1000), required=False, max_length=200,
+                                    help_text="Roll out this command.")
+
+
+class EndpointOperationSerializer(serializers.Serializer):
+    endpoint = EndpointDetailSerializer()
+    operation = OperationSerializer(allow_null=True)
+
+
+class ChatMessageSerializer(StrictSerializer):
+    role = serializers.ChoiceField(choices=["system", "user", "assistant"])
+    content = serializers.CharField(max_length=100_000, allow_blank=True, trim_whitespace=False)
+
+
+class ChatSerializer(StrictSerializer):
+    messages = ChatMessageSerializer(many=True, allow_empty=False, max_length=200)  # type: ignore[call-arg]  # ListSerializer takes it
+    max_tokens = serializers.IntegerField(min_value=1, max_value=32768, default=256)
+    temperature = serializers.FloatField(min_value=0, max_value=2, default=0.7)

@@ -1,0 +1,109 @@
+"""Calling an endpoint's model: OpenAI-compatible requests sent through the Kubernetes API server's service proxy
+(``/api/v1/namespaces/<ns>/services/<name>:80/proxy/…``), so an in-cluster endpoint answers with no port-forward
+and no public exposure, with the same EKS credentials as every other cluster call.
+
+:func:`chat` returns the server's whole ``chat.completion``; :func:`chat_stream` yields the text deltas of a
+streamed one (server-sent events) as they arrive; :func:`models` is the server's ``GET /v1/models``. A Service with
+no ready pod is ``endpoint_not_ready`` (the API server's 503); any other refusal by the server is
+``model_call_failed`` with its message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from cloud import kube
+from config.errors import CloudError, Conflict
+from inference import objects
+from inference.endpoints import manifests
+from inference.models import Endpoint
+
+TIMEOUT = 120.0
+
+
+class EndpointNotReady(Conflict):
+    code = "endpoint_not_ready"
+    default_message = "No replica of the endpoint is ready to answer."
+
+
+class ModelCallFailed(CloudError):
+    code = "model_call_failed"
+    default_message = "The model server refused the request."
+
+
+def _path(endpoint: Endpoint, route: str) -> str:
+    return (f"/api/v1/namespaces/{endpoint.namespace}/services/{endpoint.name}:{manifests.SERVICE_PORT}/proxy"
+            f"{route}")
+
+
+def _send(endpoint: Endpoint, method: str, route: str, body: dict[str, Any] | None = None) -> Any:
+    """The server's answer (a urllib3 response, not yet read) to ``method route``; refusals raise."""
+    api = objects.api_client(endpoint.cluster)
+    with kube.translated("proxy services"):
+        verb, url, headers, payload, _ = api.param_serialize(
+            method, _path(endpoint, route), body=body, auth_settings=["BearerToken"],
+            header_params={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        response = api.call_api(verb, url, header_params=headers, body=payload, _request_timeout=TIMEOUT)
+        if response.status < 400:
+            return response.response
+        text = response.read().decode(errors="replace")
+        if response.status == 503:
+            raise EndpointNotReady(f"No replica of {endpoint.name} is ready to answer.")
+        if response.status in (400, 404, 422):
+            raise ModelCallFailed(f"{endpoint.name} answered {response.status}: {text[:500]}")
+        raise ApiException(status=response.status, reason=response.reason, body=text)
+
+
+def _json(raw: Any) -> dict[str, Any]:
+    try:
+        found: dict[str, Any] = json.loads(raw.data)
+    finally:
+        raw.release_conn()
+    return found
+
+
+def models(endpoint: Endpoint) -> dict[str, Any]:
+    """The server's ``GET /v1/models`` answer."""
+    return _json(_send(endpoint, "GET", "/v1/models"))
+
+
+def chat_body(endpoint: Endpoint, messages: list[dict[str, Any]], *, max_tokens: int, temperature: float,
+              stream: bool) -> dict[str, Any]:
+    return {"model": endpoint.served_model_name, "messages": messages, "max_tokens": max_tokens,
+            "temperature": temperature, "stream": stream}
+
+
+def chat(endpoint: Endpoint, messages: list[dict[str, Any]], *, max_tokens: int = 256,
+         temperature: float = 0.7) -> dict[str, Any]:
+    """One whole ``chat.completion`` from the endpoint's server."""
+    return _json(_send(endpoint, "POST", "/v1/chat/completions",
+                       chat_body(endpoint, messages, max_tokens=max_tokens, temperature=temperature, stream=False)))
+
+
+def chat_stream(endpoint: Endpoint, messages: list[dict[str, Any]], *, max_tokens: int = 256,
+                temperature: float = 0.7) -> Iterator[str]:
+    """The text of a streamed ``chat.completion``, delta by delta, as the server sends them."""
+    response = _send(endpoint, "POST", "/v1/chat/completions",
+                     chat_body(endpoint, messages, max_tokens=max_tokens, temperature=temperature, stream=True))
+    raw = response
+    buffer = b""
+    try:
+        for chunk in raw.stream(1024):
+            buffer += chunk
+            while b"\n\n" in buffer:
+                event, buffer = buffer.split(b"\n\n", 1)
+                for line in event.decode().splitlines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    delta = ((json.loads(data).get("choices") or [{}])[0].get("delta") or {}).get("content")
+                    if delta:
+                        yield delta
+    finally:
+        raw.release_conn()

@@ -1,0 +1,196 @@
+"""Endpoint writes: deploy, scale, update (image, command), delete; and the status read from the cluster.
+
+Each service authorizes through ``accounts.access`` (operators), checks everything before anything is written or
+sent to the cluster (:func:`inference.endpoints.plan.plan`), then writes the endpoint row, its operation and an
+audit event in one transaction. A change to an endpoint whose operation is still running is
+``endpoint_busy``; a deleted endpoint cannot be changed (``endpoint_deleted``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from accounts import access, audit
+from accounts.models import User
+from clusters.models import Cluster
+from config import sealing
+from config.errors import ApplicationError, Conflict, InvalidFields, ValidationFailed
+from inference import actions
+from inference import objects as inference_objects
+from inference.endpoints import observe, pipeline
+from inference.endpoints.plan import Request, engine_of, objects, plan
+from inference.models import Endpoint, EndpointState, Exposure
+from inference.services import require_active
+from operations import idempotency
+from operations.models import Operation
+from operations.services import operation_start
+
+LB_CONTROLLER = "aws-load-balancer-controller"
+#: States in which an operation of the endpoint is running.
+BUSY = frozenset({EndpointState.DEPLOYING, EndpointState.UPDATING, EndpointState.DELETING})
+
+
+def endpoint_deploy(*, actor: User, cluster: Cluster, request: Request, origin: str,
+                    idempotency_key: str | None = None) -> tuple[Endpoint, Operation]:
+    """Check the request and start ``endpoint.deploy``; returns the endpoint and its operation."""
+    access.require(actor, actions.ENDPOINT_DEPLOY, cluster)
+    replayed = idempotency.replayed(cluster.team, idempotency_key)
+    if replayed is not None:
+        return Endpoint.objects.get(pk=replayed.params["endpoint_id"]), replayed
+    require_active(cluster)
+    decided = plan(cluster=cluster, request=request)
+    if decided.exposure in (Exposure.INTERNAL_LB, Exposure.INTERNET_LB):
+        require_load_balancer_controller(cluster)
+    manifest = objects(decided, with_token=bool(request.hf_token))
+    try:
+        with transaction.atomic():
+            endpoint = Endpoint.objects.create(
+                team=cluster.team, cluster=cluster, created_by=actor, name=decided.name, namespace=decided.namespace,
+                engine=decided.engine, image=decided.image, command=decided.command,
+                model_source=decided.model_source, model=decided.model, served_model_name=decided.served_model_name,
+                instance_group=decided.instance_group, instance_type=decided.instance_type, gpus=decided.gpus,
+                tensor_parallel=decided.tensor_parallel, pipeline_parallel=decided.pipeline_parallel,
+                replicas=decided.replicas, port=decided.port, exposure=decided.exposure, manifest=manifest,
+                hf_token=sealing.seal(request.hf_token) if request.hf_token else "",
+                state=EndpointState.DEPLOYING, status_reason="Waiting for a worker")
+            operation = _start(actor, endpoint, pipeline.DEPLOY, f"Deploy {endpoint.name} ({endpoint.engine})", {},
+                               origin, idempotency_key)
+            audit.record(actor=actor, source=origin, action=actions.ENDPOINT_DEPLOY, target=endpoint,
+                         team=cluster.team, after=_shown(endpoint))
+    except IntegrityError:
+        raise ValidationFailed.for_field("name", "endpoint_name_taken",
+                                         f"Cluster {cluster.name} already has an endpoint named {decided.name}."
+                                         ) from None
+    return endpoint, operation
+
+
+class LoadBalancerControllerMissing(Conflict):
+    code = "load_balancer_controller_missing"
+    default_message = "The AWS Load Balancer Controller does not run on the cluster."
+
+
+def require_load_balancer_controller(cluster: Cluster) -> None:
+    """``load_balancer_controller_missing`` unless the AWS Load Balancer Controller's Deployment
+    (``kube-system/aws-load-balancer-controller``) has an available replica: without it a load balancer Service
+    never gets a load balancer."""
+    found = inference_objects.get(cluster, inference_objects.DEPLOYMENTS, "kube-system", LB_CONTROLLER)
+    if found is None or not int((found.get("status") or {}).get("availableReplicas") or 0):
+        raise LoadBalancerControllerMissing(
+            f"Cluster {cluster.name} does not run the AWS Load Balancer Controller "
+            f"(kube-system/{LB_CONTROLLER}), which makes the Network Load Balancer; install it with its IAM role, or "
+            "expose the endpoint in-cluster (cluster_ip).")
+
+
+def _shown(endpoint: Endpoint) -> dict[str, Any]:
+    return {"name": endpoint.name, "cluster": endpoint.cluster.name, "engine": endpoint.engine,
+            "image": endpoint.image, "command": endpoint.command, "model": endpoint.model,
+            "instance_group": endpoint.instance_group, "gpus": endpoint.gpus, "replicas": endpoint.replicas,
+            "port": endpoint.port, "exposure": endpoint.exposure, "with_token": bool(endpoint.hf_token)}
+
+
+def _start(actor: User, endpoint: Endpoint, kind: str, title: str, extra: dict[str, Any], origin: str,
+           idempotency_key: str | None) -> Operation:
+    operation, _ = operation_start(actor=actor, team=endpoint.team, kind=kind, title=title,
+                                   params={"endpoint_id": endpoint.pk, "cluster_id": endpoint.cluster_id,
+                                           "region": endpoint.cluster.region, **extra},
+                                   source=origin, target=endpoint, idempotency_key=idempotency_key)
+    Endpoint.objects.filter(pk=endpoint.pk).update(operation=operation)
+    endpoint.operation = operation
+    return operation
+
+
+def _changeable(endpoint: Endpoint) -> None:
+    if endpoint.state == EndpointState.DELETED:
+        raise Conflict(f"Endpoint {endpoint.name} was deleted; deploy it again instead.", code="endpoint_deleted")
+    if endpoint.state in BUSY:
+        raise Conflict(f"Endpoint {endpoint.name} is {endpoint.get_state_display().lower()}; wait for that to "
+                       "finish.", code="endpoint_busy")
+
+
+def endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, replicas: int | None = None,
+                    image: str | None = None, command: list[str] | None = None,
+                    idempotency_key: str | None = None) -> tuple[Endpoint, Operation]:
+    """Scale (``replicas``) and/or roll out a new ``image`` or ``command``; only what differs is changed
+    (``no_changes`` when nothing does). A pool endpoint is scaled by assigning workers, not here."""
+    access.require(actor, actions.ENDPOINT_UPDATE, endpoint)
+    replayed = idempotency.replayed(endpoint.team, idempotency_key)
+    if replayed is not None:
+        return endpoint, replayed
+    _changeable(endpoint)
+    require_active(endpoint.cluster)
+    problems = InvalidFields()
+    if endpoint.pool_id is not None:
+        problems.add("replicas", "pool_endpoint", "A pool endpoint's replicas are the pool workers assigned to it; "
+                     "assign workers on the pool instead.")
+        problems.raise_if_any()
+    changes: dict[str, Any] = {}
+    if replicas is not None and replicas != endpoint.replicas:
+        changes["replicas"] = replicas
+    if image and image != endpoint.image:
+        changes["image"] = image
+    if command is not None and command != endpoint.command:
+        named = engine_of(command)
+        if named and endpoint.engine in ("vllm", "sglang") and named != endpoint.engine:
+            problems.add("command", "engine_mismatch", f"The command starts {named}, not {endpoint.engine}.")
+        changes["command"] = command
+    problems.raise_if_any()
+    if not changes:
+        raise ValidationFailed.for_field("non_field_errors", "no_changes", "The endpoint already has these values.")
+    with transaction.atomic():
+        before = {key: getattr(endpoint, key) for key in changes}
+        for key, value in changes.items():
+            setattr(endpoint, key, value)
+        endpoint.state, endpoint.status_reason = EndpointState.UPDATING, "Rolling out the change"
+        endpoint.save()
+        what = "Scale" if set(changes) == {"replicas"} else "Update"
+        operation = _start(actor, endpoint, pipeline.UPDATE, f"{what} {endpoint.name}", {"changes": changes},
+                           origin, idempotency_key)
+        audit.record(actor=actor, source=origin, action=actions.ENDPOINT_UPDATE, target=endpoint,
+                     team=endpoint.team, before=before, after=changes)
+    return endpoint, operation
+
+
+def endpoint_delete(*, actor: User, endpoint: Endpoint, origin: str,
+                    idempotency_key: str | None = None) -> tuple[Endpoint, Operation]:
+    """Delete the endpoint's objects (its pods stop) and end it ``deleted``."""
+    access.require(actor, actions.ENDPOINT_DELETE, endpoint)
+    replayed = idempotency.replayed(endpoint.team, idempotency_key)
+    if replayed is not None:
+        return endpoint, replayed
+    if endpoint.state == EndpointState.DELETED:
+        raise Conflict(f"Endpoint {endpoint.name} is already deleted.", code="endpoint_deleted")
+    if endpoint.state == EndpointState.DELETING:
+        raise Conflict(f"Endpoint {endpoint.name} is being deleted.", code="endpoint_busy")
+    with transaction.atomic():
+        before = {"state": endpoint.state}
+        endpoint.state, endpoint.status_reason = EndpointState.DELETING, "Deleting"
+        endpoint.save(update_fields=["state", "status_reason", "updated_at"])
+        operation = _start(actor, endpoint, pipeline.DELETE, f"Delete {endpoint.name}", {}, origin, idempotency_key)
+        audit.record(actor=actor, source=origin, action=actions.ENDPOINT_DELETE, target=endpoint,
+                     team=endpoint.team, before=before, after={"state": endpoint.state})
+    return endpoint, operation
+
+
+def endpoint_refresh(endpoint: Endpoint) -> Endpoint:
+    """Read the endpoint's objects now and keep what they show (replicas, pods, events, crash logs, hostname); a
+    ready endpoint with fewer ready replicas than desired becomes ``degraded``, and back. Nothing is read for a
+    deleted endpoint, nor when the cluster cannot be reached (the last observation stays)."""
+    if endpoint.state == EndpointState.DELETED:
+        return endpoint
+    try:
+        seen = observe.look(endpoint)
+    except ApplicationError:
+        return endpoint
+    endpoint.ready_replicas, endpoint.observed = seen.ready, seen.as_json()
+    endpoint.hostname = seen.hostname or endpoint.hostname
+    fields = ["ready_replicas", "observed", "hostname", "updated_at"]
+    if endpoint.state in (EndpointState.READY, EndpointState.DEGRADED):
+        healthy = seen.exists and seen.ready >= seen.desired
+        endpoint.state = EndpointState.READY if healthy else EndpointState.DEGRADED
+        endpoint.status_reason = f"{seen.ready}/{seen.desired} replicas ready" + (
+            f"; {observe.problem(seen)}" if observe.problem(seen) else "")
+        fields += ["state", "status_reason"]
+    endpoint.save(update_fields=fields)
+    return endpoint

@@ -1,0 +1,91 @@
+"""MCP tools for inference endpoints: deploy a serving container, list (all, or those behind a load balancer),
+inspect, scale or update, delete, and call the model."""
+
+from __future__ import annotations
+
+from inference import actions
+from mcp_server.specs import PAGINATED, ToolSpec
+
+_FOLLOW = (" Answers at once with the `endpoint` and its `operation`; follow it with `get_endpoint` (state, "
+           "replicas ready of desired, pod problems) or `wait_for_operation`.")
+
+ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="deploy_endpoint",
+        operation_id="endpoints_create",
+        action=actions.ENDPOINT_DEPLOY,
+        status_tool="get_endpoint",
+        description=(
+            "Deploy a model-serving container as a Deployment in the team's namespace: `cluster`, `name`, `model` "
+            "(a path in the team's bucket such as /mnt/shared/models/<name> — see `list_bucket_models` — or a Hub "
+            "repo id with `model_source` hub), `gpus` per replica (at most a node's GPUs of the `instance_group`; "
+            "never inferred), `engine` vllm (default image vllm/vllm-openai) or sglang (lmsysorg/sglang), or custom "
+            "with `image` and `command`; optional `command` (the engine is recognised from it), "
+            "`tensor_parallel`×`pipeline_parallel` (must equal `gpus`), `replicas`, `port`, `exposure` cluster_ip, "
+            "internal_lb or internet_lb (a Network Load Balancer through the AWS Load Balancer Controller). "
+            "Refusals name the field: `too_many_gpus`, `parallelism_mismatch`, `no_gpus_in_group`, "
+            "`unknown_instance_group`, `image_required`, `engine_mismatch`, `path_outside_shared_bucket`, "
+            "`hub_repo_not_found`, `hub_gated`, `endpoint_name_taken`." + _FOLLOW
+        ),
+    ),
+    ToolSpec(
+        name="list_endpoints",
+        operation_id="endpoints_list",
+        action=actions.ENDPOINT_VIEW,
+        description=(
+            "List inference endpoints of your teams (filters: `team`, `cluster`, `state`, `exposure` — internal_lb "
+            "and internet_lb list the endpoints behind a load balancer), each with replicas ready of desired and "
+            "its URL." + PAGINATED
+        ),
+    ),
+    ToolSpec(
+        name="get_endpoint",
+        operation_id="endpoints_retrieve",
+        action=actions.ENDPOINT_VIEW,
+        description=(
+            "Get one endpoint, read live from the cluster: `state` (deploying, ready, degraded, updating, deleting, "
+            "deleted, failed), `ready_replicas` of `replicas`, `url`, `hostname` of its load balancer, and "
+            "`observed`: each pod (phase, readiness, restarts, waiting reason such as ImagePullBackOff, "
+            "CrashLoopBackOff or a last exit OOMKilled), warning events, and the last log lines of a crashing "
+            "container."
+        ),
+    ),
+    ToolSpec(
+        name="update_endpoint",
+        operation_id="endpoints_update",
+        action=actions.ENDPOINT_UPDATE,
+        idempotent=True,
+        status_tool="get_endpoint",
+        description=(
+            "Scale an endpoint (`replicas`) and/or roll out a new `image` or `command`: a rolling update keeping "
+            "every ready replica until its replacement is ready. Only what differs is changed (`no_changes` "
+            "otherwise); `endpoint_busy` while another change runs, `endpoint_deleted` after a delete." + _FOLLOW
+        ),
+    ),
+    ToolSpec(
+        name="delete_endpoint",
+        operation_id="endpoints_delete",
+        action=actions.ENDPOINT_DELETE,
+        destructive=True,
+        status_tool="get_endpoint",
+        description="Delete an endpoint: its Service and Deployment go and its pods stop; it ends `deleted`." + _FOLLOW,
+    ),
+    ToolSpec(
+        name="list_endpoint_models",
+        operation_id="endpoint_models_list",
+        action=actions.ENDPOINT_CALL,
+        description="The endpoint server's `GET /v1/models`: the model name to send as `model`.",
+    ),
+    ToolSpec(
+        name="call_endpoint",
+        operation_id="endpoint_chat",
+        action=actions.ENDPOINT_CALL,
+        status_tool="get_endpoint",
+        description=(
+            "Chat with an endpoint's model: OpenAI-compatible `messages` (role system, user or assistant, and "
+            "`content`), optional `max_tokens` and `temperature`; sent through the Kubernetes API server's service "
+            "proxy, so in-cluster endpoints answer too. Returns the whole `chat.completion`. `endpoint_not_ready` "
+            "when no replica is ready."
+        ),
+    ),
+)

@@ -1,0 +1,274 @@
+"""Model-serving containers: what a vLLM (``vllm/vllm-openai``) or SGLang (``lmsysorg/sglang``) server does, and
+the ways such a pod fails.
+
+**Answers** (served through the API server's ``services``/``pods`` proxy, ``sandbox.kube.proxy``): ``GET /health``;
+``GET /v1/models`` (the ``--served-model-name``, else the model argument); ``POST /v1/chat/completions`` and
+``POST /v1/completions``, whole or streamed as server-sent events, with text derived deterministically from the
+prompt (the same prompt always gets the same answer, ``max_tokens`` words long, at most :data:`MAX_WORDS`);
+``GET /metrics`` in Prometheus text with the real servers' names — vLLM ``vllm:num_requests_running``,
+``vllm:num_requests_waiting``, ``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``,
+``vllm:request_success_total``, ``vllm:gpu_cache_usage_perc``; SGLang ``sglang:num_running_reqs``,
+``sglang:num_queue_reqs``, ``sglang:prompt_tokens_total``, ``sglang:generation_tokens_total`` — counting the
+requests each pod received. Any other image answers the same API (``owned_by`` its image).
+
+**Failures** (the kubelet, ``sandbox.sim.pods``, asks :func:`pull_fails` and :func:`hold`):
+
+- an image whose reference contains ``does-not-exist`` cannot be pulled: the pod stays Pending with
+  ``ErrImagePull`` then ``ImagePullBackOff`` and the ``Failed``/``BackOff`` events the kubelet records;
+- a pod annotated ``sandbox.instantstart.dev/outcome: crash`` starts, logs a server traceback and exits 1, over and
+  over (``CrashLoopBackOff``, restart count rising every :data:`BACKOFF_SECONDS`); ``oom`` is killed while loading
+  the weights (``OOMKilled``, exit 137), over and over.
+
+A serving pod that runs normally logs the server's start-up lines once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from sandbox import clock
+from sandbox.sim import events, objects
+from sandbox.sim.context import Context
+
+MAX_WORDS = 64
+DEFAULT_WORDS = 16
+BACKOFF_SECONDS = 10.0
+PULL_FAILURE = "does-not-exist"
+WORDS = ("the", "model", "answers", "from", "the", "sandbox", "with", "words", "chosen", "by", "your", "prompt",
+         "so", "every", "call", "repeats", "exactly", "tokens", "stream", "one", "by", "one", "through", "the",
+         "kubernetes", "proxy", "while", "metrics", "count", "requests", "and", "generated", "tokens")
+
+_lock = threading.Lock()
+_counters: dict[str, dict[str, float]] = {}
+
+
+def engine(pod: dict[str, Any]) -> str:
+    """``vllm``, ``sglang`` or ``custom`` from the first container's image."""
+    image = str(((pod.get("spec") or {}).get("containers") or [{}])[0].get("image", ""))
+    return "vllm" if "vllm" in image else "sglang" if "sglang" in image else "custom"
+
+
+def serves(pod: dict[str, Any]) -> bool:
+    """Whether ``pod`` runs a model server (a vLLM or SGLang image, or one InstantStart deployed as an endpoint)."""
+    labels = objects.labels(pod)
+    return engine(pod) != "custom" or "instantstart.io/endpoint" in labels or "instantstart.io/model-pool" in labels
+
+
+def _command(pod: dict[str, Any]) -> list[str]:
+    container = ((pod.get("spec") or {}).get("containers") or [{}])[0]
+    return [str(part) for part in (container.get("command") or []) + (container.get("args") or [])]
+
+
+def model_name(pod: dict[str, Any]) -> str:
+    """The name the server answers to: ``--served-model-name``, else ``--model``/``--model-path``, else the
+    argument after ``serve``."""
+    command = _command(pod)
+    for flag in ("--served-model-name", "--model", "--model-path"):
+        if flag in command and command.index(flag) + 1 < len(command):
+            return command[command.index(flag) + 1]
+    if "serve" in command and command.index("serve") + 1 < len(command):
+        return command[command.index("serve") + 1]
+    return objects.name(pod)
+
+
+# --- failures -------------------------------------------------------------------------------------------------
+
+
+def pull_fails(pod: dict[str, Any]) -> str:
+    """The image of ``pod`` that cannot be pulled (``""``: every image can)."""
+    return next((str(c.get("image")) for c in (pod.get("spec") or {}).get("containers") or []
+                 if PULL_FAILURE in str(c.get("image", ""))), "")
+
+
+def refuse_pull(ctx: Context, pod: dict[str, Any], image: str, state: dict[str, Any]) -> None:
+    """Keep ``pod`` Pending: its image cannot be pulled (``ErrImagePull`` once, then ``ImagePullBackOff``)."""
+    reason = "ImagePullBackOff" if state.get("pull_failed") else "ErrImagePull"
+    message = (f'Back-off pulling image "{image}"' if reason == "ImagePullBackOff" else
+               f'failed to pull and unpack image "docker.io/{image}": failed to resolve reference '
+               f'"docker.io/{image}": docker.io/{image}: not found')
+    status = pod.get("status") or {}
+    waiting = {"waiting": {"reason": reason, "message": message}}
+    statuses = [{**entry, "ready": False, "started": False, "state": waiting}
+                for entry in status.get("containerStatuses") or []]
+    ctx.set_status("pods", pod, {**status, "phase": "Pending", "containerStatuses": statuses})
+    if not state.get("pull_failed"):
+        events.record(ctx, pod, "Failed", f'Failed to pull image "{image}": rpc error: code = NotFound desc = '
+                      f"{message}", kind="Warning", source="kubelet")
+        events.record(ctx, pod, "BackOff", f'Back-off pulling image "{image}"', kind="Warning", source="kubelet")
+        state["pull_failed"] = True
+
+
+def _startup_lines(pod: dict[str, Any]) -> list[str]:
+    name = model_name(pod)
+    if engine(pod) == "sglang":
+        return [f"[2025-01-01 00:00:00] server_args=ServerArgs(model_path='{name}')",
+                "[2025-01-01 00:00:05] Load weight begin.", "[2025-01-01 00:00:40] Load weight end.",
+                "[2025-01-01 00:00:41] INFO:     Uvicorn running on http://0.0.0.0:30000"]
+    return [f"INFO 01-01 00:00:00 [api_server.py] vLLM API server version 0.10.1 serving {name}",
+            "INFO 01-01 00:00:05 [model_runner.py] Starting to load model weights...",
+            "INFO 01-01 00:00:40 [model_runner.py] Loading weights took 35.2 seconds",
+            "INFO 01-01 00:00:41 [launcher.py] Starting vLLM API server on http://0.0.0.0:8000",
+            "INFO:     Application startup complete."]
+
+
+def _crash_lines(pod: dict[str, Any], outcome: str) -> list[str]:
+    lines = _startup_lines(pod)[:2]
+    if outcome == "oom":
+        return lines
+    return [*lines, "Traceback (most recent call last):",
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py", line 1412, in '
+            "run_server", f"OSError: {model_name(pod)} does not appear to have a file named config.json",
+            "ERROR: the model server exited with code 1"]
+
+
+def hold(ctx: Context, pod: dict[str, Any], state: dict[str, Any]) -> bool:
+    """Run a started serving pod: log its start-up once; a pod annotated to crash or to run out of memory restarts
+    in a loop instead (``True``: the kubelet leaves it to this function)."""
+    container = (((pod.get("spec") or {}).get("containers") or [{}])[0]).get("name", "")
+    namespace, name = objects.own_namespace(pod), objects.name(pod)
+    outcome = objects.annotation(pod, objects.OUTCOME)
+    if outcome not in ("crash", "oom"):
+        if serves(pod) and not state.get("started_logged"):
+            ctx.store.append_logs(namespace, name, container, [(line, None) for line in _startup_lines(pod)])
+            state["started_logged"] = True
+        return False
+    if "crashed_at" in state and not clock.due(state["crashed_at"], BACKOFF_SECONDS):
+        return True
+    state["crashed_at"] = ctx.now
+    state["restarts"] = state.get("restarts", 0) + 1
+    ctx.store.append_logs(namespace, name, container, [(line, None) for line in _crash_lines(pod, outcome)])
+    ctx.store.restart_log(namespace, name, container)
+    exit_code, reason = (137, "OOMKilled") if outcome == "oom" else (1, "Error")
+    status = pod.get("status") or {}
+    waiting = {"reason": "CrashLoopBackOff",
+               "message": f"back-off 10s restarting failed container={container} pod={name}"}
+    statuses = [{**entry, "ready": False, "started": False, "restartCount": state["restarts"],
+                 "state": {"waiting": waiting},
+                 "lastState": {"terminated": {"exitCode": exit_code, "reason": reason,
+                                              "finishedAt": objects.timestamp()}}}
+                for entry in status.get("containerStatuses") or []]
+    conditions = objects.condition(status.get("conditions"), "Ready", "False", "ContainersNotReady")
+    ctx.set_status("pods", pod, {**status, "phase": "Running", "containerStatuses": statuses,
+                                 "conditions": conditions})
+    events.record(ctx, pod, "BackOff", f"Back-off restarting failed container {container} in pod {name}",
+                  kind="Warning", source="kubelet")
+    return True
+
+
+# --- answers --------------------------------------------------------------------------------------------------
+
+
+def _count(key: str, **deltas: float) -> None:
+    with _lock:
+        counters = _counters.setdefault(key, {})
+        for name, delta in deltas.items():
+            counters[name] = counters.get(name, 0.0) + delta
+
+
+def _words(prompt: str, count: int) -> list[str]:
+    seed = hashlib.sha256(prompt.encode()).digest()
+    return [WORDS[(seed[index % len(seed)] + index) % len(WORDS)] for index in range(count)]
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    if "messages" in body:
+        return "\n".join(str(message.get("content", "")) for message in body.get("messages") or [])
+    return str(body.get("prompt", ""))
+
+
+def _chunk(kind: str, identity: str, model: str, index: int, text: str | None, finish: str | None) -> bytes:
+    if kind == "chat":
+        choice: dict[str, Any] = {"index": 0, "delta": {"content": text} if text is not None else {},
+                                  "finish_reason": finish}
+        payload = {"id": identity, "object": "chat.completion.chunk", "created": 0, "model": model,
+                   "choices": [choice]}
+    else:
+        payload = {"id": identity, "object": "text_completion", "created": 0, "model": model,
+                   "choices": [{"index": 0, "text": text or "", "finish_reason": finish}]}
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+def answer(key: str, pod: dict[str, Any], method: str, route: str,
+           raw: bytes) -> tuple[int, str, bytes | Iterator[bytes]]:
+    """The server's answer to ``method route`` with body ``raw``: ``(status, content type, body or a stream of
+    server-sent-event chunks)``. ``key`` names the pod whose counters move."""
+    model = model_name(pod)
+    route = route.split("?", 1)[0] or "/"
+    if route == "/health" and method == "GET":
+        return 200, "text/plain", b""
+    if route == "/v1/models" and method == "GET":
+        body = {"object": "list", "data": [{"id": model, "object": "model", "created": 0,
+                                             "owned_by": engine(pod), "root": model, "max_model_len": 32768}]}
+        return 200, "application/json", json.dumps(body).encode()
+    if route == "/metrics" and method == "GET":
+        return 200, "text/plain; version=0.0.4", metrics(key, pod).encode()
+    if route in ("/v1/chat/completions", "/v1/completions") and method == "POST":
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return 400, "application/json", json.dumps({"object": "error", "message": "Invalid JSON body",
+                                                        "type": "BadRequestError", "code": 400}).encode()
+        if body.get("model") not in (None, model):
+            message = f"The model `{body.get('model')}` does not exist."
+            return 404, "application/json", json.dumps({"object": "error", "message": message,
+                                                        "type": "NotFoundError", "code": 404}).encode()
+        return _complete("chat" if route.endswith("chat/completions") else "text", key, model, body)
+    return 404, "application/json", json.dumps({"detail": "Not Found"}).encode()
+
+
+def _complete(kind: str, key: str, model: str, body: dict[str, Any]) -> tuple[int, str, bytes | Iterator[bytes]]:
+    prompt = _prompt(body)
+    count = max(1, min(int(body.get("max_tokens") or DEFAULT_WORDS), MAX_WORDS))
+    words = _words(prompt, count)
+    prompt_tokens = len(prompt.split())
+    identity = f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{hashlib.sha256(prompt.encode()).hexdigest()[:24]}"
+    _count(key, prompt_tokens=prompt_tokens, generation_tokens=count, requests=1)
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count}
+    if body.get("stream"):
+        def stream() -> Iterator[bytes]:
+            _count(key, running=1)
+            try:
+                for index, word in enumerate(words):
+                    yield _chunk(kind, identity, model, index, word if index == 0 else f" {word}", None)
+                    time.sleep(clock.duration(0.02))
+                yield _chunk(kind, identity, model, count, None if kind == "chat" else "", "length")
+                yield b"data: [DONE]\n\n"
+            finally:
+                _count(key, running=-1)
+        return 200, "text/event-stream", stream()
+    text = " ".join(words)
+    choice = ({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+              if kind == "chat" else {"index": 0, "text": text, "finish_reason": "length"})
+    result = {"id": identity, "object": "chat.completion" if kind == "chat" else "text_completion", "created": 0,
+              "model": model, "choices": [choice], "usage": usage}
+    return 200, "application/json", json.dumps(result).encode()
+
+
+def metrics(key: str, pod: dict[str, Any]) -> str:
+    """Prometheus text of the pod's server (see the module docstring for the names)."""
+    with _lock:
+        counters = dict(_counters.get(key, {}))
+    model = model_name(pod)
+    running, prompt = counters.get("running", 0.0), counters.get("prompt_tokens", 0.0)
+    generated, requests = counters.get("generation_tokens", 0.0), counters.get("requests", 0.0)
+    if engine(pod) == "sglang":
+        label = f'model_name="{model}"'
+        rows = [("sglang:num_running_reqs", "gauge", running), ("sglang:num_queue_reqs", "gauge", 0.0),
+                ("sglang:prompt_tokens_total", "counter", prompt),
+                ("sglang:generation_tokens_total", "counter", generated)]
+    else:
+        label = f'model_name="{model}"'
+        rows = [("vllm:num_requests_running", "gauge", running), ("vllm:num_requests_waiting", "gauge", 0.0),
+                ("vllm:gpu_cache_usage_perc", "gauge", min(running * 0.05, 1.0)),
+                ("vllm:prompt_tokens_total", "counter", prompt),
+                ("vllm:generation_tokens_total", "counter", generated),
+                ("vllm:request_success_total", "counter", requests)]
+    lines = []
+    for name, kind, value in rows:
+        lines += [f"# TYPE {name} {kind}", f"{name}{{{label}}} {value}"]
+    return "\n".join(lines) + "\n"
