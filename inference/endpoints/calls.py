@@ -107,3 +107,23 @@ def chat_stream(endpoint: Endpoint, messages: list[dict[str, Any]], *, max_token
                         yield delta
     finally:
         raw.release_conn()
+
+
+def metrics(endpoint: Endpoint) -> dict[str, float]:
+    """The Prometheus samples of one replica's ``/metrics`` (through the service proxy), by metric name, summed
+    over labels."""
+    raw = _send(endpoint, "GET", "/metrics")
+    try:
+        text = raw.data.decode(errors="replace")
+    finally:
+        raw.release_conn()
+    samples: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, value = line.rpartition(" ")
+        try:
+            samples[name.split("{", 1)[0]] = samples.get(name.split("{", 1)[0], 0.0) + float(value)
+        except ValueError:
+            continue
+    return samples

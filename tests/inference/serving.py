@@ -1,5 +1,6 @@
-"""A model server in the sandbox without a deploy: a cluster with one joined node, the team namespace, a vLLM pod
-labelled as endpoint ``<name>`` and its Service — what the service proxy needs, for tests that only call."""
+"""A model server in the sandbox without a deploy: a cluster with one joined node, the team namespace, a one-replica
+vLLM Deployment labelled as endpoint ``<name>`` and its Service — what the page and the service proxy need, for
+tests that only read and call."""
 
 from __future__ import annotations
 
@@ -12,20 +13,23 @@ from tests.clusters.sandbox import instant_clock, tracked_hyperpod_cluster
 
 
 def serving_cluster(team, name: str):
-    """An active cluster of ``team`` whose namespace runs a ready vLLM pod serving ``name`` behind Service
+    """An active cluster of ``team`` whose namespace runs a ready vLLM replica serving ``name`` behind Service
     ``name``."""
     cluster = tracked_hyperpod_cluster(team, count=1)
     core = storage.core_api(cluster)
     namespace = storage.ensure_namespace(core, cluster)
     labels = {"instantstart.io/endpoint": name}
     with instant_clock():
-        core.create_namespaced_pod(namespace, {"metadata": {"name": f"{name}-0", "labels": labels}, "spec": {
-            "containers": [{"name": "server", "image": "vllm/vllm-openai:v0.10.1",
-                            "command": ["vllm", "serve", "/mnt/shared/models/m", "--served-model-name", name]}]}})
+        k8s.AppsV1Api(core.api_client).create_namespaced_deployment(namespace, {
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+                     "spec": {"containers": [{"name": "server", "image": "vllm/vllm-openai:v0.10.1", "command": [
+                         "vllm", "serve", "/mnt/shared/models/m", "--served-model-name", name]}]}}}})
         core.create_namespaced_service(namespace, {"metadata": {"name": name}, "spec": {
             "selector": labels, "ports": [{"port": 80, "targetPort": 8000}]}})
         deadline = time.monotonic() + 20
-        while not _ready(core.read_namespaced_pod(f"{name}-0", namespace)):
+        while not any(_ready(pod) for pod in core.list_namespaced_pod(namespace, label_selector=
+                                                                       f"instantstart.io/endpoint={name}").items):
             assert time.monotonic() < deadline, "the sandbox's vLLM pod did not become ready"
             time.sleep(0.05)
     return cluster

@@ -20,7 +20,7 @@ def login(user) -> Client:
 @pytest.mark.django_db(transaction=True)
 def test_the_models_page_lists_downloads_and_refuses_a_gated_model_without_a_token(cast, sandbox):
     cluster = tracked_hyperpod_cluster(cast.team, cloud=False)
-    assert login(cast.viewer).get(reverse("inference")).url == reverse("inference-models")
+    assert login(cast.viewer).get(reverse("inference")).url == reverse("inference-endpoints")
     page = login(cast.viewer).get(reverse("inference-models")).content.decode()
     assert "No models in the bucket yet." in page and 'data-testid="download-form"' not in page
     response = login(cast.operator).post(reverse("inference-model-download"), {
@@ -31,3 +31,30 @@ def test_the_models_page_lists_downloads_and_refuses_a_gated_model_without_a_tok
     assert "hub_gated" in page and "hf_noaccess_account" not in page
     assert 'value="*.json *.safetensors"' in page
     assert not ModelDownload.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_endpoint_page_shows_pods_and_metrics_and_the_playground_streams_the_answer(cast, sandbox):
+    from inference.models import Endpoint
+    from tests.inference.serving import serving_cluster
+
+    cluster = serving_cluster(cast.team, "qwen")
+    endpoint = Endpoint.objects.create(
+        team=cast.team, cluster=cluster, name="qwen", namespace=f"team-{cast.team.slug}", engine="vllm",
+        image="vllm/vllm-openai:v0.10.1", model_source="shared", model="/mnt/shared/models/m",
+        served_model_name="qwen", instance_group="workers", instance_type="ml.g5.8xlarge", gpus=1, port=8000,
+        state="ready")
+    viewer = login(cast.viewer)
+    assert "qwen" in viewer.get(reverse("inference-endpoints")).content.decode()
+    page = viewer.get(reverse("inference-endpoint", args=[endpoint.pk])).content.decode()
+    assert "qwen-" in page and "1/1 replicas ready" in page and 'data-testid="endpoint-update-form"' not in page
+    body = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6}
+    streamed = viewer.post(reverse("inference-playground-stream", args=[endpoint.pk]), body,
+                           content_type="application/json")
+    assert streamed.status_code == 200 and streamed.streaming
+    chunks = [chunk.decode() for chunk in streamed.streaming_content]
+    assert len(chunks) >= 6 and len("".join(chunks).split()) == 6
+    playground = viewer.get(reverse("inference-playground", args=[endpoint.pk])).content.decode()
+    assert "&quot;id&quot;: &quot;qwen&quot;" in playground
+    metrics = viewer.get(reverse("inference-endpoint", args=[endpoint.pk])).content.decode()
+    assert "vllm:generation_tokens_total" in metrics
