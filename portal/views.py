@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 
@@ -24,13 +25,17 @@ Result = TypeVar("Result")
 MAX_LIVE_TEAMS = 10
 
 
-def portal_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+#: What a portal view answers: a page, or a stream (the inference playground's answer).
+ViewResponse = TypeVar("ViewResponse", bound=HttpResponseBase)
+
+
+def portal_view(view: Callable[..., ViewResponse]) -> Callable[..., ViewResponse]:
     """Require a logged-in user and turn ``NotFound`` into the 404 page and ``PermissionDenied`` into the
     403 page. The original error stays the ``__cause__``, so the error pages show its code and message."""
 
     @login_required
     @functools.wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> ViewResponse:
         try:
             return view(request, *args, **kwargs)
         except NotFound as exc:

@@ -41,7 +41,7 @@ LIST_LIMIT = 200
 def endpoint_list(request: PortalRequest) -> HttpResponse:
     """The current team's endpoints with replicas ready of desired; ``?partial=1`` renders the rows alone."""
     endpoints = list(selectors.endpoint_list(actor=request.user, team=request.team)[:LIST_LIMIT])
-    context = {"section": "inference", "endpoints": endpoints}
+    context: dict[str, Any] = {"section": "inference", "endpoints": endpoints}
     if request.GET.get("partial"):
         return render(request, "inference/endpoints/_rows.html", context)
     clusters = cluster_selectors.cluster_list(actor=request.user, team=request.team)
@@ -155,7 +155,7 @@ def endpoint_playground(request: PortalRequest, endpoint_id: int) -> HttpRespons
 
 @require_POST
 @portal_view
-def endpoint_stream(request: PortalRequest, endpoint_id: int) -> HttpResponse:
+def endpoint_stream(request: PortalRequest, endpoint_id: int) -> HttpResponse | StreamingHttpResponse:
     """Relay a streamed chat completion: the body is ``{"messages": [...], "max_tokens"}``; the answer is the
     model's text, chunk by chunk (``text/plain``). A refusal before the first token is a JSON error body."""
     endpoint = selectors.endpoint_get(actor=request.user, endpoint_id=endpoint_id)
