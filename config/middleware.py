@@ -62,7 +62,7 @@ class ContentSecurityPolicyMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
+        response.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
         return response
 
 

@@ -293,6 +293,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.add_error_responses",
         "config.api.schema.add_idempotency_key_header",
+        "config.api.schema.allow_empty_filter_values",
     ],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],

@@ -1,5 +1,6 @@
-"""OpenAPI post-processing: every operation documents the one error body for 4xx answers, and every operation whose
-view honours ``Idempotency-Key`` documents that header."""
+"""OpenAPI post-processing: every operation documents the one error body for 4xx answers (and 503 ``database_busy``),
+every operation whose view honours ``Idempotency-Key`` documents that header, and filter parameters say that an empty
+value is accepted (it means no filter)."""
 
 from __future__ import annotations
 
@@ -40,15 +41,41 @@ ERROR_RESPONSE = {
 }
 
 
+BUSY_RESPONSE = {
+    "description": "503 database_busy: the embedded SQLite database stayed locked by another writer; nothing was "
+                   "changed; send the request again after `Retry-After` seconds.",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
+
+
 def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
-    """drf-spectacular postprocessing hook: add ``components.schemas.Error`` and a ``4XX`` response to
-    every operation under ``/api/v1/``."""
+    """drf-spectacular postprocessing hook: add ``components.schemas.Error``, a ``4XX`` response and the ``503``
+    ``database_busy`` response to every operation under ``/api/v1/``."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     for path, item in result.get("paths", {}).items():
         if not path.startswith("/api/v1/"):
             continue
         for operation in item.values():
             operation.setdefault("responses", {}).setdefault("4XX", ERROR_RESPONSE)
+            operation["responses"].setdefault("503", BUSY_RESPONSE)
+    return result
+
+
+def allow_empty_filter_values(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: the query parameters of a view's filter set take an empty value, which
+    django-filter reads as no filter (the portal's filter forms send every field), so they say
+    ``allowEmptyValue``."""
+    filtered: dict[tuple[str, str], set[str]] = {}
+    for path, _regex, method, callback in generator.endpoints or ():
+        filterset = getattr(getattr(callback, "cls", None), "filterset_class", None)
+        if filterset is not None:
+            filtered[(path, method.lower())] = set(filterset.base_filters)
+    for path, item in result.get("paths", {}).items():
+        for method, operation in item.items():
+            names = filtered.get((path, method), set())
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "query" and parameter.get("name") in names:
+                    parameter["allowEmptyValue"] = True
     return result
 
 

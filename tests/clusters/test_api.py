@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from accounts.models import AuditEvent
 from clusters import usage
@@ -275,6 +277,10 @@ def test_a_volume_of_the_shared_bucket_mounts_only_the_teams_own_folder(api, mak
     assert field_codes(response) == {"prefix": ["path_outside_shared_bucket"]}
     is_error, answer = call_tool(token_for(cast.admin), "create_cluster_volume", {"cluster_id": cluster.pk, **body})
     assert is_error and answer["fields"]["prefix"][0]["code"] == "path_outside_shared_bucket"
+    portal = Client()
+    portal.force_login(cast.admin)
+    page = portal.post(reverse("cluster-volume-create", args=[cluster.pk]), {**body, "capacity_gib": ""})
+    assert page.status_code == 400 and "path_outside_shared_bucket" in page.content.decode()
     assert not StorageVolume.objects.exists() and not Operation.objects.exists()
 
 
