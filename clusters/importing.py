@@ -50,6 +50,7 @@ from clusters.models import Cluster, ClusterState, ImportRule, NetworkPlan, Stor
 from clusters.node_groups import live as node_groups
 from clusters.phases import lifecycle
 from clusters.phases.common import cluster_of
+from config.converters import database_id
 from config.errors import PermissionDenied, ValidationFailed
 from operations import demo
 from operations.context import StepContext
@@ -100,8 +101,8 @@ def claimed_team(tags: Mapping[str, str]) -> str | None:
     operation_id = tags.get(demo.OWNER_TAG, "")
     if not operation_id:
         return None
-    operation = Operation.objects.filter(pk=int(operation_id)).select_related("team").first() \
-        if operation_id.isascii() and operation_id.isdigit() else None
+    pk = database_id(operation_id)
+    operation = Operation.objects.filter(pk=pk).select_related("team").first() if pk is not None else None
     return operation.team.slug if operation is not None and operation.team is not None else ""
 
 
