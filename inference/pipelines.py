@@ -1,7 +1,9 @@
 """Every pipeline of the inference app (registered with the engine when the apps are ready): a model download,
-and an endpoint's deploy, update and delete."""
+an endpoint's deploy, update and delete, and a model pool's create and delete."""
 
 from inference.downloads import pipeline as downloads
 from inference.endpoints import pipeline as endpoints
+from inference.endpoints import pools
 
-PIPELINES = (downloads.PIPELINE, endpoints.DEPLOY_PIPELINE, endpoints.UPDATE_PIPELINE, endpoints.DELETE_PIPELINE)
+PIPELINES = (downloads.PIPELINE, endpoints.DEPLOY_PIPELINE, endpoints.UPDATE_PIPELINE, endpoints.DELETE_PIPELINE,
+             pools.CREATE_PIPELINE, pools.DELETE_PIPELINE)

@@ -21,6 +21,7 @@ from mcp_server.mlflow_tools import MLFLOW_TOOLS
 from mcp_server.model_tools import MODEL_TOOLS
 from mcp_server.node_group_tools import NODE_GROUP_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
+from mcp_server.pool_tools import POOL_TOOLS
 from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
 from mcp_server.training_tools import TRAINING_TOOLS
 from operations import actions as operation_actions
@@ -189,4 +190,5 @@ CATALOG: tuple[ToolSpec, ...] = (
     *MLFLOW_TOOLS,
     *MODEL_TOOLS,
     *ENDPOINT_TOOLS,
+    *POOL_TOOLS,
 )

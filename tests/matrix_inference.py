@@ -102,3 +102,44 @@ CASES += [
     Case("endpoint_chat", MEMBERS, params=serving_endpoint, sandbox=True,
          body={"messages": [{"role": "user", "content": "hi"}]}),
 ]
+
+
+def _pool(cast, **fields):
+    from inference.models import ModelPool, PoolWorker
+
+    cluster = fields.pop("cluster", None) or _cluster(cast)
+    pool = ModelPool.objects.create(**{
+        "team": cast.team, "cluster": cluster, "name": "pool", "namespace": f"team-{cast.team.slug}",
+        "engine": "vllm", "image": "vllm/vllm-openai:v0.10.1", "model_source": "shared", "model": "/mnt/shared/m",
+        "instance_group": "workers", "instance_type": "ml.g5.8xlarge", "gpus": 1, "workers": 1, "port": 8000,
+        "manifest": {"metadata": {"labels": {"instantstart.io/model-pool": "pool"}}}, "state": "ready", **fields})
+    PoolWorker.objects.create(pool=pool, index=0)
+    return pool
+
+
+def stored_pool(cast, actor) -> dict:
+    return {"pool_id": _pool(cast).pk}
+
+
+def pool_with_a_worker(cast, actor) -> dict:
+    """For actors that may manage pools: worker 0's pod exists on a sandbox cluster (the assignment relabels it)."""
+    from accounts import access
+
+    if actor is None or not access.can(actor, "model_pool.manage", cast.team):
+        return stored_pool(cast, actor)
+    from tests.inference.serving import pool_worker_cluster
+
+    return {"pool_id": _pool(cast, cluster=pool_worker_cluster(cast.team, "pool")).pk}
+
+
+CASES += [
+    Case("model_pools_assign", OPERATORS, params=pool_with_a_worker, sandbox=True,
+         body={"worker": 0, "endpoint": None}),
+    Case("model_pools_list", SIGNED_IN, team_scoped=False),
+    Case("model_pools_create", OPERATORS, sandbox=True,
+         body=lambda cast, actor: {"cluster": _cluster(cast).pk, "name": "pool", "workers": 1, "gpus": 1,
+                                   "model": "models/m"}),
+    Case("model_pools_retrieve", MEMBERS, params=stored_pool),
+    Case("model_pool_endpoints_create", OPERATORS, params=stored_pool, body={"name": "chat"}),
+    Case("model_pools_delete", OPERATORS, params=stored_pool),
+]

@@ -37,3 +37,15 @@ def serving_cluster(team, name: str):
 
 def _ready(pod: k8s.V1Pod) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []) if pod.status)
+
+
+def pool_worker_cluster(team, pool: str):
+    """An active cluster of ``team`` whose namespace has the pod of worker 0 of ``pool`` (not necessarily running:
+    an assignment only relabels it)."""
+    cluster = tracked_hyperpod_cluster(team, count=1)
+    core = storage.core_api(cluster)
+    namespace = storage.ensure_namespace(core, cluster)
+    core.create_namespaced_pod(namespace, {"metadata": {"name": f"{pool}-0", "labels": {
+        "instantstart.io/model-pool": pool, "instantstart.io/serves": "idle"}}, "spec": {
+        "containers": [{"name": "server", "image": "vllm/vllm-openai:v0.10.1"}]}})
+    return cluster

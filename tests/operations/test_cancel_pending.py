@@ -26,7 +26,7 @@ from clusters.models import (
     InstanceGroup,
     StorageState,
 )
-from inference.models import DownloadState, Endpoint, EndpointState
+from inference.models import DownloadState, Endpoint, EndpointState, ModelPool
 from inference.selectors import active_downloads_on
 from operations import engine, pipeline, services
 from operations.models import Operation, OperationPhase, OperationState, PhaseState
@@ -158,7 +158,24 @@ def _endpoint_case(kind: str, working: str, ends: str) -> Case:
     return Case(start, check)
 
 
+def _pool_case(kind: str, working: str, ends: str) -> Case:
+    def start(cast):
+        pool = ModelPool.objects.create(
+            team=cast.team, cluster=factories.cluster(cast.team), name="pool", namespace="team-x", engine="vllm",
+            image="vllm", model_source="shared", model="/mnt/shared/m", instance_group="workers",
+            instance_type="ml.g5.8xlarge", gpus=1, workers=1, port=8000, state=working)
+        return _start(cast, kind, {"pool_id": pool.pk}, pool), pool
+
+    def check(pool):
+        pool.refresh_from_db()
+        assert pool.state == ends
+
+    return Case(start, check)
+
+
 CASES: dict[str, Case] = {
+    "model_pool.create": _pool_case("model_pool.create", EndpointState.DEPLOYING, EndpointState.DELETED),
+    "model_pool.delete": _pool_case("model_pool.delete", EndpointState.DELETING, EndpointState.DEGRADED),
     "model_download.run": Case(_download_start, _download_check),
     "endpoint.deploy": _endpoint_case("endpoint.deploy", EndpointState.DEPLOYING, EndpointState.DELETED),
     "endpoint.update": _endpoint_case("endpoint.update", EndpointState.UPDATING, EndpointState.DEGRADED),
