@@ -52,3 +52,28 @@ class IdFilter(django_filters.NumberFilter):
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", 2**63 - 1)
         super().__init__(*args, **kwargs)
+
+
+class StrictBooleanField(forms.NullBooleanField):
+    """``true`` or ``false`` (``1``/``0``, any case); anything else is ``invalid`` instead of read as no filter, and
+    an empty value is no filter. The plain text widget hands the raw value over: Django's ``NullBooleanSelect``
+    turns every unknown value into ``None`` before the field sees it."""
+
+    widget = forms.TextInput
+
+    def to_python(self, value: Any) -> bool | None:
+        text = str(value).strip().lower() if value is not None else ""
+        if text in ("", "none"):
+            return None
+        if text in ("true", "1"):
+            return True
+        if text in ("false", "0"):
+            return False
+        raise forms.ValidationError("Enter true or false.", code="invalid")
+
+    def validate(self, value: Any) -> None:
+        """Any of true, false and none is valid once parsed."""
+
+
+class StrictBooleanFilter(django_filters.BooleanFilter):
+    field_class = StrictBooleanField

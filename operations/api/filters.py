@@ -3,7 +3,7 @@
 import django_filters
 from django.db.models import QuerySet
 
-from config.api.filters import IdFilter, UtcIsoDateTimeFilter
+from config.api.filters import IdFilter, StrictBooleanFilter, UtcIsoDateTimeFilter
 from operations.models import ACTIVE_STATES, LogLevel, Operation, OperationLog, OperationState
 
 
@@ -11,8 +11,8 @@ class OperationFilter(django_filters.FilterSet):
     team = IdFilter(field_name="team_id")
     state = django_filters.MultipleChoiceFilter(choices=OperationState.choices,
                                                 help_text="One or more states (repeat the parameter).")
-    active = django_filters.BooleanFilter(method="filter_active",
-                                          help_text="true: pending, running or cancelling; false: the others.")
+    active = StrictBooleanFilter(method="filter_active",
+                                 help_text="true: pending, running or cancelling; false: the others.")
     kind = django_filters.CharFilter()
     target_type = django_filters.CharFilter()
     target_id = django_filters.CharFilter()
