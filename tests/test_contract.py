@@ -367,3 +367,61 @@ def test_training_submit_bad_input_same_code_on_every_face(recipe, config, field
     assert code in portal_codes(portal)
     assert not TrainingJob.objects.exists()
     assert AuditEvent.objects.count() == events
+
+
+@pytest.mark.parametrize(("change", "field", "code"), [
+    ({"repo_id": "meta-llama/Llama-3.1-8B-Instruct"}, "hf_token", "hub_gated"),
+    ({"repo_id": "nobody/nothing"}, "repo_id", "hub_repo_not_found"),
+    ({"repo_id": "Qwen/Qwen3-8B", "destination": "s3://elsewhere/x"}, "destination", "path_outside_shared_bucket"),
+])
+def test_model_download_bad_input_same_code_on_every_face(change, field, code, cast, token_for, sandbox):
+    from inference.models import ModelDownload
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    cluster = tracked_hyperpod_cluster(cast.team, cloud=False)
+    data = {"cluster": cluster.pk, "name": "contract", "source": "hub", "revision": "main", **change}
+    secret = token_for(cast.operator)
+    events = AuditEvent.objects.count()
+
+    rest = Client().post("/api/v1/model-downloads", data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "download_model", data)
+    browser = Client()
+    browser.force_login(cast.operator)
+    portal = browser.post(reverse("inference-model-download"), data)
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400 and code in portal_codes(portal)
+    assert not ModelDownload.objects.exists() and AuditEvent.objects.count() == events
+
+
+@pytest.mark.parametrize(("change", "field", "code"), [
+    ({"gpus": 8}, "gpus", "too_many_gpus"),
+    ({"gpus": 2, "tensor_parallel": 4}, "tensor_parallel", "parallelism_mismatch"),
+    ({"model": "/etc/models/x"}, "model", "path_outside_shared_bucket"),
+    ({"engine": "custom", "command": ["serve"]}, "image", "image_required"),
+])
+def test_endpoint_deploy_bad_input_same_code_on_every_face(change, field, code, cast, token_for, sandbox):
+    from inference.models import Endpoint
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    cluster = tracked_hyperpod_cluster(cast.team, cloud=False, instance_type="ml.g5.12xlarge")
+    data = {"cluster": cluster.pk, "name": "contract", "model": "models/m", "gpus": 1, **change}
+    secret = token_for(cast.operator)
+    events = AuditEvent.objects.count()
+
+    rest = Client().post("/api/v1/endpoints", data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "deploy_endpoint", data)
+    browser = Client()
+    browser.force_login(cast.operator)
+    portal = browser.post(reverse("inference-endpoint-deploy"),
+                          {**data, "command": " ".join(data.get("command", []))})
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400 and code in portal_codes(portal)
+    assert not Endpoint.objects.exists() and AuditEvent.objects.count() == events
