@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from accounts.views import audit, home, invitations, teams, tokens, users
+from accounts.views import audit, home, invitations, playbooks, teams, tokens, users
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html",
@@ -15,6 +15,8 @@ urlpatterns = [
     path("settings/tokens/", tokens.token_list, name="token-list"),
     path("settings/tokens/new/", tokens.token_create, name="token-create"),
     path("settings/tokens/<id:token_id>/revoke/", tokens.token_revoke, name="token-revoke"),
+    path("settings/playbooks/", playbooks.playbook_list, name="playbook-list"),
+    path("settings/playbooks/<slug:name>/", playbooks.playbook_detail, name="playbook-detail"),
     path("teams/", teams.team_list, name="team-list"),
     path("teams/new/", teams.team_create, name="team-create"),
     path("teams/<id:team_id>/", teams.team_detail, name="team-detail"),

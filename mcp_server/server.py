@@ -12,16 +12,24 @@ answer is terminal or the agent's timeout passes, with MCP progress notification
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, InputRequiredResult, TextContent
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp_types import CallToolResult, GetPromptResult, InputRequiredResult, PromptMessage, TextContent
+from mcp_types import Prompt as McpPrompt
+from mcp_types import PromptArgument as McpPromptArgument
+from mcp_types import Resource as McpResource
 from mcp_types import Tool as McpTool
+from pydantic.networks import AnyUrl
 
+from config import playbooks
 from config.errors import (
     ApplicationError,
     NotAuthenticated,
@@ -42,8 +50,13 @@ INSTRUCTIONS = (
     "stable `code` and per-field messages in `fields`; fix the named fields instead of guessing. A tool that changes "
     "something names the tool that confirms completion: call it before reporting success. Long-running changes "
     "answer with an operation: it is done only when `terminal` is true and `state` is `succeeded`; "
-    "`wait_for_operation` waits for that. Pass `idempotency_key` to a change you might have to repeat."
+    "`wait_for_operation` waits for that. Pass `idempotency_key` to a change you might have to repeat. For a whole "
+    "workflow (create a cluster, add an instance group, train a model), get its playbook: the prompt of that name, "
+    "or the resource instantstart://playbooks/<name>."
 )
+#: The version the server reports in its ``initialize`` answer: the installed InstantStart package's.
+VERSION = importlib.metadata.version("instantstart")
+PLAYBOOK_MIME_TYPE = "text/markdown"
 META_PREFIX = "instantstart/"
 #: A path argument that defaults to the caller's active cluster, and where that is read.
 ACTIVE_CLUSTER_ARGUMENT = "cluster_id"
@@ -302,14 +315,14 @@ def bind_catalog(specs: Sequence[ToolSpec] = CATALOG) -> dict[str, CatalogTool]:
 
 
 class CatalogServer(MCPServer):
-    """``MCPServer`` serving the catalog.
+    """``MCPServer`` serving the catalog, and the playbooks (:mod:`config.playbooks`) as prompts and resources.
 
     ``caller`` fixes who every call acts as (stdio, tests). Without it, each call acts as the caller the ``/mcp``
     ASGI wrapper authenticated and stored in the HTTP request's scope; a call without one is ``not_authenticated``.
     """
 
     def __init__(self, specs: Sequence[ToolSpec] = CATALOG, *, caller: Caller | None = None):
-        super().__init__(name="instantstart", title="InstantStart", instructions=INSTRUCTIONS)
+        super().__init__(name="instantstart", title="InstantStart", instructions=INSTRUCTIONS, version=VERSION)
         self._catalog = bind_catalog(specs)
         self._caller = caller
 
@@ -323,6 +336,38 @@ class CatalogServer(MCPServer):
         if tool is None:
             return await super().call_tool(name, arguments, context)
         return await tool.call(self._caller or _caller_of(context), arguments, context)
+
+    async def list_prompts(self) -> list[McpPrompt]:
+        return [McpPrompt(name=book.name, title=book.title, description=book.description, arguments=[
+            McpPromptArgument(name=argument.name, description=argument.description, required=False)
+            for argument in book.arguments]) for book in playbooks.playbooks().values()] + await super().list_prompts()
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context | None = None) -> GetPromptResult | InputRequiredResult:
+        """A playbook as one user message: its text after the decisions already made (``arguments``); an unknown
+        argument is an error naming the ones it takes."""
+        book = playbooks.playbooks().get(name)
+        if book is None:
+            return await super().get_prompt(name, arguments, context)
+        text = book.prompt_text(dict(arguments or {}))
+        return GetPromptResult(description=book.description, _meta={f"{META_PREFIX}playbook_version": book.version},
+                               messages=[PromptMessage(role="user", content=TextContent(text=text))])
+
+    async def list_resources(self) -> list[McpResource]:
+        return [McpResource(uri=book.uri, name=book.name, title=book.title, description=book.description,
+                            mime_type=PLAYBOOK_MIME_TYPE, _meta={f"{META_PREFIX}playbook_version": book.version})
+                for book in playbooks.playbooks().values()] + await super().list_resources()
+
+    async def read_resource(self, uri: AnyUrl | str,
+                            context: Context | None = None) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        """A playbook's markdown at ``instantstart://playbooks/<name>``; an unknown one is ``ResourceNotFoundError``."""
+        if not str(uri).startswith(playbooks.RESOURCE_URI_PREFIX):
+            return await super().read_resource(uri, context)
+        book = playbooks.playbooks().get(str(uri).removeprefix(playbooks.RESOURCE_URI_PREFIX))
+        if book is None:
+            raise ResourceNotFoundError(f"Unknown playbook: {uri}")
+        return [ReadResourceContents(content=book.text, mime_type=PLAYBOOK_MIME_TYPE,
+                                     meta={f"{META_PREFIX}playbook_version": book.version})]
 
 
 def tool_result(response: rest.RestResponse, *, argument_names: Mapping[str, str] | None = None) -> CallToolResult:

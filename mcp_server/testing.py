@@ -6,8 +6,8 @@ For contract and permission-matrix tests over every tool. Only tests import this
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from asgiref.sync import async_to_sync
 from django.core.signals import request_finished, request_started
@@ -58,6 +58,21 @@ async def _call(caller: Caller, name: str, arguments: dict[str, Any],
 
     async with Client(CatalogServer(caller=caller), mode="legacy") as client:
         return await client.call_tool(name, arguments, progress_callback=on_progress if progress is not None else None)
+
+
+_T = TypeVar("_T")
+
+
+def with_client(caller: Caller, exchange: Callable[[Client], Awaitable[_T]]) -> _T:
+    """Run ``exchange`` with an MCP client connected to a server acting as ``caller`` and return what it returns
+    (for prompts, resources and several calls in one session). Synchronous, like :func:`call_tool`."""
+
+    async def run() -> _T:
+        async with Client(CatalogServer(caller=caller), mode="legacy") as client:
+            return await exchange(client)
+
+    with _connections_kept_open():
+        return async_to_sync(run)()
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from accounts.api.fields import CapabilitiesField
 from accounts.models import User
+from cloud.aws import default_region
 from clusters import actions, state_rules, storage
 from clusters.models import (
     CLUSTER_NAME_PATTERN,
@@ -71,7 +72,9 @@ class ClusterCreateSerializer(StrictSerializer):
     name = _CodedRegexField(CLUSTER_NAME_PATTERN, code="invalid_cluster_name", max_length=63, message=(
         "Use 1-63 letters, digits and hyphens, starting and ending with a letter or digit (EKS and HyperPod name "
         "the cluster alike)."))
-    region = region_field(help_text="AWS region, e.g. us-west-2 (see the inspection endpoints).")
+    region = region_field(required=False, default=default_region, help_text=(
+        "AWS region, e.g. us-west-2; the deployment's default (the one the inspection endpoints answer for when "
+        "they are given none) when omitted."))
     zone = serializers.CharField(max_length=32, help_text=(
         "Availability zone name for the accelerated instance group, e.g. us-west-2a. With a training plan, the "
         "plan's zone wins."))
