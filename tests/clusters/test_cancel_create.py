@@ -51,9 +51,12 @@ def test_a_create_cancelled_in_any_phase_leaves_nothing_behind(api, cast, sandbo
     assert undone[-1] == "Network: undone."
 
 
-def test_a_cancel_while_eks_is_creating_waits_for_it_then_deletes_it(api, cast, sandbox, drive):
-    operation = drive(create(api, cast), timeout=120, until=_polling("eks"))
+def test_a_cancel_while_eks_is_creating_waits_for_it_then_deletes_it(api, cast, sandbox, drive, settings):
+    settings.OPERATIONS_STEPS_PER_RUN = 1  # stop between the network phase's end and the EKS request
+    operation = drive(create(api, cast), timeout=120,
+                      until=lambda op: op.phases.get(slug="network").state == PhaseState.SUCCEEDED)
     sandbox.control("PUT", "clock", {"scale": 10})  # EKS stays CREATING until the test lets time run again
+    operation = drive(operation, timeout=60, until=_polling("eks"))
     sent = httpx.get(f"{sandbox.aws_url}/_sandbox/requests", params={"service": "eks", "operation": "CreateCluster"})
     assert sent.json()["requests"], "the EKS cluster was requested"
     _cancel(api, cast, operation)
