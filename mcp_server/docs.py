@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from accounts import actions as account_actions
 from accounts.models import Role
 from mcp_server.catalog import CATALOG
 from mcp_server.specs import ToolSpec
@@ -28,6 +29,10 @@ WHO: dict[Role | None, str] = {
     Role.OPERATOR: "operators, admins",
     Role.ADMIN: "admins",
 }
+#: Personal actions the platform policy narrows (docs/architecture.md, "Platform policy").
+PLATFORM_WHO: dict[str, str] = {
+    account_actions.TEAM_CREATE: "platform admins (anyone with `INSTANTSTART_TEAM_CREATION=anyone`)",
+}
 _CLAUSE_ENDS = ".:;"
 _ABBREVIATIONS = ("e.g.", "i.e.")
 
@@ -39,7 +44,8 @@ def tool_table(specs: Sequence[ToolSpec] = CATALOG) -> str:
     for spec in specs:
         operation = spec.operation
         rest = f"`{operation.method} {operation.path}`" + (", repeated" if spec.waits else "")
-        lines.append(f"| `{spec.name}` | {rest} | {_kind(spec)} | {WHO[spec.least_role]} | "
+        who = PLATFORM_WHO.get(spec.action or "", WHO[spec.least_role])
+        lines.append(f"| `{spec.name}` | {rest} | {_kind(spec)} | {who} | "
                      f"{summary(spec.description)} |")
     return "\n".join(lines)
 
