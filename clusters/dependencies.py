@@ -75,6 +75,8 @@ ADDON_STATES = {
     "DELETE_FAILED": DependencyState.FAILED,
     "DELETING": DependencyState.REMOVING,
 }
+#: Why an absent HyperPod chart component matters (its row's ``last_error``).
+REQUIRED_BY_HYPERPOD = "HyperPod requires it on EKS clusters set up through the APIs; it is not installed."
 #: States that need a person (or a retry) rather than waiting.
 PROBLEM_STATES = frozenset({DependencyState.DEGRADED, DependencyState.FAILED})
 
@@ -292,8 +294,9 @@ def record(cluster: Cluster, observations: Iterable[Observation]) -> list[Cluste
     A row is kept for every component the create pipeline installs and for any other component found.
     ``managed`` follows the tags/labels of what was found (``False``: installed outside InstantStart); a
     component not found keeps its row's ``managed`` and ``desired_state`` (new rows: desired ``active``).
-    ``last_error`` holds the health issues of a degraded or failed component, or why an ``unknown`` one could
-    not be read (which keeps the version it had), and is cleared otherwise."""
+    ``last_error`` holds the health issues of a degraded or failed component, why an ``unknown`` one could
+    not be read (which keeps the version it had), or :data:`REQUIRED_BY_HYPERPOD` for an absent HyperPod chart
+    component, and is cleared otherwise."""
     now = timezone.now()
     recorded = set(ClusterDependency.objects.filter(cluster=cluster).values_list("component", flat=True))
     rows = []
@@ -302,7 +305,9 @@ def record(cluster: Cluster, observations: Iterable[Observation]) -> list[Cluste
             continue
         values: dict[str, Any] = {
             "kind": seen.kind, "observed_state": seen.state, "observed_at": now,
-            "last_error": seen.message if seen.state in PROBLEM_STATES | {DependencyState.UNKNOWN} else ""}
+            "last_error": seen.message if seen.state in PROBLEM_STATES | {DependencyState.UNKNOWN} else
+            REQUIRED_BY_HYPERPOD if seen.state == DependencyState.ABSENT and seen.component in hyperpod_chart.COMPONENTS
+            else ""}
         if seen.found:
             values["managed"] = seen.managed
         if seen.state != DependencyState.UNKNOWN:
@@ -394,18 +399,16 @@ def reinstall_missing(cluster: Cluster, observations: Iterable[Observation]) -> 
 
 
 def report_required(cluster: Cluster, observations: Iterable[Observation]) -> list[str]:
-    """Record HyperPod's chart components that ``observations`` did not find on an imported ``cluster`` as absent,
-    not ours and with what is missing in ``last_error`` — reported, not installed (an import changes nothing on the
-    cluster); returns their names."""
-    absent = [seen.component for seen in observations
+    """Record HyperPod's chart components that ``observations`` did not find on an imported ``cluster`` as absent
+    and not ours, with :data:`REQUIRED_BY_HYPERPOD` — reported, not installed (an import changes nothing on the
+    cluster; a refresh keeps reporting them, as their rows are not ``managed``); returns their names."""
+    absent = [seen for seen in observations
               if seen.component in hyperpod_chart.COMPONENTS and seen.state == DependencyState.ABSENT]
-    now = timezone.now()
-    for name in absent:
-        ClusterDependency.objects.update_or_create(cluster=cluster, component=name, defaults={
-            "kind": DependencyKind.MANIFEST, "observed_state": DependencyState.ABSENT, "observed_at": now,
-            "managed": False, "version": "",
-            "last_error": "HyperPod requires it on EKS clusters set up through the APIs; it is not installed."})
-    return absent
+    for seen in absent:
+        ClusterDependency.objects.update_or_create(cluster=cluster, component=seen.component,
+                                                   defaults={"managed": False})
+    record(cluster, absent)
+    return [seen.component for seen in absent]
 
 
 # removal ---------------------------------------------------------------------------------------------------------

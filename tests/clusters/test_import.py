@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client as k8s
 
 from cloud import aws, kube
-from clusters import hyperpod_chart, importing, services
+from clusters import dependencies, hyperpod_chart, importing, services
 from clusters.models import Cluster, ClusterState
 from config.context import Source
 from config.errors import ValidationFailed
@@ -198,7 +198,7 @@ def test_import_grants_access_and_records_what_it_finds(sandbox, cast, drive, ou
     assert found["cert-manager"].version
     assert {(row.observed_state, row.managed) for name, row in found.items() if name != "cert-manager"} == {
         ("absent", False)}
-    assert "HyperPod requires it" in found["nvidia-device-plugin"].last_error
+    assert found["nvidia-device-plugin"].last_error == dependencies.REQUIRED_BY_HYPERPOD
     # S3 and FSx volumes, not the EBS one.
     volumes = {volume.name: volume for volume in cluster.volumes.all()}
     assert set(volumes) == {"datasets", "scratch"}
