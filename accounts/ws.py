@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from asgiref.typing import ASGIReceiveCallable, ASGISendCallable
+from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, WebSocketCloseEvent
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from channels.middleware import BaseMiddleware
@@ -83,7 +83,8 @@ class BrowserOriginValidator(BaseMiddleware):
         origin = dict(scope.get("headers", [])).get(b"origin")
         if origin is not None and not allowed_origin(scope, origin.decode("latin-1")):
             await receive()  # websocket.connect
-            await send({"type": "websocket.close"})  # before an accept: the server answers the handshake with 403
+            denial: WebSocketCloseEvent = {"type": "websocket.close", "code": 1000, "reason": None}
+            await send(denial)  # before an accept: the server answers the handshake with 403
             return None
         return await super().__call__(scope, receive, send)
 
