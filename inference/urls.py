@@ -7,5 +7,6 @@ from django.views.generic import RedirectView
 urlpatterns = [
     path("inference/", RedirectView.as_view(pattern_name="inference-endpoints"), name="inference"),
     path("", include("inference.endpoint_urls")),
+    path("", include("inference.pool_urls")),
     path("", include("inference.download_urls")),
 ]

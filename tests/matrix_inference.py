@@ -88,7 +88,7 @@ def serving_endpoint(cast, actor) -> dict:
         return stored_endpoint(cast, actor)
     from tests.inference.serving import serving_cluster
 
-    cluster = serving_cluster(cast.team, "matrix")
+    cluster = serving_cluster(cast.team, "matrix", hyperpod=False)
     return {"endpoint_id": _endpoint(cast, cluster=cluster, ready_replicas=1).pk}
 
 
@@ -96,8 +96,8 @@ CASES += [
     Case("endpoints_list", SIGNED_IN, team_scoped=False),
     Case("endpoints_create", OPERATORS, body=deploy_body, sandbox=True),
     Case("endpoints_retrieve", MEMBERS, params=deleted_endpoint),
-    Case("endpoints_update", OPERATORS, params=stored_endpoint, body={"replicas": 2}, sandbox=True),
-    Case("endpoints_delete", OPERATORS, params=stored_endpoint, sandbox=True),
+    Case("endpoints_update", OPERATORS, params=stored_endpoint, body={"replicas": 2}),
+    Case("endpoints_delete", OPERATORS, params=stored_endpoint),
     Case("endpoint_models_list", MEMBERS, params=serving_endpoint, sandbox=True),
     Case("endpoint_chat", MEMBERS, params=serving_endpoint, sandbox=True,
          body={"messages": [{"role": "user", "content": "hi"}]}),

@@ -12,10 +12,29 @@ from clusters import storage
 from tests.clusters.sandbox import instant_clock, tracked_hyperpod_cluster
 
 
-def serving_cluster(team, name: str):
+def _eks_cluster_with_a_node(team):
+    """A cluster row of ``team`` tracking an EKS cluster (no HyperPod: cheaper) with one Ready CPU Node."""
+    from tests import factories
+    from tests.clusters.sandbox import make_eks_cluster
+
+    cluster = factories.cluster(team, "matrix", hyperpod_name="matrix")
+    with instant_clock():
+        cluster.eks_arn = make_eks_cluster("matrix").arn
+    cluster.save()
+    core = storage.core_api(cluster)
+    core.create_node({"metadata": {"name": "cpu-node", "labels": {"kubernetes.io/hostname": "cpu-node"}}})
+    core.patch_node_status("cpu-node", {"status": {
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+        "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+        "addresses": [{"type": "InternalIP", "address": "10.0.0.10"}]}})
+    return cluster
+
+
+def serving_cluster(team, name: str, *, hyperpod: bool = True):
     """An active cluster of ``team`` whose namespace runs a ready vLLM replica serving ``name`` behind Service
-    ``name``."""
-    cluster = tracked_hyperpod_cluster(team, count=1)
+    ``name``; without ``hyperpod``, an EKS cluster with one plain Node (enough to run the replica)."""
+    cluster = tracked_hyperpod_cluster(team, count=1) if hyperpod else _eks_cluster_with_a_node(team)
     core = storage.core_api(cluster)
     namespace = storage.ensure_namespace(core, cluster)
     labels = {"instantstart.io/endpoint": name}

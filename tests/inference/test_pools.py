@@ -4,6 +4,8 @@ change (same pod, no restart), calls following the move; another team's endpoint
 from __future__ import annotations
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from cloud import kube
 from clusters import storage
@@ -59,3 +61,11 @@ def test_a_worker_moves_between_pool_endpoints_without_a_restart(api, cast, sand
     assert wrong.status_code == 400 and wrong.json()["fields"]["endpoint"][0]["code"] == "pool_endpoint_foreign"
     in_use = api(cast.operator).post(f"{pool_url}/delete")
     assert in_use.status_code == 409 and in_use.json()["code"] == "pool_in_use"
+
+    browser = Client()
+    browser.force_login(cast.operator)
+    pool_id = created.json()["pool"]["id"]
+    moved_back = browser.post(reverse("inference-pool-assign", args=[pool_id]), {"worker": 1, "endpoint": ids["code"]})
+    assert moved_back.status_code == 302
+    page = browser.get(reverse("inference-pools")).content.decode()
+    assert f'data-testid="serves-{pool_id}-1">code<' in page and f'data-testid="serves-{pool_id}-0">chat<' in page
