@@ -168,6 +168,10 @@ class ModelPool(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    #: Put on by the pools page (``inference.views.pools``); not columns.
+    live_endpoints: list[Endpoint]
+    can_manage: bool
+
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["cluster", "namespace", "name"],
