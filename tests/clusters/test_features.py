@@ -196,7 +196,7 @@ def test_tiered_checkpointing_identity_chain_is_exact_and_disable_removes_it(api
     assert checkpointing.service_account(cluster) == "instantstart-checkpoints"
 
     assert patch(api, cast.admin, cluster, {"tiered_checkpointing": {"memory_percentage": 30}}).json() == {
-        "changed": False, "changes": {}, "operation": None}
+        "changed": False, "changes": {}, "operation": None, "warnings": []}
     run(drive, patch(api, cast.admin, cluster, {"tiered_checkpointing": {"memory_percentage": 40}}))
     assert aws.client("sagemaker", region=REGION).describe_cluster(ClusterName=cluster.hyperpod_name)[
         "TieredStorageConfig"]["InstanceMemoryAllocationPercentage"] == 40
