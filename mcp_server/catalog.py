@@ -40,6 +40,18 @@ CATALOG: tuple[ToolSpec, ...] = (
         ),
     ),
     ToolSpec(
+        name="set_current_team",
+        operation_id="me_update",
+        action=account_actions.USER_SWITCH_TEAM,
+        idempotent=True,
+        status_tool="whoami",
+        description=(
+            "Make one of your teams current (`current_team`: a team id from `whoami` or `list_teams`; null clears "
+            "it). The current team is where tools create things when you give no `team`, and whose active cluster "
+            "tools use when you give no `cluster_id`. A new member has none until they choose one."
+        ),
+    ),
+    ToolSpec(
         name="list_teams",
         operation_id="teams_list",
         action=account_actions.TEAM_VIEW,

@@ -44,6 +44,7 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
         action=cluster_actions.INSTANCE_GROUP_UPDATE,
         idempotent=True,
         status_tool="wait_for_operation",
+        withheld=("instance_type", "capacity_type", "training_plan_arn", "interface_mode", "zone"),
         description=(
             "Change an instance group, passing only what changes: `instance_count` scales it (0 is allowed: "
             "the group keeps its settings and scales back up later); "
@@ -85,10 +86,12 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
         name="update_cluster_software",
         operation_id="cluster_software_update",
         action=cluster_actions.CLUSTER_SETTINGS,
+        destructive=True,  # every instance of the groups restarts, and the pods on it with it
         status_tool="wait_for_operation",
         description=(
             "Update the HyperPod software (the AMI and its patches) of the named instance `groups`, or of every "
-            "group when none are named. Instances are updated in place and rejoin." + _ACTIVE
+            "group when none are named. Instances are updated in place and rejoin; the pods running on them are "
+            "disrupted." + _ACTIVE
             + _LONG.split(" When")[0]
         ),
     ),

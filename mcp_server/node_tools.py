@@ -36,6 +36,7 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
         name="reboot_cluster_nodes",
         operation_id="cluster_nodes_reboot",
         action=cluster_actions.NODE_REBOOT,
+        destructive=True,  # the pods running on the nodes are killed
         status_tool="wait_for_operation",
         description=(
             "Reboot nodes: the first remedy for a node that misbehaves. Only Running nodes; "

@@ -70,14 +70,18 @@ class Operation:
     def request_parts(self, arguments: Mapping[str, Any]) -> RequestParts:
         """Place ``arguments`` into path, query and body.
 
-        Raises ``ValidationFailed`` (field codes ``unknown_field`` and ``required``, as the REST serializers use them)
-        for arguments the operation does not declare and for missing path parameters, which have no URL without them.
-        Everything else (types, formats, required body fields, business rules) is left to REST to validate.
+        Raises ``ValidationFailed`` (field codes as the REST serializers use them) for arguments the operation does
+        not declare (``unknown_field``), for missing path parameters (``required``), which have no URL without them,
+        and for an integer path parameter (an id) that is not a whole number (``invalid``) or is out of its range
+        (``min_value``/``max_value``), which would otherwise reach no endpoint at all. Everything else (body and query
+        types, formats, required body fields, business rules) is left to REST to validate.
         """
         fields = {name: [{"code": "unknown_field", "message": "This field is not accepted here."}]
                   for name in sorted(set(arguments) - set(self.input_schema["properties"]))}
         fields |= {name: [{"code": "required", "message": "This field is required."}]
                    for name in self.path_params if arguments.get(name) in (None, "")}
+        fields |= {name: [error] for name in self.path_params if name not in fields
+                   and (error := _integer_error(self.input_schema["properties"].get(name, {}), arguments[name]))}
         if fields:
             raise ValidationFailed(fields=fields)
         path = self.path
@@ -88,6 +92,22 @@ class Operation:
         headers = {header: str(arguments[name]) for name, header in self.header_params.items()
                    if arguments.get(name) is not None}
         return RequestParts(path=path, query=query, body=body, headers=headers)
+
+
+def _integer_error(schema: Mapping[str, Any], value: Any) -> dict[str, str] | None:
+    """The field error for ``value`` as a path parameter declared ``integer`` by ``schema`` (a digit string counts,
+    as it would in a URL), or ``None`` when it fits or the parameter is not an integer."""
+    if schema.get("type") != "integer":
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return {"code": "invalid", "message": "A valid integer is required."}
+    if "minimum" in schema and value < schema["minimum"]:
+        return {"code": "min_value", "message": f"Ensure this value is greater than or equal to {schema['minimum']}."}
+    if "maximum" in schema and value > schema["maximum"]:
+        return {"code": "max_value", "message": f"Ensure this value is less than or equal to {schema['maximum']}."}
+    return None
 
 
 @functools.cache

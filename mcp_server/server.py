@@ -12,6 +12,7 @@ answer is terminal or the agent's timeout passes, with MCP progress notification
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.metadata
 import json
 import time
@@ -61,6 +62,8 @@ META_PREFIX = "instantstart/"
 #: A path argument that defaults to the caller's active cluster, and where that is read.
 ACTIVE_CLUSTER_ARGUMENT = "cluster_id"
 ACTIVE_CLUSTER_PATH = "/api/v1/active-cluster"
+#: The tool that follows an operation to its end; a mutation answering with an operation names it as the next step.
+WAIT_TOOL = "wait_for_operation"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,9 @@ class CatalogTool:
     @property
     def input_schema(self) -> dict[str, Any]:
         schema = dict(self.operation.input_schema)
+        if self.spec.withheld:
+            schema["properties"] = {name: value for name, value in schema["properties"].items()
+                                    if name not in self.spec.withheld}
         if ACTIVE_CLUSTER_ARGUMENT in self.operation.path_params:
             described = {**schema["properties"][ACTIVE_CLUSTER_ARGUMENT], "description": (
                 "The cluster's id; your active cluster (see `get_active_cluster`) when omitted.")}
@@ -127,9 +133,40 @@ class CatalogTool:
                                                authorization=caller.authorization)
 
     def result(self, response: rest.RestResponse) -> CallToolResult:
-        """The tool result for REST's answer; field errors on a header name the argument (``idempotency_key``)."""
-        return tool_result(response, argument_names={header: argument for argument, header
-                                                      in self.operation.header_params.items()})
+        """The tool result for REST's answer; field errors on a header name the argument (``idempotency_key``). A
+        mutation's success also says what to call next (:meth:`next_step`): first in the text, and in ``_meta`` as
+        ``instantstart/next_tool`` and ``instantstart/next_arguments``."""
+        result = tool_result(response, argument_names={header: argument for argument, header
+                                                        in self.operation.header_params.items()})
+        step = None if result.is_error else self.next_step(response.body)
+        if step is None:
+            return result
+        tool, arguments, sentence = step
+        meta = {**(result.meta or {}), f"{META_PREFIX}next_tool": tool, f"{META_PREFIX}next_arguments": arguments}
+        return result.model_copy(update={"meta": meta, "content": [
+            TextContent(text=f"{sentence}\n\n{_text(response.body)}")]})
+
+    def next_step(self, body: Any) -> tuple[str, dict[str, Any], str] | None:
+        """For a mutation's answer: the tool that confirms it, its arguments and a sentence saying so. An answer
+        that is or carries an operation names ``wait_for_operation`` with that operation's id (the change has only
+        started); otherwise the status tool, given the answer's ``id`` for its one id parameter."""
+        if self.spec.read_only or not isinstance(body, dict):
+            return None
+        operation = body.get("operation") if isinstance(body.get("operation"), dict) else (
+            body if "phases" in body and "terminal" in body else None)
+        if operation is not None and operation.get("id") is not None:
+            arguments = {"operation_id": operation["id"]}
+            return WAIT_TOOL, arguments, (
+                f"STARTED, NOT DONE: operation {operation['id']} is {operation.get('state')}. Call `{WAIT_TOOL}` "
+                f"with {_text(arguments)} until it answers SUCCEEDED, FAILED or CANCELLED before reporting the result.")
+        status = self.spec.status_tool
+        assert status is not None  # every mutating spec names one (ToolSpec.check)
+        if status == WAIT_TOOL:
+            return None  # nothing started (e.g. `changed: false`): there is nothing to wait for
+        ids = _id_parameters(status)
+        arguments = {ids[0]: body["id"]} if len(ids) == 1 and body.get("id") is not None else {}
+        return status, arguments, f"Next: confirm the result with `{status}`" + (
+            f" {_text(arguments)}." if arguments else ".")
 
 
 #: How often a waiting tool repeats its request: from the minimum, growing while nothing changes, up to the maximum.
@@ -392,6 +429,14 @@ def tool_result(response: rest.RestResponse, *, argument_names: Mapping[str, str
 def error_result(body: dict[str, Any], *, meta: dict[str, Any] | None = None) -> CallToolResult:
     """A tool error carrying the REST error body, as text and as structured content."""
     return CallToolResult(content=[TextContent(text=_text(body))], structured_content=body, is_error=True, _meta=meta)
+
+
+@functools.cache
+def _id_parameters(tool: str) -> tuple[str, ...]:
+    """The path parameters of the catalog tool ``tool`` other than the active cluster (none for an unknown tool)."""
+    spec = next((spec for spec in CATALOG if spec.name == tool), None)
+    return () if spec is None else tuple(
+        name for name in spec.operation.path_params if name != ACTIVE_CLUSTER_ARGUMENT)
 
 
 def _caller_of(context: Context | None) -> Caller | None:

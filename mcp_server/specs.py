@@ -33,6 +33,9 @@ class ToolSpec:
     ``idempotent``: repeating the call with the same arguments has no further effect.
     ``status_tool``: required for a mutating tool, forbidden for a read-only one; the read-only catalog tool that
     reports the resulting state (for long operations, the tool that reports the operation's state).
+    ``withheld``: body fields of the operation the tool does not offer because REST accepts them only to refuse them
+    by name (``immutable_field``); they are left out of the input schema, and one sent anyway still reaches REST,
+    so the agent gets the same refusal as every other face.
     """
 
     name: str
@@ -42,6 +45,7 @@ class ToolSpec:
     destructive: bool = False
     idempotent: bool = False
     status_tool: str | None = None
+    withheld: tuple[str, ...] = ()
 
     @property
     def operation(self) -> Operation:
@@ -67,6 +71,9 @@ class ToolSpec:
             raise ValueError(f"{self.name}: a mutating tool must name the status tool that decides completion.")
         if self.action is not None:
             access.least_role(self.action)  # ValueError for an action nobody declared
+        missing = set(self.withheld) - set(self.operation.body_params)
+        if missing:
+            raise ValueError(f"{self.name}: withholds fields its operation does not take: {sorted(missing)}.")
 
     @property
     def agent_description(self) -> str:

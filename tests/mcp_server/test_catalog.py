@@ -106,7 +106,8 @@ TRAINING_TOOL_NAMES = [tool.name for tool in (*TRAINING_TOOLS, *MLFLOW_TOOLS)]
 
 def test_catalog_is_coherent():
     tools = bind_catalog()
-    assert list(tools) == ["whoami", "list_teams", "get_team", "create_team", *INVITATION_TOOL_NAMES,
+    assert list(tools) == ["whoami", "set_current_team", "list_teams", "get_team", "create_team",
+                           *INVITATION_TOOL_NAMES,
                            "list_audit_events", "list_operations", "get_operation", "wait_for_operation",
                            "list_operation_logs", "retry_operation",
                            "cancel_operation", "start_demo_operation", *CLUSTER_TOOL_NAMES,

@@ -84,7 +84,7 @@ def test_permissions_are_the_users(cast, token_for):
     is_error, body = call_tool(token_for(cast.outsider), "get_team", {"team_id": cast.team.pk})
     assert (is_error, body["code"]) == (True, "not_found")
     is_error, body = call_tool(token_for(cast.admin), "get_team", {"team_id": "not-a-number"})
-    assert (is_error, body["code"]) == (True, "not_found")
+    assert (is_error, body["code"], body["fields"]["team_id"][0]["code"]) == (True, "validation_failed", "invalid")
 
 
 def test_missing_or_refused_tokens(db):

@@ -1,0 +1,86 @@
+"""Catalog defects an outside walkthrough found: results name the next call, ids of the wrong type are field
+errors, disruptive tools are annotated destructive."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcp_server.auth import caller_for_secret
+from mcp_server.server import bind_catalog
+from mcp_server.testing import call_tool, call_tool_as
+from operations.models import Operation
+
+
+def test_a_started_operation_names_wait_for_operation_and_its_id_in_the_result(cast, token_for):
+    caller = caller_for_secret(token_for(cast.operator))
+    result = call_tool_as(caller, "start_demo_operation", {"name": "next", "team": cast.team.pk})
+    assert not result.is_error
+    operation_id = result.structured_content["id"]
+    assert result.meta["instantstart/next_tool"] == "wait_for_operation"
+    assert result.meta["instantstart/next_arguments"] == {"operation_id": operation_id}
+    sentence, _, rest = result.content[0].text.partition("\n\n")
+    assert sentence.startswith(f"STARTED, NOT DONE: operation {operation_id} is pending.")
+    assert f'`wait_for_operation` with {{"operation_id": {operation_id}}}' in sentence
+    assert json.loads(rest) == result.structured_content, "the REST body follows, unchanged"
+
+
+@pytest.mark.usefixtures("open_team_creation")
+def test_a_change_without_an_operation_names_its_status_tool_with_the_id(cast, token_for):
+    result = call_tool_as(caller_for_secret(token_for(cast.admin)), "create_team", {"name": "Next", "slug": "next"})
+    team_id = result.structured_content["id"]
+    assert (result.meta["instantstart/next_tool"], result.meta["instantstart/next_arguments"]) == (
+        "get_team", {"team_id": team_id})
+    assert result.content[0].text.startswith(f'Next: confirm the result with `get_team` {{"team_id": {team_id}}}.')
+
+
+def test_reads_and_errors_name_no_next_step(cast, token_for):
+    caller = caller_for_secret(token_for(cast.admin))
+    read = call_tool_as(caller, "whoami", {})
+    refused = call_tool_as(caller, "retry_operation", {"operation_id": 999999})
+    assert "instantstart/next_tool" not in read.meta and "instantstart/next_tool" not in (refused.meta or {})
+    assert refused.is_error
+
+
+@pytest.mark.parametrize(("tool", "value", "code"), [
+    ("get_operation", "abc", "invalid"), ("get_operation", -1, "min_value"), ("get_operation", 1.5, "invalid"),
+    ("get_operation", True, "invalid"), ("wait_for_operation", "abc", "invalid"),
+    ("cancel_operation", -1, "min_value"), ("get_operation", 10**19, "max_value"),
+])
+def test_a_wrong_typed_id_is_a_field_error(cast, token_for, tool, value, code):
+    is_error, body = call_tool(token_for(cast.operator), tool, {"operation_id": value})
+    assert is_error and body["code"] == "validation_failed", body
+    assert [error["code"] for error in body["fields"]["operation_id"]] == [code]
+
+
+def test_an_id_given_as_digits_is_an_id(cast, token_for):
+    operation = Operation.objects.create(team=cast.team, kind="demo", title="digits", created_by=cast.admin)
+    is_error, body = call_tool(token_for(cast.operator), "get_operation", {"operation_id": str(operation.pk)})
+    assert not is_error and body["id"] == operation.pk
+
+
+def test_tools_that_disrupt_running_pods_are_annotated_destructive():
+    tools = bind_catalog()
+    for name in ("reboot_cluster_nodes", "update_cluster_software", "replace_cluster_nodes", "delete_cluster"):
+        assert tools[name].describe().annotations.destructive_hint is True, name
+
+
+def test_a_new_member_sets_their_current_team(cast, token_for):
+    cast.viewer.current_team = None
+    cast.viewer.save()
+    secret = token_for(cast.viewer)
+    is_error, me = call_tool(secret, "set_current_team", {"current_team": cast.team.pk})
+    assert not is_error and me["current_team"] == cast.team.pk, me
+    cast.viewer.refresh_from_db()
+    assert cast.viewer.current_team == cast.team
+    is_error, body = call_tool(secret, "set_current_team", {"current_team": 999999})
+    assert is_error and body["code"] == "not_found"
+
+
+def test_scale_instance_group_offers_only_what_it_accepts():
+    tool = bind_catalog()["scale_instance_group"]
+    assert set(tool.input_schema["properties"]) == {"cluster_id", "name", "instance_count", "deep_health_checks",
+                                                    "idempotency_key"}
+    assert {"zone", "instance_type"} <= set(tool.operation.input_schema["properties"]), (
+        "REST still takes them, to refuse a change by name (immutable_field, tests/test_contract.py)")
