@@ -11,9 +11,10 @@ proxy) as plain text chunks the page appends as they arrive (``static/js/inferen
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -173,8 +174,14 @@ def endpoint_stream(request: PortalRequest, endpoint_id: int) -> HttpResponse | 
     except ApplicationError as error:
         return HttpResponse(json.dumps(error.as_dict()), status=error.status, content_type="application/json")
 
-    def relay() -> Iterator[str]:
+    async def relay() -> AsyncIterator[str]:
+        """Each chunk as the server sends it (an async iterator: Django's ASGI handler would read a synchronous one
+        to its end before sending anything)."""
         yield first
-        yield from stream
+        while True:
+            chunk = await sync_to_async(next, thread_sensitive=False)(stream, None)
+            if chunk is None:
+                return
+            yield chunk
 
     return StreamingHttpResponse(relay(), content_type="text/plain; charset=utf-8")

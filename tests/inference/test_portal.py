@@ -4,6 +4,7 @@ fields (the token never echoed back)."""
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.test import Client
 from django.urls import reverse
 
@@ -52,7 +53,10 @@ def test_the_endpoint_page_shows_pods_and_metrics_and_the_playground_streams_the
     streamed = viewer.post(reverse("inference-playground-stream", args=[endpoint.pk]), body,
                            content_type="application/json")
     assert streamed.status_code == 200 and streamed.streaming
-    chunks = [chunk.decode() for chunk in streamed.streaming_content]
+    async def collect() -> list[str]:
+        return [chunk.decode() async for chunk in streamed.streaming_content]
+
+    chunks = async_to_sync(collect)()
     assert len(chunks) >= 6 and len("".join(chunks).split()) == 6
     playground = viewer.get(reverse("inference-playground", args=[endpoint.pk])).content.decode()
     assert "&quot;id&quot;: &quot;qwen&quot;" in playground
