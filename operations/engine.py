@@ -36,6 +36,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from cloud import aws, kube
 from config.errors import ApplicationError
@@ -269,7 +270,7 @@ def _vocabulary_error(exc: Exception) -> ApplicationError:
         return exc
     if isinstance(exc, ClientError | BotoCoreError):
         return aws.translate(exc, service="AWS")
-    if isinstance(exc, ApiException):
+    if isinstance(exc, ApiException | HTTPError):  # an answer, or a dropped/refused connection (transient)
         return kube.translate(exc)
     return ApplicationError(f"Unexpected {type(exc).__name__}: {exc}", code="internal_error")
 

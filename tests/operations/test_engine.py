@@ -9,11 +9,13 @@ import threading
 import time
 from collections import Counter
 from datetime import timedelta
+from http.client import RemoteDisconnected
 
 import boto3
 import pytest
 from django.db import connection
 from django.utils import timezone
+from urllib3.exceptions import ProtocolError
 
 from operations import demo, engine, pipeline, ratelimit, services, transitions
 from operations.models import LogLevel, Operation, OperationState, PhaseState, PhaseStep
@@ -226,6 +228,21 @@ pipeline.register(Pipeline(kind="test.buggy", phases=(
     Phase("bug", "Buggy", _buggy, lambda ctx: Progress.finished()),)))
 
 
+_dropped = itertools.count()
+
+
+def _drops_its_first_connection(ctx):
+    """The API server drops the first poll's connection mid-answer, as a busy or restarting one does."""
+    _identity(ctx)
+    if next(_dropped) == 0:
+        raise ProtocolError("Connection aborted.", RemoteDisconnected("Remote end closed connection"))
+    return Progress.finished()
+
+
+pipeline.register(Pipeline(kind="test.dropped-connection", phases=(
+    Phase("poll", "Polling a flaky API server", _identity, _drops_its_first_connection, poll_interval=0.01),)))
+
+
 def start(cast, kind: str) -> Operation:
     operation, created = services.operation_start(actor=cast.admin, team=cast.team, kind=kind, title=kind,
                                                   params={"region": "us-west-2"}, source="system")
@@ -248,6 +265,15 @@ def test_a_bug_in_a_step_fails_the_phase_as_an_internal_error(sandbox, cast, dri
     assert [(p.slug, p.state) for p in phases(operation).values()] == [("first", "succeeded"), ("bug", "failed")]
     assert operation.error_code == "internal_error"
     assert "ValueError: a bug in a step" in operation.error_message
+
+
+def test_a_dropped_kubernetes_connection_is_retried_not_fatal(sandbox, cast, drive):
+    """urllib3's ProtocolError (what the kubernetes client raises when the API server drops a connection) is the
+    transient kube_unreachable: the phase logs it and polls again instead of failing as an internal error."""
+    operation = drive(start(cast, "test.dropped-connection"))
+    assert operation.state == OperationState.SUCCEEDED, operation.error_message
+    warning = operation.logs.filter(level=LogLevel.WARNING, phase="poll").get()
+    assert "ProtocolError" in warning.message and "retrying" in warning.message
 
 
 def test_without_a_call_token_a_poll_waits_for_its_reserved_slot(sandbox, cast, drive, settings):
