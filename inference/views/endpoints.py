@@ -11,7 +11,7 @@ proxy) as plain text chunks the page appends as they arrive (``static/js/inferen
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -154,6 +154,10 @@ def endpoint_playground(request: PortalRequest, endpoint_id: int) -> HttpRespons
         "models_error": models_error})
 
 
+def _next_chunk(stream: Iterator[str]) -> str | None:
+    return next(stream, None)
+
+
 @require_POST
 @portal_view
 def endpoint_stream(request: PortalRequest, endpoint_id: int) -> HttpResponse | StreamingHttpResponse:
@@ -179,7 +183,7 @@ def endpoint_stream(request: PortalRequest, endpoint_id: int) -> HttpResponse | 
         to its end before sending anything)."""
         yield first
         while True:
-            chunk = await sync_to_async(next, thread_sensitive=False)(stream, None)
+            chunk = await sync_to_async(_next_chunk, thread_sensitive=False)(stream)
             if chunk is None:
                 return
             yield chunk
