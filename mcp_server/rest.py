@@ -59,7 +59,7 @@ def call(method: str, parts: RequestParts, *, authorization: str) -> RestRespons
         "SERVER_PORT": str(settings.PORT),
         "SERVER_PROTOCOL": "HTTP/1.1",
         "REMOTE_ADDR": "127.0.0.1",
-        "HTTP_HOST": _internal_host(),
+        "HTTP_HOST": _internal_host_and_port(),
         "HTTP_ACCEPT": "application/json",
         "HTTP_AUTHORIZATION": authorization,
         "CONTENT_TYPE": "application/json",
@@ -107,3 +107,14 @@ def _internal_host() -> str:
     """A Host that Django's ALLOWED_HOSTS accepts (the first entry; ``.example.com`` → ``example.com``)."""
     host = next(iter(settings.ALLOWED_HOSTS), "localhost")
     return "localhost" if host == "*" else host.lstrip(".")
+
+
+def _internal_host_and_port() -> str:
+    """The Host of an in-process request, so the links REST builds (pagination's ``next``) point where the product
+    listens: a loopback host with the server's port (``localhost:3099``); a named host as it is (behind a proxy the
+    public port is not this process's)."""
+    host = _internal_host()
+    return f"{host}:{settings.PORT}" if host in _LOOPBACK_HOSTS else host
+
+
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})

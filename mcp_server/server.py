@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
@@ -62,6 +63,8 @@ META_PREFIX = "instantstart/"
 #: A path argument that defaults to the caller's active cluster, and where that is read.
 ACTIVE_CLUSTER_ARGUMENT = "cluster_id"
 ACTIVE_CLUSTER_PATH = "/api/v1/active-cluster"
+#: A paginated tool's page argument (the ``cursor`` query value of the previous answer's ``next``).
+CURSOR_ARGUMENT = "cursor"
 #: The tool that follows an operation to its end; a mutation answering with an operation names it as the next step.
 WAIT_TOOL = "wait_for_operation"
 
@@ -101,6 +104,8 @@ class CatalogTool:
         if refused is not None:
             return refused
         assert caller is not None  # refusal() refuses a missing caller
+        if isinstance(arguments.get(CURSOR_ARGUMENT), str) and CURSOR_ARGUMENT in self.operation.query_params:
+            arguments = {**arguments, CURSOR_ARGUMENT: cursor_value(arguments[CURSOR_ARGUMENT])}
         try:
             arguments = await self.with_active_cluster(caller, arguments)
             parts = self.operation.request_parts(arguments)
@@ -429,6 +434,14 @@ def tool_result(response: rest.RestResponse, *, argument_names: Mapping[str, str
 def error_result(body: dict[str, Any], *, meta: dict[str, Any] | None = None) -> CallToolResult:
     """A tool error carrying the REST error body, as text and as structured content."""
     return CallToolResult(content=[TextContent(text=_text(body))], structured_content=body, is_error=True, _meta=meta)
+
+
+def cursor_value(given: str) -> str:
+    """The cursor an agent meant: the ``cursor`` of a whole ``next`` link, or a value copied from one still
+    percent-encoded (``…%3D``), decoded; a plain cursor is unchanged (cursors are base64, without ``%``)."""
+    if "?" in given:
+        return parse_qs(urlsplit(given).query).get(CURSOR_ARGUMENT, [given])[0]
+    return unquote(given)
 
 
 @functools.cache

@@ -84,3 +84,21 @@ def test_scale_instance_group_offers_only_what_it_accepts():
                                                     "idempotency_key"}
     assert {"zone", "instance_type"} <= set(tool.operation.input_schema["properties"]), (
         "REST still takes them, to refuse a change by name (immutable_field, tests/test_contract.py)")
+
+
+def test_next_links_keep_the_port_and_their_cursors_work_as_copied(cast, token_for, settings):
+    from urllib.parse import parse_qs, urlsplit
+
+    for title in ("one", "two", "three"):
+        Operation.objects.create(team=cast.team, kind="demo", title=title, created_by=cast.admin)
+    secret = token_for(cast.operator)
+    is_error, first = call_tool(secret, "list_operations", {"page_size": 1})
+    assert not is_error and first["next"], first
+    link = urlsplit(first["next"])
+    assert link.port == settings.PORT, first["next"]
+    encoded = link.query.split("cursor=")[1].split("&")[0]  # as it appears in the link, percent-encoded
+    decoded = parse_qs(link.query)["cursor"][0]
+    pages = [call_tool(secret, "list_operations", {"page_size": 1, "cursor": cursor})
+             for cursor in (encoded, decoded, first["next"])]
+    assert all(not is_error for is_error, _ in pages), pages
+    assert {page["results"][0]["title"] for _, page in pages} == {"two"}
