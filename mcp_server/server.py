@@ -152,26 +152,34 @@ class CatalogTool:
             TextContent(text=f"{sentence}\n\n{_text(response.body)}")]})
 
     def next_step(self, body: Any) -> tuple[str, dict[str, Any], str] | None:
-        """For a mutation's answer: the tool that confirms it, its arguments and a sentence saying so. An answer
-        that is or carries an operation names ``wait_for_operation`` with that operation's id (the change has only
-        started); otherwise the status tool, given the answer's ``id`` for its one id parameter."""
+        """For a mutation's answer: the tool that confirms it, its arguments and a sentence saying so. A tool whose
+        status tool is ``wait_for_operation`` names it with the operation the answer is or carries (none when
+        nothing started, e.g. ``changed: false``); any other names its status tool with an id for its one id
+        parameter — the answer's, or that of the object it carries beside its operation (``{"job", "operation"}``):
+        the object's own state decides, not its operation's — and says the change is not done while that object's
+        ``terminal`` is false."""
         if self.spec.read_only or not isinstance(body, dict):
             return None
-        operation = body.get("operation") if isinstance(body.get("operation"), dict) else (
-            body if "phases" in body and "terminal" in body else None)
-        if operation is not None and operation.get("id") is not None:
+        status = self.spec.status_tool
+        assert status is not None  # every mutating spec names one (ToolSpec.check)
+        if status == WAIT_TOOL:
+            operation = body.get("operation") if isinstance(body.get("operation"), dict) else (
+                body if "phases" in body and "terminal" in body else None)
+            if operation is None or operation.get("id") is None:
+                return None
             arguments = {"operation_id": operation["id"]}
             return WAIT_TOOL, arguments, (
                 f"STARTED, NOT DONE: operation {operation['id']} is {operation.get('state')}. Call `{WAIT_TOOL}` "
                 f"with {_text(arguments)} until it answers SUCCEEDED, FAILED or CANCELLED before reporting the result.")
-        status = self.spec.status_tool
-        assert status is not None  # every mutating spec names one (ToolSpec.check)
-        if status == WAIT_TOOL:
-            return None  # nothing started (e.g. `changed: false`): there is nothing to wait for
+        subject = body if "id" in body else next((value for key, value in body.items() if key != "operation"
+                                                  and isinstance(value, dict) and "id" in value), {})
         ids = _id_parameters(status)
-        arguments = {ids[0]: body["id"]} if len(ids) == 1 and body.get("id") is not None else {}
-        return status, arguments, f"Next: confirm the result with `{status}`" + (
-            f" {_text(arguments)}." if arguments else ".")
+        arguments = {ids[0]: subject["id"]} if len(ids) == 1 and subject.get("id") is not None else {}
+        call = f"`{status}`" + (f" with {_text(arguments)}" if arguments else "")
+        if subject.get("terminal") is False:
+            return status, arguments, (f"STARTED, NOT DONE: it is {subject.get('state')}. Call {call} until "
+                                       "`terminal` is true before reporting the result.")
+        return status, arguments, f"Next: confirm the result with {call}."
 
 
 #: How often a waiting tool repeats its request: from the minimum, growing while nothing changes, up to the maximum.

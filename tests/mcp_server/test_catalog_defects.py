@@ -32,7 +32,8 @@ def test_a_change_without_an_operation_names_its_status_tool_with_the_id(cast, t
     team_id = result.structured_content["id"]
     assert (result.meta["instantstart/next_tool"], result.meta["instantstart/next_arguments"]) == (
         "get_team", {"team_id": team_id})
-    assert result.content[0].text.startswith(f'Next: confirm the result with `get_team` {{"team_id": {team_id}}}.')
+    assert result.content[0].text.startswith(
+        f'Next: confirm the result with `get_team` with {{"team_id": {team_id}}}.')
 
 
 def test_reads_and_errors_name_no_next_step(cast, token_for):
@@ -102,3 +103,14 @@ def test_next_links_keep_the_port_and_their_cursors_work_as_copied(cast, token_f
              for cursor in (encoded, decoded, first["next"])]
     assert all(not is_error for is_error, _ in pages), pages
     assert {page["results"][0]["title"] for _, page in pages} == {"two"}
+
+
+def test_a_submitted_training_job_names_get_training_job_until_terminal():
+    tool = bind_catalog()["submit_training_job"]
+    step = tool.next_step({"job": {"id": 7, "state": "pending", "terminal": False},
+                           "operation": {"id": 3, "state": "pending"}})
+    assert step is not None
+    assert step[:2] == ("get_training_job", {"job_id": 7})
+    assert step[2] == ('STARTED, NOT DONE: it is pending. Call `get_training_job` with {"job_id": 7} until '
+                       '`terminal` is true before reporting the result.')
+    assert bind_catalog()["scale_instance_group"].next_step({"changed": False, "group": {}, "operation": None}) is None
