@@ -40,7 +40,7 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
             "List the HyperPod instance types (ml.*) offered in a region, or in one `zone`, with `zones` offering "
             "each, vCPUs, memory, `accelerator_count`/`accelerator_type`/`accelerator_memory_gib` (GPUs or "
             "Trainium) and `efa_supported`. Only these are valid `instance_type` values for `create_cluster` in "
-            "that zone." + _TEAM
+            "that zone. Pass `accelerated: true` for only the GPU/Trainium types (a much shorter answer)." + _TEAM
         ),
     ),
     ToolSpec(

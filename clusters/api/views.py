@@ -31,6 +31,8 @@ from operations.api.serializers import OperationSerializer
 TAGS = ["clusters"]
 REGION = OpenApiParameter("region", OpenApiTypes.STR, description="AWS region; the deployment's default when omitted.")
 ZONE = OpenApiParameter("zone", OpenApiTypes.STR, description="Only this availability zone (name, e.g. us-west-2a).")
+ACCELERATED = OpenApiParameter("accelerated", OpenApiTypes.BOOL, description=(
+    "true: only types with GPUs or Trainium chips (accelerator_count > 0); false: only those without."))
 TEAM = OpenApiParameter("team", OpenApiTypes.INT, description="Team id; your current team when omitted.")
 
 
@@ -40,6 +42,17 @@ def query_team(request) -> Team:
     if raw is not None and database_id(raw) is None:
         raise ValidationFailed.for_field("team", "invalid", "Give a team id.")
     return team_chosen(actor=request.user, team_id=database_id(raw))
+
+
+def query_boolean(request, name: str) -> bool | None:
+    """The boolean query parameter ``name`` (``true``/``false``, ``1``/``0``, any case; ``None`` when absent or
+    empty); ``invalid`` on that field otherwise."""
+    text = (request.query_params.get(name) or "").strip().lower()
+    if not text:
+        return None
+    if text in ("true", "1", "false", "0"):
+        return text in ("true", "1")
+    raise ValidationFailed.for_field(name, "invalid", "Enter true or false.")
 
 
 def query_region(request) -> str:
@@ -324,14 +337,17 @@ class ZoneListView(_InspectView):
 
 
 class InstanceTypeListView(_InspectView):
-    @extend_schema(operation_id="inspect_instance_types", parameters=[REGION, ZONE, TEAM],
+    @extend_schema(operation_id="inspect_instance_types", parameters=[REGION, ZONE, ACCELERATED, TEAM],
                    responses={200: s.InstanceTypeSerializer(many=True)}, tags=["inspect"])
     def get(self, request):
         """HyperPod instance types offered in a region (or one zone) with accelerator count and type, memory and
-        EFA support — only types HyperPod accepts."""
+        EFA support — only types HyperPod accepts; ``accelerated`` keeps only those with (or without)
+        accelerators (``invalid`` unless true or false)."""
         self.inspected(request)
-        return Response(_rows(inspection.instance_types(query_region(request),
-                                                        request.query_params.get("zone") or None)))
+        accelerated = query_boolean(request, "accelerated")
+        types = inspection.instance_types(query_region(request), request.query_params.get("zone") or None)
+        return Response(_rows(item for item in types
+                              if accelerated is None or (item.accelerator_count > 0) is accelerated))
 
 
 class QuotaListView(_InspectView):

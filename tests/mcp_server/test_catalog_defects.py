@@ -114,3 +114,18 @@ def test_a_submitted_training_job_names_get_training_job_until_terminal():
     assert step[2] == ('STARTED, NOT DONE: it is pending. Call `get_training_job` with {"job_id": 7} until '
                        '`terminal` is true before reporting the result.')
     assert bind_catalog()["scale_instance_group"].next_step({"changed": False, "group": {}, "operation": None}) is None
+
+
+def test_list_instance_types_filters_accelerated_types(cast, token_for, sandbox):
+    cast.viewer.current_team = cast.team
+    cast.viewer.save()
+    secret = token_for(cast.viewer)
+    is_error, every = call_tool(secret, "list_instance_types", {"zone": "us-west-2a"})
+    is_error_gpu, accelerated = call_tool(secret, "list_instance_types", {"zone": "us-west-2a", "accelerated": True})
+    is_error_cpu, plain = call_tool(secret, "list_instance_types", {"zone": "us-west-2a", "accelerated": "false"})
+    assert not (is_error or is_error_gpu or is_error_cpu), (every, accelerated, plain)
+    assert accelerated["results"] and all(item["accelerator_count"] > 0 for item in accelerated["results"])
+    assert plain["results"] and all(item["accelerator_count"] == 0 for item in plain["results"])
+    assert len(accelerated["results"]) + len(plain["results"]) == len(every["results"])
+    is_error, body = call_tool(secret, "list_instance_types", {"accelerated": "gpu"})
+    assert is_error and body["fields"]["accelerated"][0]["code"] == "invalid"
