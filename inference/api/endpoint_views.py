@@ -123,6 +123,7 @@ class EndpointModelsView(APIView):
 class EndpointChatView(APIView):
     @extend_schema(operation_id="endpoint_chat", request=s.ChatSerializer,
                    responses={200: OpenApiResponse(description="The server's chat.completion, whole.")}, tags=TAGS)
+    @idempotent()
     def post(self, request, endpoint_id: int):
         """Call the model: an OpenAI-compatible chat completion sent through the Kubernetes API server's service
         proxy (works for in-cluster endpoints, no port-forward), answered whole. ``endpoint_not_ready`` when no

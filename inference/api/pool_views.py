@@ -68,6 +68,7 @@ class PoolDetailView(APIView):
 class PoolAssignView(APIView):
     @extend_schema(operation_id="model_pools_assign", request=s.PoolAssignSerializer,
                    responses={200: s.ModelPoolSerializer}, tags=TAGS)
+    @idempotent()
     def post(self, request, pool_id: int):
         """Move a worker to another of the pool's endpoints (or idle) by relabelling its pod (operators): no
         restart, no cold start; the endpoints' Services follow at once."""
@@ -89,6 +90,7 @@ class PoolAssignView(APIView):
 class PoolEndpointView(APIView):
     @extend_schema(operation_id="model_pool_endpoints_create", request=s.PoolEndpointSerializer,
                    responses={202: s.PoolEndpointOperationSerializer}, tags=TAGS)
+    @idempotent()
     def post(self, request, pool_id: int):
         """Add a pool endpoint (operators): a Service selecting the workers assigned to it (none at first)."""
         pool = selectors.pool_get(actor=request.user, pool_id=pool_id)
@@ -103,6 +105,7 @@ class PoolEndpointView(APIView):
 class PoolDeleteView(APIView):
     @extend_schema(operation_id="model_pools_delete", request=None, responses={202: s.ModelPoolOperationSerializer},
                    tags=TAGS)
+    @idempotent()
     def post(self, request, pool_id: int):
         """Delete a pool (operators) once it serves no endpoint (``pool_in_use``)."""
         pool = selectors.pool_get(actor=request.user, pool_id=pool_id)

@@ -9,13 +9,16 @@ import pytest
 from config.errors import ValidationFailed
 from mcp_server.catalog import CATALOG, ToolSpec, WaitSpec
 from mcp_server.cluster_tools import CLUSTER_TOOLS
+from mcp_server.endpoint_tools import ENDPOINT_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
 from mcp_server.invitation_tools import INVITATION_TOOLS
 from mcp_server.mlflow_tools import MLFLOW_TOOLS
+from mcp_server.model_tools import MODEL_TOOLS
 from mcp_server.node_group_tools import NODE_GROUP_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.openapi import openapi_schema, operation
+from mcp_server.pool_tools import POOL_TOOLS
 from mcp_server.server import WaitingTool, bind_catalog
 from mcp_server.training_tools import TRAINING_TOOLS
 
@@ -102,6 +105,7 @@ CLUSTER_TOOL_NAMES = [tool.name for tool in (*CLUSTER_TOOLS, *GROUP_TOOLS, *NODE
                                              *FEATURE_TOOLS)]
 INVITATION_TOOL_NAMES = [tool.name for tool in INVITATION_TOOLS]
 TRAINING_TOOL_NAMES = [tool.name for tool in (*TRAINING_TOOLS, *MLFLOW_TOOLS)]
+INFERENCE_TOOL_NAMES = [tool.name for tool in (*MODEL_TOOLS, *ENDPOINT_TOOLS, *POOL_TOOLS)]
 
 
 def test_catalog_is_coherent():
@@ -111,7 +115,7 @@ def test_catalog_is_coherent():
                            "list_audit_events", "list_operations", "get_operation", "wait_for_operation",
                            "list_operation_logs", "retry_operation",
                            "cancel_operation", "start_demo_operation", *CLUSTER_TOOL_NAMES,
-                           *TRAINING_TOOL_NAMES]
+                           *TRAINING_TOOL_NAMES, *INFERENCE_TOOL_NAMES]
     for tool in tools.values():
         assert tool.spec.read_only is (tool.operation.method == "GET"), tool.spec.name
         annotations = tool.spec.annotations
