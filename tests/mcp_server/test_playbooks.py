@@ -143,7 +143,7 @@ class ScriptedAgent:
         assert existing is None, existing
         # 2. Inspect.
         zone = self.call("list_availability_zones")["results"][0]["name"]
-        types = self.call("list_instance_types", {"zone": zone})["results"]
+        types = self.call("list_instance_types", {"zone": zone, "accelerated": True})["results"]
         quotas = {quota["instance_type"]: quota["value"] for quota in self.call("list_cluster_quotas")["results"]}
         plans = self.call("list_training_plans")["results"]
         # 3. The user's decisions, from what the tools offered (a fresh sandbox has no plan: on-demand).
