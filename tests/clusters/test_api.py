@@ -138,7 +138,7 @@ def test_delete_of_a_created_cluster_starts_the_reverse_pipeline(admin_api, make
     response = admin_api.post(f"/api/v1/clusters/{cluster.pk}/delete", {"confirm": "alpha"})
     assert response.status_code == 202, response.content
     assert [phase["slug"] for phase in response.json()["operation"]["phases"]] == [
-        "storage", "hyperpod", "dependencies", "eks", "network"]
+        "storage", "hyperpod", "dependencies", "system-nodes", "eks", "network"]
     cluster.refresh_from_db()
     assert cluster.state == ClusterState.DELETING
 

@@ -4,12 +4,11 @@ with the apiserver's 422 — through the official client."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from kubernetes import client as k8s
 
-from sandbox.kube import crds, world
+from sandbox.kube import celrules, crds, world
 from sandbox.kube.errors import ApiError
 from tests.sandbox.kube.conftest import raw
 
@@ -137,7 +136,7 @@ def test_a_crd_whose_rule_does_not_compile_is_refused(api):
 
 def test_unchanged_values_are_ratcheted_and_rules_stay_cheap(store, karpenter):
     """A value stored before a stricter rule existed can stay while other fields change (CRD validation
-    ratcheting); changing it is checked. Rules are compiled once, so a patch with CEL costs well under 10 ms."""
+    ratcheting); changing it is checked. Rules are compiled once per text: patches compile nothing new."""
     gadgets = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                "metadata": {"name": "gadgets.example.com"},
                "spec": {"group": "example.com", "scope": "Cluster", "names": {"kind": "Gadget", "plural": "gadgets"},
@@ -156,7 +155,8 @@ def test_unchanged_values_are_ratcheted_and_rules_stay_cheap(store, karpenter):
     assert str(refused.value) == 'Gadget.example.com "g" is invalid: spec.size: Invalid value: "integer": at most 10'
 
     karpenter.create("nodepools.karpenter.sh", nodepool())
-    started = time.perf_counter()
-    for weight in range(1, 101):
+    karpenter.patch("nodepools.karpenter.sh", "gpu", {"spec": {"weight": 1}})
+    compiled = celrules.compile_rule.cache_info().misses
+    for weight in range(2, 52):
         karpenter.patch("nodepools.karpenter.sh", "gpu", {"spec": {"weight": weight}})
-    assert (time.perf_counter() - started) / 100 < 0.01
+    assert celrules.compile_rule.cache_info().misses == compiled

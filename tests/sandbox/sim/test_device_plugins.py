@@ -94,8 +94,10 @@ def test_a_daemon_pod_stays_on_a_cordoned_node_and_leaves_one_whose_taint_it_doe
     status = wait_for(lambda: apps.read_namespaced_daemon_set(name, "kube-system").status,
                       lambda found: found.desired_number_scheduled == 1 and found.current_number_scheduled == 1)
     assert status.number_ready == 1
-    (pod,) = [pod for pod in core.list_namespaced_pod("kube-system").items
-              if pod.metadata.owner_references[0].name == name]
+    (pod,) = wait_for(lambda: [pod for pod in core.list_namespaced_pod("kube-system").items
+                               if pod.metadata.owner_references[0].name == name
+                               and pod.metadata.deletion_timestamp is None],  # the tainted node's is leaving
+                      lambda pods: len(pods) == 1)
     assert pod.spec.node_name == first
     assert {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"} in \
         [{"key": t.key, "operator": t.operator, "effect": t.effect} for t in pod.spec.tolerations]
