@@ -13,9 +13,10 @@ run: $(STAMP)
 
 # Tests run on two worker processes (pytest-xdist), each with its own database and Redis (tests/embedded.py);
 # tests of one xdist_group share a worker. PYTEST_ARGS='-n 0' runs them in one process.
+# The 30 slowest tests are listed at the end: the suite must stay under 20 minutes on 2 cores.
 test: $(STAMP) $(CHROMIUM)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup --durations=30 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
