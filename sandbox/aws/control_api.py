@@ -17,6 +17,8 @@
                                       "lines_rotated"}``
 ``POST /_sandbox/node-faults``        a hardware fault on a HyperPod node, seen only by the health-monitoring
                                       agent: ``{"region", "cluster", "node", "reason", "action": "reboot"|"replace"}``
+``POST /_sandbox/device-faults``      a node's devices of one resource turn unhealthy (allocatable 0, capacity
+                                      kept): ``{"region", "cluster", "node", "resource": "vpc.amazonaws.com/efa"}``
 ====================================  ==============================================================
 
 Malformed input is a 400 with ``{"error": message}``; an unknown path a 404, a wrong method a 405.
@@ -33,7 +35,7 @@ from werkzeug.wrappers import Request, Response
 from sandbox import clock, control
 from sandbox.aws import core, faults, iam_roles, outcomes, quotas, requestlog, training_plans, world
 from sandbox.kube import world as kube_world
-from sandbox.sim import health
+from sandbox.sim import devices, health
 
 Route = Callable[[Request], tuple[int, Any]]
 
@@ -206,6 +208,20 @@ def _post_node_fault(request: Request) -> tuple[int, Any]:
     return 201, {"fault": {key: body[key] for key in ("region", "cluster", "node", "reason", "action")}}
 
 
+def _post_device_fault(request: Request) -> tuple[int, Any]:
+    body = _object(request)
+    for key in ("region", "cluster", "node", "resource"):
+        if not isinstance(body.get(key), str) or not body[key]:
+            raise ValueError(f"{key} is required")
+    store = kube_world.existing_store(body["region"], body["cluster"])
+    if store is None:
+        raise _NotFound(f"no Kubernetes API server for cluster {body['cluster']} in {body['region']}")
+    if store.find("nodes", body["node"]) is None:
+        raise _NotFound(f"no node {body['node']} in cluster {body['cluster']}")
+    devices.fail(body["region"], body["cluster"], body["node"], body["resource"])
+    return 201, {"fault": {key: body[key] for key in ("region", "cluster", "node", "resource")}}
+
+
 _ROUTES: dict[tuple[str, str], Route] = {
     ("/_sandbox", "GET"): _index,
     ("/_sandbox/reset", "POST"): _reset,
@@ -229,6 +245,7 @@ _ROUTES: dict[tuple[str, str], Route] = {
     ("/_sandbox/pod-logs/drop", "POST"): _drop_pod_logs,
     ("/_sandbox/pod-logs/rotate", "POST"): _rotate_pod_logs,
     ("/_sandbox/node-faults", "POST"): _post_node_fault,
+    ("/_sandbox/device-faults", "POST"): _post_device_fault,
 }
 
 

@@ -16,12 +16,19 @@ image repository ends with             resources advertised
 When the plugin's pod goes, the resources go with it (the kubelet keeps them at zero for a while; here they are
 dropped at once). Pods already running keep running; new ones asking for the resource stay Pending with
 ``Insufficient nvidia.com/gpu``. Only nodes the simulator made for HyperPod instances are touched.
+
+A test can fail a node's devices of one resource (``fail``, or ``POST /_sandbox/device-faults``): the plugin keeps
+running but reports them unhealthy, so the node's ``capacity`` still counts them and its ``allocatable`` drops to
+zero — what a node whose EFA interfaces went away looks like. Faults end with ``control.reset`` or when the node
+is gone.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+from sandbox import control
 from sandbox.sim import instances, nodes, objects, pods
 from sandbox.sim.context import Context
 
@@ -31,6 +38,26 @@ PLUGINS = {
     "aws-efa-k8s-device-plugin": (instances.EFA,),
     "neuron-device-plugin": (instances.NEURON, instances.NEURON_CORE),
 }
+
+
+_lock = threading.Lock()
+#: (region, EKS cluster, node name) → the extended resources whose devices are unhealthy there.
+_failed: dict[tuple[str, str, str], set[str]] = {}
+
+
+def fail(region: str, cluster: str, node: str, resource: str) -> None:
+    """Mark ``resource``'s devices of ``node`` unhealthy (``ValueError`` for a resource no plugin advertises)."""
+    known = {name for names in PLUGINS.values() for name in names}
+    if resource not in known:
+        raise ValueError(f"resource must be one of {', '.join(sorted(known))}")
+    with _lock:
+        _failed.setdefault((region, cluster, node), set()).add(resource)
+
+
+@control.on_reset
+def reset() -> None:
+    with _lock:
+        _failed.clear()
 
 
 def repository_name(image: str) -> str:
@@ -64,6 +91,9 @@ def advertised(all_pods: list[dict[str, Any]]) -> dict[str, set[str]]:
 def reconcile(ctx: Context) -> None:
     """Bring every HyperPod node's capacity and allocatable in line with the plugins running on it."""
     by_node = advertised(ctx.list("pods"))
+    with _lock:
+        failed = {key[2]: set(resources) for key, resources in _failed.items()
+                  if key[:2] == (ctx.store.region, ctx.store.name)}
     for node in ctx.list("nodes"):
         if not (node["metadata"].get("annotations") or {}).get(nodes.MANAGED):
             continue
@@ -71,5 +101,7 @@ def reconcile(ctx: Context) -> None:
             facts = instances.facts(objects.labels(node).get("node.kubernetes.io/instance-type", ""))
             devices = by_node.get(objects.name(node), set())
             status = node.get("status") or {}
-            wanted = {**status, "capacity": facts.capacity(devices), "allocatable": facts.allocatable(devices)}
+            allocatable = facts.allocatable(devices)
+            allocatable.update({resource: "0" for resource in failed.get(objects.name(node), set()) & devices})
+            wanted = {**status, "capacity": facts.capacity(devices), "allocatable": allocatable}
             ctx.set_status("nodes", node, wanted)

@@ -180,7 +180,8 @@ class _Run:
             lines: list[tuple[str, float | None]] = []
             points: list[tuple[int, float, float, float]] = []
             slow = None
-            for step in range(state["written"].get(rank.pod_name, state["start_step"]) + 1, done + 1):
+            last = plan.rank_last_step(rank.rank, len(self.ranks), done, attempt)
+            for step in range(state["written"].get(rank.pod_name, state["start_step"]) + 1, last + 1):
                 at = plan.step_time(state["start_step"], state["started_at"], step)
                 lines.extend(plan.lines(rank.rank, len(self.ranks), step, at))
                 if report and rank.rank == 0:
@@ -193,15 +194,16 @@ class _Run:
             if slow:
                 self._fault("JobSlow", slow, [rank])
                 return
-            state["written"][rank.pod_name] = done
+            state["written"][rank.pod_name] = last
         if done >= plan.steps:
             self._end(succeeded=True, reason="", message="")
         elif done >= plan.stop_step(attempt) and plan.faults(attempt) and plan.outcome != "hang":
             crashed = self.ranks[-1]
             pod = self.pods[crashed.pod_name]
-            for line in training.CRASH:
+            lines = plan.crash_lines(crashed.rank)
+            for line in lines:
                 self.ctx.store.append_log(objects.own_namespace(pod), crashed.pod_name, _container(pod), line)
-            self._fault("ProcessFailure", f"{training.CRASH[0]} (rank {crashed.rank})", [crashed])
+            self._fault("ProcessFailure", f"{lines[0]} (rank {crashed.rank})", [crashed])
         else:
             hanging = state["monitor"].hanging(self.ctx.now)
             if hanging:

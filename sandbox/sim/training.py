@@ -17,7 +17,10 @@ process. The annotation ``sandbox.instantstart.dev/outcome`` picks how attempts 
 - ``restart-once``: only the first attempt crashes;
 - ``hang``: every attempt stops logging (the processes stay up);
 - ``straggle``: the last rank runs at a quarter of the others' throughput and every step takes
-  ``STRAGGLE_FACTOR`` times as long (synchronous training waits for it).
+  ``STRAGGLE_FACTOR`` times as long (synchronous training waits for it);
+- ``nccl-timeout``: in every attempt the last rank stops progressing ``STALL_STEPS`` steps before the fault (its
+  EFA path is broken), then its NCCL watchdog times out: it logs the timeout, NCCL's and libfabric's warnings
+  (``nccl_lines``) and crashes.
 
 After a restart training resumes from the last checkpoint (every ``CHECKPOINT_EVERY`` steps) before the
 fault (``checkpoint_before``).
@@ -40,7 +43,8 @@ MAX_LINES_PER_STEP = 1000
 SAMPLES_PER_WORKER = 40.0
 STRAGGLE_FACTOR = 2.0
 CHECKPOINT_EVERY = 10
-OUTCOMES = ("fail", "hang", "straggle", "restart-once")
+STALL_STEPS = 3
+OUTCOMES = ("fail", "hang", "straggle", "restart-once", "nccl-timeout")
 CRASH = ("RuntimeError: CUDA error: an illegal memory access was encountered",
          "hyperpodrun: worker process (local_rank 0) exited with code 1")
 
@@ -67,11 +71,22 @@ class Plan:
 
     def faults(self, attempt: int) -> bool:
         """Does attempt number ``attempt`` (0 first) crash or hang at ``fault_step``?"""
-        return self.outcome in ("fail", "hang") or (self.outcome == "restart-once" and attempt == 0)
+        return self.outcome in ("fail", "hang", "nccl-timeout") or (self.outcome == "restart-once" and attempt == 0)
 
     def stop_step(self, attempt: int) -> int:
         """The last step attempt ``attempt`` completes."""
         return self.fault_step if self.faults(attempt) else self.steps
+
+    def rank_last_step(self, rank: int, ranks: int, done: int, attempt: int) -> int:
+        """The last step rank ``rank`` of ``ranks`` has logged when the run as a whole is at ``done``: the stalled
+        rank of an ``nccl-timeout`` stops ``STALL_STEPS`` before the fault."""
+        if self.outcome == "nccl-timeout" and rank == ranks - 1 and self.faults(attempt):
+            return min(done, max(self.stop_step(attempt) - STALL_STEPS, 0))
+        return done
+
+    def crash_lines(self, rank: int) -> tuple[str, ...]:
+        """What the crashing rank ``rank`` logs when the attempt faults."""
+        return nccl_lines(rank) if self.outcome == "nccl-timeout" else CRASH
 
     def steps_done(self, start_step: int, started_at: float, now: float, attempt: int) -> int:
         """The last step completed by ``now`` in an attempt that began at ``started_at`` from ``start_step``."""
@@ -105,6 +120,22 @@ class Plan:
         samples = round(SAMPLES_PER_WORKER * self.workers_per_rank / max(micro, 1))
         return [*((f"step={step}, micro-batch {index}/{micro}, samples={samples}", at - (micro + 1 - index) * spacing)
                   for index in range(1, micro + 1)), (self.line(rank, ranks, step), at)]
+
+
+def nccl_lines(rank: int) -> tuple[str, ...]:
+    """The lines a rank whose collective timed out over a broken EFA path writes (PyTorch's NCCL watchdog, NCCL's
+    OFI plugin, libfabric), as real runs print them."""
+    return (
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum=4242, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for "
+        f"600412 milliseconds before timing out.",
+        f"train-{rank}:77:91 [0] NCCL WARN NET/OFI Request completed with error. RC: 5. Error: Input/output error. "
+        f"Completed length: 0",
+        f"train-{rank}:77:91 [0] NCCL WARN NET/OFI OFI call fi_cq_readerr failed. RC: -5, ERROR: Input/output error",
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+        "hyperpodrun: worker process (local_rank 0) exited with code 1",
+    )
 
 
 def checkpoint_before(step: int) -> int:
