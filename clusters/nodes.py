@@ -141,7 +141,7 @@ def hyperpod_nodes(sagemaker, hyperpod_name: str) -> list[dict[str, Any]]:
                 return summaries
 
 
-def _kube_list(call, **kwargs) -> list[dict[str, Any]]:
+def kube_list(call, **kwargs) -> list[dict[str, Any]]:
     """Every item of a Kubernetes list call as plain JSON, following ``continue`` (models are not built: a big
     cluster has thousands of pods)."""
     items: list[dict[str, Any]] = []
@@ -163,7 +163,7 @@ def core_api(cluster: Cluster) -> k8s.CoreV1Api:
 def kube_nodes(core: k8s.CoreV1Api) -> dict[str, dict[str, Any]]:
     """The cluster's Nodes by the instance id they run on (Nodes that are not EC2/HyperPod instances are left out)."""
     with _translated("kubernetes", "ListNode"):
-        nodes = _kube_list(core.list_node)
+        nodes = kube_list(core.list_node)
     by_instance: dict[str, dict[str, Any]] = {}
     for node in nodes:
         instance_id = instance_id_of(node)
@@ -175,7 +175,7 @@ def kube_nodes(core: k8s.CoreV1Api) -> dict[str, dict[str, Any]]:
 def pods_by_node(core: k8s.CoreV1Api) -> dict[str, list[Pod]]:
     """Non-terminal pods of every namespace grouped by the Node they are bound to — one list call (paged)."""
     with _translated("kubernetes", "ListPodForAllNamespaces"):
-        pods = _kube_list(core.list_pod_for_all_namespaces, field_selector=_ACTIVE_POD_PHASES)
+        pods = kube_list(core.list_pod_for_all_namespaces, field_selector=_ACTIVE_POD_PHASES)
     grouped: dict[str, list[Pod]] = {}
     for pod in pods:
         node_name = (pod.get("spec") or {}).get("nodeName")
@@ -208,7 +208,7 @@ def _condition(node: dict[str, Any], kind: str) -> str | None:
     return None
 
 
-def _count(resources: dict[str, Any], *keys: str) -> int:
+def count_of(resources: dict[str, Any], *keys: str) -> int:
     total = 0
     for key in keys:
         with contextlib.suppress(TypeError, ValueError):
@@ -244,8 +244,8 @@ def merge(summaries: Iterable[dict[str, Any]], nodes: dict[str, dict[str, Any]],
             row.ready = _condition(node, "Ready") == "True"
             row.schedulable = not (node.get("spec") or {}).get("unschedulable", False)
             row.health_status = labels.get(HEALTH_LABEL)
-            row.gpu_count = _count(capacity, GPU, NEURON)
-            row.efa_count = _count(capacity, EFA)
+            row.gpu_count = count_of(capacity, GPU, NEURON)
+            row.efa_count = count_of(capacity, EFA)
             row.pods = pods.get(row.node_name, [])
             row.deep_health_check = _deep_health(row.status, labels)
         else:

@@ -18,6 +18,7 @@ urlpatterns = [
     path("", include("clusters.api.node_group_urls")),
     path("", include("clusters.api.node_urls")),
     path("", include("clusters.api.feature_urls")),
+    path("", include("clusters.api.diagnostic_urls")),
     path("import-rules", views.ImportRuleListCreateView.as_view(), name="api-import-rules"),
     path("import-rules/<id:rule_id>", views.ImportRuleDetailView.as_view(), name="api-import-rule"),
     path("active-cluster", views.ActiveClusterView.as_view(), name="api-active-cluster"),

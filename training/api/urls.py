@@ -1,4 +1,4 @@
-"""REST routes of the training app (mounted under /api/v1): jobs and recipes, job logs, MLflow."""
+"""REST routes of the training app (mounted under /api/v1): jobs and recipes, job logs, MLflow, job diagnoses."""
 
 from django.urls import include, path
 
@@ -6,4 +6,5 @@ urlpatterns = [
     path("", include("training.api.job_urls")),
     path("", include("training.api.log_urls")),
     path("", include("training.api.mlflow_urls")),
+    path("", include("training.api.diagnostic_urls")),
 ]
