@@ -7,6 +7,7 @@ from typing import Any
 from django.db import models
 
 from accounts.models import AuditEvent, Team
+from config import plans
 from config.context import current_request_id
 from config.realtime import publish_on_commit, team_group
 
@@ -32,8 +33,11 @@ def record(
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
 ) -> AuditEvent:
-    """Append one audit event. ``actor`` may be None for system changes."""
+    """Append one audit event. ``actor`` may be None for system changes. In a dry run the event is also noted as a
+    planned change (``config.plans.note``); the caller's transaction rolls the row back."""
     authenticated = actor is not None and getattr(actor, "is_authenticated", False)
+    plans.note(action=action, target=f"{target._meta.model_name} {str(target)[:200]}", before=before or {},
+               after=after or {})
     event = AuditEvent.objects.create(
         actor=actor if authenticated else None,
         actor_name=actor.get_username() if authenticated else "system",

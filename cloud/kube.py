@@ -25,7 +25,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from cloud import aws
+from cloud import aws, dry_run
 from cloud.errors import provider_error
 from config.errors import (
     ApplicationError,
@@ -116,7 +116,7 @@ def _cached_api_client(cluster_name: str, region: str, credentials: aws.Credenti
 
     refresh(configuration)
     configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]  # kubernetes types the hook as None
-    client = k8s.ApiClient(configuration)
+    client = dry_run.GuardedApiClient(configuration)
     _api_clients_built.append(client)
     return client
 

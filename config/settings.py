@@ -103,6 +103,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "accounts.middleware.CurrentTeamMiddleware",
     "axes.middleware.AxesMiddleware",
+    "config.api.dry_run.DryRunMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -294,6 +295,7 @@ SPECTACULAR_SETTINGS = {
         "config.api.schema.add_error_responses",
         "config.api.schema.add_idempotency_key_header",
         "config.api.schema.allow_empty_filter_values",
+        "config.api.dry_run.add_dry_run_parameter",
     ],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],

@@ -52,7 +52,9 @@ INSTRUCTIONS = (
     "stable `code` and per-field messages in `fields`; fix the named fields instead of guessing. A tool that changes "
     "something names the tool that confirms completion: call it before reporting success. Long-running changes "
     "answer with an operation: it is done only when `terminal` is true and `state` is `succeeded`; "
-    "`wait_for_operation` waits for that. Pass `idempotency_key` to a change you might have to repeat. For a whole "
+    "`wait_for_operation` waits for that. Pass `idempotency_key` to a change you might have to repeat. Every tool "
+    "that changes something takes `dry_run`: true runs all its checks and answers the plan (the operation's phases "
+    "and the objects it would create, change or delete) without changing anything. For a whole "
     "workflow (create a cluster, add an instance group, train a model), get its playbook: the prompt of that name, "
     "or the resource instantstart://playbooks/<name>."
 )
@@ -157,8 +159,8 @@ class CatalogTool:
         nothing started, e.g. ``changed: false``); any other names its status tool with an id for its one id
         parameter — the answer's, or that of the object it carries beside its operation (``{"job", "operation"}``):
         the object's own state decides, not its operation's — and says the change is not done while that object's
-        ``terminal`` is false."""
-        if self.spec.read_only or not isinstance(body, dict):
+        ``terminal`` is false. A dry run's plan (``dry_run: true``) started nothing and has no next step."""
+        if self.spec.read_only or not isinstance(body, dict) or body.get("dry_run") is True:
             return None
         status = self.spec.status_tool
         assert status is not None  # every mutating spec names one (ToolSpec.check)

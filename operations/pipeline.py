@@ -82,7 +82,9 @@ class Phase:
     ``poll_interval`` is the first wait after the submit (or compensate) step, doubled (with jitter, up to
     ``OPERATIONS_POLL_MAX_SECONDS``) while the poll (or undo poll) step waits. Without ``undo_poll`` the undo is
     done once ``compensate`` returns. ``leftovers`` names what the phase made that is still there (``"EKS cluster
-    alpha (CREATING)"``), for the cancelled operation's account of an undo that could not finish.
+    alpha (CREATING)"``), for the cancelled operation's account of an undo that could not finish. ``plan`` says,
+    from the operation's params alone (it may read rows, and AWS and Kubernetes, but never write), what the phase
+    would create, change or delete — a list of ``config.plans.change`` — for a dry run's plan.
     """
 
     slug: str
@@ -92,6 +94,7 @@ class Phase:
     compensate: Step | None = None
     undo_poll: Poll | None = None
     leftovers: Callable[[StepContext], list[str]] | None = None
+    plan: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None
     timeout: timedelta = timedelta(minutes=30)
     poll_interval: float = 5.0
 

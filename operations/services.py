@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from accounts import access, audit
 from accounts.models import Team, User
+from config import plans as config_plans
 from config.errors import Conflict, ValidationFailed
-from operations import actions, idempotency, logs, transitions
+from operations import actions, idempotency, logs, plans, transitions
 from operations.models import TERMINAL_STATES, Operation, OperationPhase, OperationState, PhaseState, PhaseStep
 from operations.pipeline import pipeline_for
 from operations.tasks import enqueue
@@ -32,9 +33,12 @@ def operation_start(
     returns it and whether it was created.
 
     With ``idempotency_key``, a second start with the same key in the same team returns ``(first operation,
-    False)`` and starts nothing.
+    False)`` and starts nothing. In a dry run (``config.plans``) it creates nothing and raises ``PlanReady`` with the
+    operation's plan (:func:`operations.plans.operation_plan`): everything the service checked before it has run.
     """
     pipeline = pipeline_for(kind)
+    if config_plans.active():
+        raise config_plans.PlanReady(plans.operation_plan(pipeline, title=title, params=params))
     existing = idempotency.replayed(team, idempotency_key)
     if existing is not None:
         return existing, False

@@ -27,7 +27,7 @@ def test_create_team_schema_is_the_request_body():
     schema = operation("teams_create").input_schema
     assert schema["type"] == "object"
     assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) == {"name", "slug", "description", "idempotency_key"}
+    assert set(schema["properties"]) == {"name", "slug", "description", "idempotency_key", "dry_run"}
     assert schema["required"] == ["name", "slug"]
     assert schema["properties"]["slug"]["pattern"] == "^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
     assert schema["properties"]["slug"]["maxLength"] == 40

@@ -1,0 +1,95 @@
+"""The REST dry-run convention: ``?dry_run=true`` on any mutating request under ``/api/v1/``.
+
+The request runs as it would — authentication, throttling, permissions, serializer validation, the service with its
+state rules and its AWS and Kubernetes reads — inside a database transaction that is always rolled back, with every
+AWS and Kubernetes write withheld (:mod:`config.plans`). The ``Idempotency-Key`` header is ignored: a dry run neither
+consumes nor replays a key. A refusal is answered exactly as the real call would answer it; otherwise the answer is
+``200`` with the plan (:func:`config.plans.plan`). ``dry_run=false`` (or ``0``) is the real call; another value is
+``validation_failed`` on the ``dry_run`` field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from cloud.dry_run import WriteWithheld
+from config import plans
+from config.api.exceptions import error_body
+from config.errors import ValidationFailed
+
+PARAMETER = "dry_run"
+MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_TRUE, _FALSE = frozenset({"true", "1"}), frozenset({"false", "0"})
+
+DRY_RUN_PARAMETER = {
+    "name": PARAMETER,
+    "in": "query",
+    "required": False,
+    "description": (
+        "Preview the change instead of making it: every check runs (permissions, validation, state rules, the "
+        "AWS and Kubernetes reads the real call makes) and the answer is the plan — the operation that would "
+        "start with its phases, and the AWS, Kubernetes and InstantStart objects that would be created, changed or "
+        "deleted. Nothing is created and no idempotency key is used. Refusals are answered as for the real call."
+    ),
+    "schema": {"type": "boolean", "default": False},
+}
+
+
+def requested(request: HttpRequest) -> bool:
+    """Whether ``request`` asks for a dry run (``ValidationFailed`` on ``dry_run`` for a value that is not a
+    boolean). Only mutating requests under ``/api/v1/`` can."""
+    if request.method not in MUTATING_METHODS or not request.path.startswith("/api/v1/"):
+        return False
+    value = request.GET.get(PARAMETER)
+    if value is None or value.lower() in _FALSE:
+        return False
+    if value.lower() in _TRUE:
+        return True
+    raise ValidationFailed.for_field(PARAMETER, "invalid", "Must be a valid boolean: true or false.")
+
+
+class DryRunMiddleware:
+    """Runs a dry-run request as a preview and answers its plan (see the module docstring)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            if not requested(request):
+                return self.get_response(request)
+        except ValidationFailed as refused:
+            body, status = error_body(refused)
+            return JsonResponse(body, status=status)
+        with plans.previewing() as preview:
+            try:
+                with transaction.atomic():
+                    try:
+                        response = self.get_response(request)
+                    finally:
+                        transaction.set_rollback(True)
+            except plans.PlanReady as ready:
+                return JsonResponse(plans.plan(preview, operation=ready.operation))
+            except WriteWithheld as withheld:
+                return JsonResponse(plans.plan(preview, withheld=withheld.change))
+        if not 200 <= response.status_code < 300:
+            return response
+        return JsonResponse(plans.plan(preview))
+
+
+def add_dry_run_parameter(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: add ``components.parameters.DryRun`` and reference it from every
+    mutating operation under ``/api/v1/`` (MCP tools derive their ``dry_run`` argument from it)."""
+    result.setdefault("components", {}).setdefault("parameters", {})["DryRun"] = DRY_RUN_PARAMETER
+    reference = {"$ref": "#/components/parameters/DryRun"}
+    for path, item in result.get("paths", {}).items():
+        if not path.startswith("/api/v1/"):
+            continue
+        for method, operation in item.items():
+            if method.upper() in MUTATING_METHODS:
+                operation.setdefault("parameters", []).append(reference)
+    return result

@@ -1,0 +1,17 @@
+"""The plan of an operation that a dry run would start: its phases in order, each with what it would create,
+change or delete (``Phase.plan``, from the operation's params), as ``config.plans.plan`` answers it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from operations.pipeline import Pipeline
+
+
+def operation_plan(pipeline: Pipeline, *, title: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"kind", "title", "phases": [{"slug", "title", "changes"}]}``; a phase without ``plan`` lists no changes
+    (its title says what it does)."""
+    return {"kind": pipeline.kind, "title": title, "phases": [
+        {"slug": phase.slug, "title": phase.title, "changes": list(phase.plan(params)) if phase.plan else []}
+        for phase in pipeline.phases]}
