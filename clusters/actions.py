@@ -70,3 +70,13 @@ TEAM_ACTIONS: dict[str, Role] = {
     NODE_GROUP_DELETE: Role.ADMIN,
     IMPORT_RULE_VIEW: Role.VIEWER,
 }
+
+#: The actions a team may hold for an admin's approval when an agent requests them through MCP
+#: (``operations.approvals``), each → whether a new team's policy holds it by default.
+APPROVABLE_ACTIONS: dict[str, bool] = {
+    CLUSTER_DELETE: True,
+    INSTANCE_GROUP_DELETE: True,
+    NODE_REPLACE: True,
+    NODE_DELETE: True,
+    NODE_REBOOT: False,
+}

@@ -35,3 +35,9 @@ TEAM_ACTIONS: dict[str, Role] = {
     DOWNLOAD_START: Role.OPERATOR,
     DOWNLOAD_CANCEL: Role.OPERATOR,
 }
+
+#: The actions a team may hold for an admin's approval when an agent requests them through MCP
+#: (``operations.approvals``), each → whether a new team's policy holds it by default.
+APPROVABLE_ACTIONS: dict[str, bool] = {
+    ENDPOINT_DELETE: True,
+}

@@ -12,6 +12,7 @@ answer has a ``terminal`` flag until it is true or the agent's ``timeout_seconds
 from __future__ import annotations
 
 from accounts import actions as account_actions
+from mcp_server.approval_tools import APPROVAL_TOOLS
 from mcp_server.cluster_tools import CLUSTER_TOOLS
 from mcp_server.endpoint_tools import ENDPOINT_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
@@ -193,6 +194,7 @@ CATALOG: tuple[ToolSpec, ...] = (
             "cannot start a second environment."
         ),
     ),
+    *APPROVAL_TOOLS,
     *CLUSTER_TOOLS,
     *GROUP_TOOLS,
     *NODE_GROUP_TOOLS,

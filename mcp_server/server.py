@@ -69,6 +69,9 @@ ACTIVE_CLUSTER_PATH = "/api/v1/active-cluster"
 CURSOR_ARGUMENT = "cursor"
 #: The tool that follows an operation to its end; a mutation answering with an operation names it as the next step.
 WAIT_TOOL = "wait_for_operation"
+#: A change the team holds for an admin's approval answers this code with the request, followed by its status tool.
+APPROVAL_REQUIRED = "approval_required"
+APPROVAL_STATUS_TOOL = "get_approval_request"
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,8 @@ class CatalogTool:
         ``terminal`` is false. A dry run's plan (``dry_run: true``) started nothing and has no next step."""
         if self.spec.read_only or not isinstance(body, dict) or body.get("dry_run") is True:
             return None
+        if body.get("code") == APPROVAL_REQUIRED and isinstance(body.get("approval_request"), dict):
+            return _approval_step(body["approval_request"])
         status = self.spec.status_tool
         assert status is not None  # every mutating spec names one (ToolSpec.check)
         if status == WAIT_TOOL:
@@ -460,6 +465,16 @@ def _id_parameters(tool: str) -> tuple[str, ...]:
     spec = next((spec for spec in CATALOG if spec.name == tool), None)
     return () if spec is None else tuple(
         name for name in spec.operation.path_params if name != ACTIVE_CLUSTER_ARGUMENT)
+
+
+def _approval_step(approval: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
+    """The next step of a call held for approval: follow the request until a team admin decides it."""
+    arguments = {"request_id": approval.get("id")}
+    return APPROVAL_STATUS_TOOL, arguments, (
+        f"APPROVAL REQUIRED, NOT DONE: nothing changed yet. Request {approval.get('id')} ({approval.get('what')}) "
+        f"waits for a team admin's approval in the portal until {approval.get('expires_at')}. Tell the user, then "
+        f"call `{APPROVAL_STATUS_TOOL}` with {_text(arguments)}: once `executed`, wait for its `operation_id` with "
+        f"`{WAIT_TOOL}`; `rejected` carries the admin's `reason`; `expired` or `failed` means it did not run.")
 
 
 def _caller_of(context: Context | None) -> Caller | None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from config.context import Source
 
@@ -228,3 +229,78 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.method} {self.path} [{self.key}]"
+
+
+class ApprovalState(models.TextChoices):
+    """pending → approved → executed | failed, or pending → rejected. ``approved`` lasts while the action replays
+    (one approver won the conditional update); ``failed`` means the replay was refused (the requester lost the
+    right, the object changed). A pending request past ``expires_at`` is ``expired`` (never stored: see
+    ``ApprovalRequest.current_state``) and can no longer be decided."""
+
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved, running"
+    EXECUTED = "executed", "Executed"
+    FAILED = "failed", "Failed"
+    REJECTED = "rejected", "Rejected"
+    EXPIRED = "expired", "Expired"
+
+
+#: States in which nothing will change the request any more.
+APPROVAL_FINAL_STATES = frozenset({ApprovalState.EXECUTED, ApprovalState.FAILED, ApprovalState.REJECTED,
+                                   ApprovalState.EXPIRED})
+
+
+class ApprovalPolicy(models.Model):
+    """A team's approval setting: which approvable actions (``operations.approvals.approvable_actions``) need a
+    team admin's approval when requested through MCP, and how long a request waits. A team without a row uses
+    the defaults (every action its app marks as approval-required by default, 24 hours)."""
+
+    team = models.OneToOneField("accounts.Team", on_delete=models.CASCADE, related_name="approval_policy")
+    actions = models.JSONField(default=list, blank=True)
+    ttl_hours = models.PositiveIntegerField(default=24)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"approval policy of {self.team}"
+
+
+class ApprovalRequest(models.Model):
+    """An agent's request for an action its team's policy holds for approval: the REST call it made (method, path,
+    JSON body — never a secret: bodies with secret-named fields are refused) to replay as ``requested_by`` once a
+    team admin approves it. States: :class:`ApprovalState`."""
+
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="approval_requests")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    action = models.CharField(max_length=60)
+    method = models.CharField(max_length=10)
+    path = models.CharField(max_length=500)
+    body = models.JSONField(default=dict, blank=True)
+    target_type = models.CharField(max_length=60)
+    target_id = models.CharField(max_length=64)
+    target_repr = models.CharField(max_length=200)
+    state = models.CharField(max_length=10, choices=ApprovalState.choices, default=ApprovalState.PENDING)
+    expires_at = models.DateTimeField()
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=1000, blank=True)
+    operation = models.ForeignKey(Operation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    error_code = models.CharField(max_length=60, blank=True)
+    error_message = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    #: Whether the viewer may decide it now, put on each request by the approvals page; not a column.
+    can_decide: bool
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["team", "state", "expires_at"], name="approval_team_state")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target_repr} by {self.requested_by_id} [{self.state}]"
+
+    @property
+    def current_state(self) -> ApprovalState:
+        if self.state == ApprovalState.PENDING and self.expires_at <= timezone.now():
+            return ApprovalState.EXPIRED
+        return ApprovalState(self.state)

@@ -1,7 +1,7 @@
 """Operations portal URLs (mounted at the site root): the list, the demo, an operation's page and its live row,
-retry and cancel."""
+retry and cancel; the approvals page."""
 
-from django.urls import path
+from django.urls import include, path
 
 from operations.views import pages
 
@@ -12,4 +12,5 @@ urlpatterns = [
     path("operations/<id:operation_id>/row/", pages.operation_row, name="operation-row"),
     path("operations/<id:operation_id>/retry/", pages.operation_retry, name="operation-retry"),
     path("operations/<id:operation_id>/cancel/", pages.operation_cancel, name="operation-cancel"),
+    path("", include("operations.approval_urls")),
 ]

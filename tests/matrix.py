@@ -216,6 +216,7 @@ CASES += [
 
 # The slices build on the names above.
 from tests import (  # noqa: E402
+    matrix_approvals,
     matrix_features,
     matrix_groups,
     matrix_inference,
@@ -229,7 +230,7 @@ from tests import (  # noqa: E402
 
 CASES += [*matrix_groups.CASES, *matrix_node_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES,
           *matrix_training.CASES, *matrix_logs.CASES, *matrix_mlflow.CASES, *matrix_inference.CASES,
-          *matrix_invitations.CASES]
+          *matrix_invitations.CASES, *matrix_approvals.CASES]
 
 
 def case(operation_id: str) -> Case:

@@ -7,14 +7,14 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from clusters import selectors
+from clusters import actions, selectors
 from clusters.api import group_serializers as s
 from clusters.instance_groups import services
 from clusters.instance_groups.checks import GroupRequest
 from clusters.models import InstanceGroup
 from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
-from operations.api.responses import operation_response
+from operations.api.responses import approval_hold, operation_response
 
 TAGS = ["instance groups"]
 
@@ -73,6 +73,8 @@ class GroupDetailView(APIView):
     def delete(self, request, cluster_id: int, name: str):
         """Delete a group (admins); refused while jobs or endpoints are pinned to it."""
         group = selectors.group_get(actor=request.user, cluster_id=cluster_id, name=name)
+        if (held := approval_hold(request, actions.INSTANCE_GROUP_DELETE, group)) is not None:
+            return held
         operation = services.group_delete(actor=request.user, group=group, source=request.source,
                                           idempotency_key=request.headers.get(HEADER))
         return group_operation(request, group, operation)

@@ -16,7 +16,7 @@ from clusters.api.serializers import ClusterSerializer
 from clusters.node_actions import DELETE, REBOOT, REPLACE
 from config.api.idempotency import HEADER, idempotent
 from config.api.serializers import validated
-from operations.api.responses import operation_response
+from operations.api.responses import approval_hold, operation_response
 
 TAGS = ["nodes"]
 LIST_PARAMETERS = [
@@ -68,6 +68,8 @@ def _batch_view(action: str, serializer_class, summary: str):
         def post(self, request, cluster_id: int):
             cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
             data = validated(serializer_class, request)
+            if (held := approval_hold(request, node_actions.kind(action), cluster)) is not None:
+                return held
             operation = node_actions.node_batch(
                 actor=request.user, cluster=cluster, action=action, source=request.source,
                 idempotency_key=request.headers.get(HEADER), **data)

@@ -25,7 +25,7 @@ from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from config.converters import database_id
 from config.errors import ValidationFailed
-from operations.api.responses import operation_response
+from operations.api.responses import approval_hold, operation_response
 from operations.api.serializers import OperationSerializer
 
 TAGS = ["clusters"]
@@ -146,6 +146,8 @@ class ClusterDeleteView(APIView):
         """Delete a cluster (team admins), confirming with its name."""
         cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
         data = validated(s.ClusterDeleteSerializer, request)
+        if (held := approval_hold(request, actions.CLUSTER_DELETE, cluster)) is not None:
+            return held
         operation = services.cluster_delete(
             actor=request.user, cluster=cluster, confirm=data["confirm"], delete_resources=data["delete_resources"],
             source=request.source, idempotency_key=request.headers.get(HEADER))

@@ -22,7 +22,7 @@ from inference.api.download_views import cluster_named
 from inference.endpoints import calls, services
 from inference.endpoints.plan import Request
 from inference.models import Endpoint, EndpointState, Exposure
-from operations.api.responses import operation_response
+from operations.api.responses import approval_hold, operation_response
 
 TAGS = ["inference"]
 
@@ -105,6 +105,8 @@ class EndpointDeleteView(APIView):
     def post(self, request, endpoint_id: int):
         """Delete an endpoint (operators): its Service and Deployment go, its pods stop; it ends ``deleted``."""
         endpoint = selectors.endpoint_get(actor=request.user, endpoint_id=endpoint_id)
+        if (held := approval_hold(request, actions.ENDPOINT_DELETE, endpoint)) is not None:
+            return held
         endpoint, operation = services.endpoint_delete(actor=request.user, endpoint=endpoint, origin=request.source,
                                                        idempotency_key=request.headers.get(HEADER))
         return endpoint_response(request, endpoint, operation)

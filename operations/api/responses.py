@@ -10,12 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.db.models import Model
 from rest_framework import status
 from rest_framework.response import Response
 
+from accounts import access
+from accounts.models import Team
 from accounts.requests import ApiRequest
+from config.api import dry_run
 from operations import selectors
+from operations.api.approval_serializers import STATUS_TOOL, ApprovalRequestSerializer
 from operations.api.serializers import OperationSerializer
+from operations.approvals import services as approval_services
+from operations.approvals.replay import APPROVED_META
 from operations.models import Operation
 
 
@@ -33,3 +40,23 @@ def operation_response(request: ApiRequest, operation: Operation | None, fields:
             "operation": OperationSerializer(shown, context={"request": request}).data if shown else None,
             **(trailing or {})}
     return Response(body, status=status.HTTP_202_ACCEPTED if shown else status_without)
+
+
+def approval_hold(request: ApiRequest, action: str, target: Model) -> Response | None:
+    """The ``202 approval_required`` answer when the team's policy holds ``action`` for an agent's call (through
+    MCP) on ``target``; ``None`` when the view goes on (every other face, the approved replay, an action not held,
+    a dry run: it changes nothing and previews what an approval would run). Destructive views ask it after reading
+    their input and before calling their service."""
+    if dry_run.requested(request):
+        return None
+    held = approval_services.approval_hold(
+        actor=request.user, source=request.source, approved=APPROVED_META in request.META, action=action,
+        target=target, team=Team.objects.get(pk=access.team_id_of(target)), method=request.method or "POST",
+        path=request.path, body=request.data if isinstance(request.data, dict) else {})
+    if held is None:
+        return None
+    shown = ApprovalRequestSerializer(held, context={"request": request}).data
+    return Response({"code": "approval_required", "message": (
+        f"Held for approval: {shown['what']} needs a team admin's approval (request {held.pk}, expires "
+        f"{shown['expires_at']}). Nothing changed yet. Follow it with {STATUS_TOOL}."), "approval_request": shown},
+        status=status.HTTP_202_ACCEPTED)

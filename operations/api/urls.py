@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from operations.api import views
 
@@ -10,4 +10,5 @@ urlpatterns = [
     path("operations/<id:operation_id>/retry", views.OperationRetryView.as_view(), name="api-operation-retry"),
     path("operations/<id:operation_id>/cancel", views.OperationCancelView.as_view(), name="api-operation-cancel"),
     path("demo-operations", views.DemoOperationCreateView.as_view(), name="api-demo-operations"),
+    path("", include("operations.api.approval_urls")),
 ]
