@@ -4,7 +4,8 @@
 
 1. the Kubernetes emulator (``sandbox.kube.server``) on ``https://host:kube_port``, serving one API server per
    EKS cluster that the AWS side reports (``cluster_refs``: each cluster with its installed add-ons, so the
-   CRDs of an add-on appear once it is ACTIVE);
+   CRDs of an add-on appear once it is ACTIVE, and its access entries, so EKS's authorization applies), with the
+   AWS side's credentials (``aws.caller``) to verify tokens;
 2. the AWS sandbox (``sandbox.aws.server``) on ``http://host:aws_port`` with its control API under
    ``/_sandbox/``;
 3. the simulator (``sandbox.sim.runtime``), which keeps the stores in sync with the AWS world and runs the
@@ -40,10 +41,12 @@ _running: list[World] = []
 
 
 def cluster_refs() -> list[ClusterRef]:
-    """Every EKS cluster of the AWS world as the emulator sees it: status, version and installed add-ons."""
+    """Every EKS cluster of the AWS world as the emulator sees it: status, version, installed add-ons and who may
+    use its API."""
     return [ClusterRef(name=view.name, region=view.region, status=view.status, kubernetes_version=view.version,
                        addons=frozenset(addon.name for addon in aws.eks_addons(view.region, view.name)
-                                        if addon.status in INSTALLED_ADDON_STATUSES))
+                                        if addon.status in INSTALLED_ADDON_STATUSES),
+                       access=aws.eks_access(view.region, view.name))
             for view in aws.eks_clusters()]
 
 
@@ -107,7 +110,7 @@ def _start(aws_port: int, kube_port: int, host: str) -> World:
     kube_port = kube_port or free_port(host)
     os.environ["INSTANTSTART_SANDBOX_KUBE_PORT"] = str(kube_port)
     try:
-        kube = kube_server.start(host, kube_port, cluster_refs)
+        kube = kube_server.start(host, kube_port, cluster_refs, aws.caller)
     except BaseException:
         _restore(saved)
         raise

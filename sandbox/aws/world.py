@@ -8,6 +8,9 @@ For the Kubernetes emulator::
     eks_addons(region, cluster) -> list[AddonView]  # its add-ons with status ([] for an unknown cluster)
     eks_nodegroup_nodes(region, cluster) -> list[NodegroupNodeView]
                                                   # the instances of its managed node groups
+    eks_access(region, cluster) -> ClusterAccess | None
+                                                  # authentication mode, access entries and their policies
+    caller(access_key) -> Credential              # whose key it is and the secret it signs with
 
 For the simulator::
 
@@ -37,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from sandbox.aws import core, eks_model, fsx, hyperpod, mlflow
+from sandbox.aws import callers, core, eks_model, fsx, hyperpod, mlflow
 from sandbox.aws import hyperpod_model as model
 from sandbox.aws.hyperpod_groups import capacity_type
 from sandbox.aws.network import subnet_facts
@@ -51,9 +54,11 @@ from sandbox.aws.views import (
     NodeView,
     SubnetView,
 )
+from sandbox.kube.access import Association, ClusterAccess, Credential, Entry
 
 __all__ = ["AddonView", "EksClusterView", "HyperPodView", "InstanceGroupView", "NodeEvent", "NodeView",
-           "NodegroupNodeView", "SubnetView", "eks_addons", "eks_cluster", "eks_clusters", "eks_nodegroup_nodes",
+           "NodegroupNodeView", "SubnetView", "caller", "eks_access", "eks_addons", "eks_cluster", "eks_clusters",
+           "eks_nodegroup_nodes",
            "hyperpod_cluster", "hyperpod_clusters", "off_node_event", "on_node_event", "refresh", "scale_in",
            "scale_out", "set_node_health", "snapshot"]
 
@@ -96,6 +101,30 @@ def eks_addons(region: str, cluster: str) -> list[AddonView]:
                           configuration_values=addon.spec.get("configurationValues"),
                           service_account_role_arn=addon.spec.get("serviceAccountRoleArn"))
                 for addon in found.addons.values()]
+
+
+def eks_access(region: str, cluster: str) -> ClusterAccess | None:
+    """Who may use the cluster's Kubernetes API (``None`` for an unknown cluster): its authentication mode, its
+    access entries with their access policies, and its creator when EKS maps the creator to ``system:masters``
+    (``CONFIG_MAP`` mode with ``bootstrapClusterCreatorAdminPermissions``)."""
+    with core.transaction():
+        found = eks_model.find(region, cluster)
+        if found is None:
+            return None
+        entries = tuple(
+            Entry(principal_arn=entry.principal_arn, username=entry.username, groups=tuple(entry.groups),
+                  policies=tuple(Association(arn, tuple(scope["accessScope"]["namespaces"])
+                                             if scope["accessScope"]["type"] == "namespace" else None)
+                                 for arn, scope in entry.policies.items()))
+            for entry in found.access_entries.values())
+        return ClusterAccess(mode=found.authentication_mode, entries=entries,
+                             creator_arn=found.creator_arn if found.bootstrap_admin else None)
+
+
+def caller(access_key: str) -> Credential:
+    """The credential behind an access key, as STS knows it (``sandbox.aws.callers``)."""
+    with core.transaction():
+        return callers.credential(access_key)
 
 
 def eks_nodegroup_nodes(region: str, cluster: str) -> list[NodegroupNodeView]:

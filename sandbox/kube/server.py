@@ -1,7 +1,7 @@
 """Serve the emulator over HTTPS from a thread of this process.
 
-``start(host, port, clusters)`` runs uvicorn (HTTP/1.1, chunked streaming for watch and log follow) with
-the sandbox CA's server certificate (``sandbox.tls.authority()``), returns once the socket listens, and
+``start(host, port, clusters, identify)`` runs uvicorn (HTTP/1.1, chunked streaming for watch and log follow)
+with the sandbox CA's server certificate (``sandbox.tls.authority()``), returns once the socket listens, and
 gives back a ``KubeSandbox`` whose ``stop()`` ends open streams and joins the thread.
 """
 
@@ -16,6 +16,7 @@ import uvicorn
 
 from sandbox import tls
 from sandbox.kube.app import ClusterSource, create_app
+from sandbox.kube.auth import Identify
 
 STARTUP_TIMEOUT = 15.0
 
@@ -38,11 +39,13 @@ class KubeSandbox:
         self._thread.join(timeout=10)
 
 
-def start(host: str, port: int, clusters: ClusterSource) -> KubeSandbox:
-    """Start serving; raises ``RuntimeError`` if the server does not come up (e.g. the port is taken)."""
+def start(host: str, port: int, clusters: ClusterSource, identify: Identify) -> KubeSandbox:
+    """Start serving the clusters ``clusters()`` reports, authenticating tokens with the credentials
+    ``identify(access_key_id)`` returns (``sandbox.kube.auth``); raises ``RuntimeError`` if the server does not
+    come up (e.g. the port is taken)."""
     authority = tls.authority()
     stopping = threading.Event()
-    config = uvicorn.Config(create_app(clusters, stopping), host=host, port=port, log_level="warning",
+    config = uvicorn.Config(create_app(clusters, identify, stopping), host=host, port=port, log_level="warning",
                             lifespan="off", ssl_certfile=str(authority.cert_path), ssl_keyfile=str(authority.key_path),
                             timeout_graceful_shutdown=2, access_log=False)
     server = uvicorn.Server(config)

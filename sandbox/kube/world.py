@@ -43,6 +43,7 @@ from typing import Any
 
 from sandbox import control
 from sandbox.kube import crds
+from sandbox.kube.access import ClusterAccess
 from sandbox.kube.store import Store
 
 #: EKS cluster statuses in which the API server answers (an UPDATING cluster keeps serving).
@@ -53,13 +54,15 @@ SERVING_STATUSES = frozenset({"ACTIVE", "UPDATING"})
 class ClusterRef:
     """What the AWS sandbox knows about an EKS cluster: ``status`` is the EKS status, ``addons`` the names
     of its installed add-ons (ACTIVE, or UPDATING/DEGRADED after that), ``kubernetes_version`` its EKS
-    version (``"1.32"``)."""
+    version (``"1.32"``), ``access`` who may do what on it (``None``: no AWS side to ask — every authenticated
+    caller is cluster-admin)."""
 
     name: str
     region: str
     status: str = "ACTIVE"
     addons: frozenset[str] = field(default_factory=frozenset)
     kubernetes_version: str = "1.32"
+    access: ClusterAccess | None = None
 
     @property
     def serving(self) -> bool:

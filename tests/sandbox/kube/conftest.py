@@ -20,6 +20,7 @@ from kubernetes.dynamic import DynamicClient
 
 from sandbox import tls
 from sandbox.kube import server, world
+from sandbox.kube.access import Credential
 from sandbox.kube.store import Store
 
 REGION = "us-west-2"
@@ -27,10 +28,19 @@ CLUSTER = "demo"
 TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
 
 
+#: The one credential the emulator run alone knows (it has no AWS side; ``sandbox.main`` asks moto's STS).
+CREDENTIAL = Credential("AKIASANDBOXTEST", "sandbox-secret", None, "arn:aws:iam::123456789012:user/tester",
+                        "arn:aws:iam::123456789012:user/tester")
+
+
+def identify(access_key: str) -> Credential | None:
+    return CREDENTIAL if access_key == CREDENTIAL.access_key else None
+
+
 @functools.cache
 def eks_token(cluster_name: str, region: str = REGION) -> str:
     """A bearer token built the way ``aws eks get-token`` builds it (valid 15 minutes: cached per session)."""
-    sts = boto3.session.Session(aws_access_key_id="AKIASANDBOXTEST", aws_secret_access_key="sandbox-secret",
+    sts = boto3.session.Session(aws_access_key_id=CREDENTIAL.access_key, aws_secret_access_key=CREDENTIAL.secret_key,
                                 region_name=region).client("sts")
 
     def add_cluster_id(request, **_):
@@ -64,7 +74,7 @@ def clusters() -> list[world.ClusterRef]:
 
 @pytest.fixture(scope="session")
 def kube(clusters) -> Iterator[server.KubeSandbox]:
-    sandbox = server.start("127.0.0.1", _free_port(), lambda: list(clusters))
+    sandbox = server.start("127.0.0.1", _free_port(), lambda: list(clusters), identify)
     yield sandbox
     sandbox.stop()
 
