@@ -62,6 +62,15 @@ def test_every_declared_usage_source_is_registered():
     assert pins and set(pins) <= set(usage._PIN_SOURCES)
 
 
+def test_every_declared_approvable_action_is_registered_and_a_team_action():
+    from operations.approvals.selectors import approvable_actions
+
+    declared = {action: default for _, found in _declared("actions", "APPROVABLE_ACTIONS") for action, default in
+                found.items()}
+    assert declared and declared == approvable_actions()
+    assert set(declared) <= set(access.TEAM_ACTIONS)
+
+
 def _calls(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
