@@ -1,6 +1,7 @@
-"""Playbooks (``docs/playbooks``) over MCP: prompts with arguments, resources, the tools they name, and a scripted
-agent (no LLM) that follows the create-cluster playbook through MCP to an active cluster — and resumes an
-interrupted run from the state it reads."""
+"""Playbooks (``docs/playbooks``) over MCP: prompts with arguments, resources, the tools they name, and scripted
+agents (no LLM) that follow the create-cluster playbook to an active cluster and the deploy-model playbook from a
+Hub repository to a model that answers (then scale it) through MCP alone — each resuming an interrupted
+run from the state it reads."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from mcp_server.auth import Caller, caller_for_secret
 from mcp_server.server import VERSION, bind_catalog
 from mcp_server.testing import call_tool_as, with_client
 from tests.mcp_server.test_operations_tools import quick_waits, worker  # noqa: F401 - fixtures
+from tests.training.sandbox import training_cluster
 
 CATALOG_TOOLS = set(bind_catalog())
 BOOKS = playbooks.playbooks()
 
 
 def test_the_workflows_have_playbooks_naming_only_catalog_tools():
-    assert {"create-cluster", "add-instance-group", "train-model"} <= set(BOOKS)
+    assert {"create-cluster", "add-instance-group", "train-model", "download-model", "deploy-model"} <= set(BOOKS)
     for book in BOOKS.values():
         assert book.tools, book.name
         assert set(book.tools) <= CATALOG_TOOLS, (book.name, set(book.tools) - CATALOG_TOOLS)
@@ -37,7 +39,7 @@ def test_every_playbook_states_the_three_rules_and_how_to_resume(name):
     assert "**Inspect before" in rules
     assert "CIDR" in rules
     flat = " ".join(text.replace("*", "").split()).lower()
-    assert "a training plan's zone overrides the user's zone" in flat or name == "train-model"
+    assert ("a training plan's zone overrides the user's zone" in flat) is ("list_training_plans" in BOOKS[name].tools)
     assert "## 1. Resume" in text
 
 
@@ -107,17 +109,20 @@ def test_prompts_and_resources_through_the_client(admin_caller):
 _NAMED = re.compile(r"`([a-z][a-z0-9_]*)`")
 
 
-class ScriptedAgent:
-    """Follows the create-cluster playbook as an agent would, knowing only what MCP tells it: the prompt's text and
-    the tool list. It may call only tools the playbook names, and polls until the playbook's terminal words."""
+class PlaybookAgent:
+    """Follows one playbook as an agent would, knowing only what MCP tells it: the prompt's text (with the
+    decisions in ``chosen``) and the tool list. It may call only tools the playbook names, and polls until the
+    playbook's terminal words."""
 
-    def __init__(self, caller: Caller, *, stop_after: str | None = None):
+    playbook_name = ""
+
+    def __init__(self, caller: Caller, chosen: dict[str, Any], *, stop_after: str | None = None):
         self.caller = caller
         self.stop_after = stop_after
         self.calls: list[str] = []
 
         async def read(client: Client) -> tuple[str, set[str]]:
-            prompt = await client.get_prompt("create-cluster", {"cluster_name": "scripted"})
+            prompt = await client.get_prompt(self.playbook_name, chosen)
             tools = {tool.name for tool in (await client.list_tools()).tools}
             return prompt.messages[0].content.text, tools
 
@@ -130,6 +135,23 @@ class ScriptedAgent:
         result = call_tool_as(self.caller, name, arguments)
         assert not result.is_error, (name, result.structured_content)
         return result.structured_content
+
+    def wait(self, operation_id: int) -> None:
+        """Poll ``wait_for_operation`` until its summary is terminal; the playbook's happy path needs SUCCEEDED."""
+        for _ in range(200):
+            waited = self.call("wait_for_operation", {"operation_id": operation_id, "timeout_seconds": 5})
+            if not waited["summary"].startswith("STILL RUNNING"):
+                break
+        assert waited["summary"].startswith("SUCCEEDED"), waited["summary"]
+
+
+class ScriptedAgent(PlaybookAgent):
+    """The create-cluster playbook, for a cluster named ``scripted``."""
+
+    playbook_name = "create-cluster"
+
+    def __init__(self, caller: Caller, *, stop_after: str | None = None):
+        super().__init__(caller, {"cluster_name": "scripted"}, stop_after=stop_after)
 
     def run(self) -> dict[str, Any] | None:
         # 1. Resume: read state before anything else.
@@ -160,11 +182,7 @@ class ScriptedAgent:
 
     def follow(self, operation_id: int) -> dict[str, Any]:
         # 5. Poll to a terminal state; 6. confirm.
-        for _ in range(200):
-            waited = self.call("wait_for_operation", {"operation_id": operation_id, "timeout_seconds": 5})
-            if not waited["summary"].startswith("STILL RUNNING"):
-                break
-        assert waited["summary"].startswith("SUCCEEDED"), waited["summary"]
+        self.wait(operation_id)
         cluster = self.call("get_cluster")
         assert cluster["state"] == "active" and cluster["name"] == "scripted"
         return cluster
@@ -181,3 +199,85 @@ def test_a_scripted_agent_follows_the_create_cluster_playbook_and_resumes_it(san
     assert cluster is not None and cluster["state"] == "active"
     assert "create_cluster" not in resumed.calls, "the resumed run created nothing again"
     assert resumed.calls[:2] == ["list_clusters", "list_operations"] and resumed.calls[-1] == "get_cluster"
+
+
+class DeployModelAgent(PlaybookAgent):
+    """The deploy-model playbook: the user chose the model (a Hub repository not yet in the bucket), one GPU, the
+    in-cluster exposure and the name ``qwen``; the agent downloads it, deploys it and calls it."""
+
+    playbook_name = "deploy-model"
+    REPO = "Qwen/Qwen2.5-0.5B-Instruct"
+
+    def __init__(self, caller: Caller, *, stop_after: str | None = None):
+        super().__init__(caller, {"model": self.REPO, "gpu_count": "1", "exposure": "cluster_ip", "name": "qwen"},
+                         stop_after=stop_after)
+
+    def run(self) -> dict[str, Any] | None:
+        # 1. Resume: the endpoint, or a download of its model, may already be on its way.
+        endpoint = next((item for item in self.call("list_endpoints")["results"] if item["name"] == "qwen"), None)
+        downloads = self.call("list_model_downloads")["results"]
+        if endpoint is not None and endpoint["state"] in ("deploying", "updating"):
+            return self.follow(endpoint["operation"], endpoint["id"])
+        assert endpoint is None and downloads == [], (endpoint, downloads)
+        # 2. Inspect: the cluster, its groups and their GPUs, the bucket's models.
+        cluster = next(item for item in self.call("list_clusters")["results"] if item["state"] == "active")
+        groups = self.call("list_instance_groups", {"cluster_id": cluster["id"]})["results"]
+        types = {item["name"]: item for item in self.call(
+            "list_instance_types", {"zone": groups[0]["zone"], "accelerated": True})["results"]}
+        group = next(item for item in groups if types[item["instance_type"]]["accelerator_count"] >= 1)
+        models = self.call("list_bucket_models", {"cluster_id": cluster["id"]})["models"]
+        # 4. The model is not in the bucket: download it and poll to the end.
+        assert "qwen" not in {item["name"] for item in models}
+        started = self.call("download_model", {"cluster": cluster["id"], "name": "qwen", "repo_id": self.REPO,
+                                               "idempotency_key": "scripted-download"})
+        assert started["download"]["state"] in ("pending", "running"), "a started download is not done"
+        self.wait(started["operation"]["id"])
+        download = self.call("get_model_download", {"download_id": started["download"]["id"]})
+        assert download["state"] == "succeeded" and download["files_done"] == download["files_total"]
+        models = self.call("list_bucket_models", {"cluster_id": cluster["id"]})["models"]
+        assert [(item["name"], item["path"]) for item in models] == [("qwen", "/mnt/shared/models/qwen")]
+        # 5. Deploy with the user's decisions, a key kept for a repeat.
+        answer = self.call("deploy_endpoint", {
+            "cluster": cluster["id"], "name": "qwen", "model": download["path"], "gpus": 1,
+            "instance_group": group["name"], "exposure": "cluster_ip", "idempotency_key": "scripted-deploy"})
+        assert answer["endpoint"]["state"] == "deploying", "a submitted deploy is not serving"
+        if self.stop_after == "deploy_endpoint":
+            return None
+        return self.follow(answer["operation"]["id"], answer["endpoint"]["id"])
+
+    def follow(self, operation_id: int, endpoint_id: int) -> dict[str, Any]:
+        # 6. Poll to a terminal state; 7. confirm it serves.
+        self.wait(operation_id)
+        endpoint = self.call("get_endpoint", {"endpoint_id": endpoint_id})
+        assert endpoint["state"] == "ready" and endpoint["ready_replicas"] == endpoint["replicas"], endpoint
+        served = self.call("list_endpoint_models", {"endpoint_id": endpoint_id})["data"][0]["id"]
+        answer = self.call("call_endpoint", {"endpoint_id": endpoint_id, "max_tokens": 3,
+                                             "messages": [{"role": "user", "content": "Hello"}]})
+        assert answer["model"] == served and len(answer["choices"][0]["message"]["content"].split()) == 3
+        return endpoint
+
+
+@pytest.mark.usefixtures("worker", "quick_waits")
+def test_a_scripted_agent_follows_the_deploy_model_playbook_and_resumes_it(sandbox, cast, admin_caller):
+    training_cluster(cast.team, instance_type="ml.g5.12xlarge", count=1, operator=False, ray=False)
+    interrupted = DeployModelAgent(admin_caller, stop_after="deploy_endpoint")
+    assert interrupted.run() is None
+    assert interrupted.calls[:2] == ["list_endpoints", "list_model_downloads"], "state is read before anything else"
+    assert interrupted.calls.index("download_model") < interrupted.calls.index("deploy_endpoint")
+
+    resumed = DeployModelAgent(admin_caller)
+    endpoint = resumed.run()
+    assert endpoint is not None and endpoint["name"] == "qwen"
+    assert not {"download_model", "deploy_endpoint"} & set(resumed.calls), "the resumed run created nothing again"
+    assert resumed.calls[-1] == "call_endpoint"
+
+    # Beyond the playbook, on the same endpoint: scale it and filter by exposure, each answering what REST does.
+    def tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = call_tool_as(admin_caller, name, arguments)
+        assert not result.is_error, (name, result.structured_content)
+        return result.structured_content
+
+    resumed.wait(tool("update_endpoint", {"endpoint_id": endpoint["id"], "replicas": 2})["operation"]["id"])
+    assert tool("get_endpoint", {"endpoint_id": endpoint["id"]})["ready_replicas"] == 2
+    assert [item["name"] for item in tool("list_endpoints", {"exposure": ["cluster_ip"]})["results"]] == ["qwen"]
+    assert tool("list_endpoints", {"exposure": ["internet_lb"]})["results"] == []
