@@ -425,3 +425,39 @@ def test_endpoint_deploy_bad_input_same_code_on_every_face(change, field, code, 
     assert is_error and mcp_body == rest.json()
     assert portal.status_code == 400 and code in portal_codes(portal)
     assert not Endpoint.objects.exists() and AuditEvent.objects.count() == events
+
+
+def test_deciding_an_approval_request_is_the_same_refusal_on_portal_and_rest(cast, token_for, make_user):
+    """A rejection without a reason, and any decision on an expired request, are refused identically on both faces
+    that decide; the MCP face has no decision tool (an agent never decides), and its status tool reads the same
+    request REST shows."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from operations.models import ApprovalRequest
+    from tests.matrix import case
+
+    approval = ApprovalRequest.objects.get(pk=case("approval_requests_reject").params(cast, cast.admin)["request_id"])
+    approver = make_user("abe")
+    Membership.objects.create(team=cast.team, user=approver, role="admin")
+    secret = token_for(approver)
+    browser = Client()
+    browser.force_login(approver)
+
+    rest = Client().post(f"/api/v1/approval-requests/{approval.pk}/reject", {"reason": ""},
+                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    portal = browser.post(reverse("approval-reject", args=[approval.pk]), {"reason": ""}, follow=True)
+    assert rest.status_code == 400 and rest.json()["fields"]["reason"][0]["code"] == "blank"
+    assert {"validation_failed", "blank"} <= portal_codes(portal)
+
+    ApprovalRequest.objects.filter(pk=approval.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    rest = Client().post(f"/api/v1/approval-requests/{approval.pk}/approve", {}, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    portal = browser.post(reverse("approval-approve", args=[approval.pk]), {}, follow=True)
+    assert (rest.status_code, rest.json()["code"]) == (409, "approval_expired")
+    assert "approval_expired" in portal_codes(portal)
+    is_error, mcp_body = call_tool(secret, "get_approval_request", {"request_id": approval.pk})
+    shown = Client().get(f"/api/v1/approval-requests/{approval.pk}", HTTP_AUTHORIZATION=f"Bearer {secret}").json()
+    assert not is_error and mcp_body == shown and shown["state"] == "expired"
+    assert ApprovalRequest.objects.get(pk=approval.pk).state == "pending"
