@@ -22,6 +22,9 @@ hyperpod-patching                 manifest  —                   namespace deep
 nvidia-device-plugin              manifest  —                   plugins in ``kube-system``)
 aws-efa-k8s-device-plugin         manifest  —
 neuron-device-plugin              manifest  —
+aws-load-balancer-controller      manifest  pod identity agent  ``aws-load-balancer-controller`` (kube-system): the
+                                                                controller's documented IAM policy — installed by
+                                                                the ``load_balancer_controller`` feature only
 ================================  ========  ==================  =================================================
 
 Health and observability. Of what EKS offers as add-ons (``DescribeAddonVersions``), a fresh cluster gets
@@ -59,6 +62,7 @@ from urllib3.exceptions import HTTPError
 
 from cloud import aws, kube
 from clusters import hyperpod_chart, kuberay, pod_identity
+from clusters import load_balancer_chart as lb_chart
 from clusters.models import Cluster, ClusterDependency, DependencyKind, DependencyState
 from clusters.ownership import aws_tags, owned_by
 from clusters.pod_identity import PodIdentity, fsx_policy, shared_bucket_policy
@@ -109,6 +113,7 @@ CATALOG: tuple[Component, ...] = (
     Component(kuberay.NAME, DependencyKind.MANIFEST),
     *(Component(name, DependencyKind.MANIFEST, requires=(hyperpod_chart.DEEP_HEALTH_CHECK,)
                 if name in hyperpod_chart.IN_HYPERPOD_NAMESPACE else ()) for name in hyperpod_chart.COMPONENTS),
+    Component(lb_chart.NAME, DependencyKind.MANIFEST, requires=(POD_IDENTITY_AGENT,), on_create=False),
     Component("amazon-sagemaker-hyperpod-observability", DependencyKind.ADDON, requires=(POD_IDENTITY_AGENT,),
               on_create=False),
     Component("amazon-sagemaker-hyperpod-training-operator", DependencyKind.ADDON,
@@ -253,12 +258,36 @@ def observe_chart_component(cluster: Cluster, component: Component) -> Observati
                        missing=status.missing if status.managed else ())
 
 
+def observe_load_balancer_controller(cluster: Cluster) -> Observation:
+    """The AWS Load Balancer Controller's state (see :func:`observe`)."""
+    component = COMPONENTS[lb_chart.NAME]
+    status = lb_chart.observe(cluster, kube.api_client(cluster.eks_name, region=cluster.region))
+    if not status.found and not status.managed:
+        return _absent(component)
+    pods = f"{status.ready}/{status.replicas} ready"
+    if status.missing:
+        state, message = DependencyState.INSTALLING, "Not applied yet: " + ", ".join(status.missing)
+    elif status.running:
+        state, message = DependencyState.ACTIVE, ""
+    elif status.stuck:
+        state, message = DependencyState.DEGRADED, status.problem
+    else:
+        state, message = DependencyState.INSTALLING, f"Controller pods {pods}."
+    if not status.managed:
+        message = " ".join(filter(None, ["Installed outside InstantStart.", message]))
+    return Observation(component=component.name, kind=component.kind, state=state,
+                       version=lb_chart.version() if status.managed else "", managed=status.managed, status=pods,
+                       message=message, missing=status.missing)
+
+
 def observe_component(cluster: Cluster, component: Component, *, installed: set[str] | None) -> Observation:
     """``component``'s state; ``installed`` is the cluster's add-on names (``None``: no EKS cluster)."""
     if installed is None:
         return _absent(component, "The cluster has no EKS control plane.")
     if component.name in hyperpod_chart.COMPONENTS:
         return observe_chart_component(cluster, component)
+    if component.name == lb_chart.NAME:
+        return observe_load_balancer_controller(cluster)
     if component.kind == DependencyKind.MANIFEST:
         return observe_operator(cluster)
     addon = describe_addon(cluster, component.name) if component.name in installed else None
@@ -367,6 +396,8 @@ def install_operator(cluster: Cluster) -> list[str]:
 
 def manifest_version(component: Component) -> str:
     """The pinned version a manifest component is applied at."""
+    if component.name == lb_chart.NAME:
+        return lb_chart.version()
     return hyperpod_chart.version(component.name) if component.name in hyperpod_chart.COMPONENTS else kuberay.VERSION
 
 
@@ -376,6 +407,9 @@ def install_manifests(cluster: Cluster, component: Component) -> Observation:
     if component.name in hyperpod_chart.COMPONENTS:
         hyperpod_chart.apply(cluster, kube.api_client(cluster.eks_name, region=cluster.region), component.name)
         return observe_chart_component(cluster, component)
+    if component.name == lb_chart.NAME:
+        lb_chart.apply(cluster, kube.api_client(cluster.eks_name, region=cluster.region))
+        return observe_load_balancer_controller(cluster)
     install_operator(cluster)
     return observe_operator(cluster)
 
@@ -427,9 +461,9 @@ def _serving(cluster: Cluster) -> bool:
 
 
 def remove(cluster: Cluster) -> list[str]:
-    """Start removing what we installed on ``cluster`` — add-ons carrying our tags (DeleteAddon, once each), KubeRay
-    and HyperPod chart objects carrying our labels — and return what is still there. Level-triggered: call it until it
-    returns nothing; add-ons and objects installed by others are never touched."""
+    """Start removing what we installed on ``cluster`` — add-ons carrying our tags (DeleteAddon, once each), KubeRay,
+    HyperPod chart and load balancer controller objects carrying our labels — and return what is still there.
+    Level-triggered: call it until it returns nothing; add-ons and objects installed by others are never touched."""
     remaining = []
     with aws.translated("eks", "DeleteAddon"):
         for name in sorted(_installed_addons(cluster) or ()):
@@ -445,6 +479,8 @@ def remove(cluster: Cluster) -> list[str]:
                 remaining.append(kuberay.NAME)
             remaining.extend(name for name in reversed(hyperpod_chart.COMPONENTS)
                              if hyperpod_chart.remove(cluster, api, name))
+            if lb_chart.remove(cluster, api):
+                remaining.append(lb_chart.NAME)
     return remaining
 
 

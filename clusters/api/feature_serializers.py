@@ -11,6 +11,7 @@ from clusters.features.catalog import (
     AUTOSCALING,
     FEATURES,
     INFERENCE_OPERATOR,
+    LOAD_BALANCER_CONTROLLER,
     MEMORY_PERCENTAGE_RANGE,
     OBSERVABILITY,
     ORDER,
@@ -48,6 +49,8 @@ class FeaturesUpdateSerializer(StrictSerializer):
     tiered_checkpointing = TieredCheckpointingSerializer(required=False,
                                                          help_text=FEATURES[TIERED_CHECKPOINTING].description)
     autoscaling = ToggleSerializer(required=False, help_text=FEATURES[AUTOSCALING].description)
+    load_balancer_controller = ToggleSerializer(required=False,
+                                                help_text=FEATURES[LOAD_BALANCER_CONTROLLER].description)
 
     def to_internal_value(self, data):
         if isinstance(data, dict):

@@ -20,6 +20,7 @@ INFERENCE_OPERATOR = "inference_operator"
 OBSERVABILITY = "observability"
 TIERED_CHECKPOINTING = "tiered_checkpointing"
 AUTOSCALING = "autoscaling"
+LOAD_BALANCER_CONTROLLER = "load_balancer_controller"
 
 #: Tiered checkpointing: the share of each instance's memory HyperPod sets aside, when none is given.
 DEFAULT_MEMORY_PERCENTAGE = 20
@@ -55,6 +56,10 @@ CATALOG: tuple[Feature, ...] = (
     Feature(AUTOSCALING, "Managed autoscaling (Karpenter)",
             "Scales HyperPod instance groups from zero for pending pods. It manages HyperPod instance groups only, "
             "not general EC2 capacity.", needs_hyperpod=True),
+    Feature(LOAD_BALANCER_CONTROLLER, "AWS Load Balancer Controller",
+            "Makes the Network Load Balancers of endpoints exposed through a load balancer (internal or "
+            "internet-facing); its IAM role is given through EKS Pod Identity.",
+            prerequisites=(POD_IDENTITY_AGENT,)),
 )
 FEATURES = {feature.slug: feature for feature in CATALOG}
 ORDER = tuple(feature.slug for feature in CATALOG)

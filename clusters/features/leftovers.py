@@ -11,12 +11,12 @@ from __future__ import annotations
 from botocore.exceptions import ClientError
 
 from cloud import aws
-from clusters.features import autoscaling, checkpointing, identity, inference, observability, training
+from clusters.features import autoscaling, checkpointing, identity, inference, load_balancer, observability, training
 from clusters.models import Cluster
 
 #: The purposes (``clusters.ownership.iam_name``) of every role a feature makes.
 ROLE_PURPOSES = (training.FEATURE.purpose, inference.FEATURE.purpose, observability.ADDON.purpose,
-                 checkpointing.PURPOSE, autoscaling.PURPOSE)
+                 checkpointing.PURPOSE, autoscaling.PURPOSE, load_balancer.PURPOSE)
 
 
 def remove(cluster: Cluster) -> list[str]:

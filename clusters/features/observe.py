@@ -14,12 +14,21 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from cloud import kube
-from clusters.features import autoscaling, checkpointing, inference, observability, prerequisites, training
+from clusters.features import (
+    autoscaling,
+    checkpointing,
+    inference,
+    load_balancer,
+    observability,
+    prerequisites,
+    training,
+)
 from clusters.features.base import FeatureObservation
 from clusters.features.catalog import (
     AUTOSCALING,
     FEATURES,
     INFERENCE_OPERATOR,
+    LOAD_BALANCER_CONTROLLER,
     OBSERVABILITY,
     ORDER,
     TIERED_CHECKPOINTING,
@@ -34,6 +43,7 @@ OBSERVERS = {
     OBSERVABILITY: observability.observe,
     TIERED_CHECKPOINTING: checkpointing.observe,
     AUTOSCALING: autoscaling.observe,
+    LOAD_BALANCER_CONTROLLER: load_balancer.observe,
 }
 
 

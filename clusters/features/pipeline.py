@@ -21,11 +21,20 @@ from itertools import combinations
 from django.utils import timezone
 
 from clusters import dependencies
-from clusters.features import autoscaling, checkpointing, inference, observability, prerequisites, training
+from clusters.features import (
+    autoscaling,
+    checkpointing,
+    inference,
+    load_balancer,
+    observability,
+    prerequisites,
+    training,
+)
 from clusters.features.catalog import (
     AUTOSCALING,
     FEATURES,
     INFERENCE_OPERATOR,
+    LOAD_BALANCER_CONTROLLER,
     METRICS_SERVER,
     OBSERVABILITY,
     ORDER,
@@ -44,7 +53,7 @@ KIND_PREFIX = "cluster.features"
 PREREQUISITES = "prerequisites"
 #: phase slug → its letter in an operation kind (``Operation.kind`` is short)
 CODES = {PREREQUISITES: "p", TRAINING_OPERATOR: "t", INFERENCE_OPERATOR: "i", OBSERVABILITY: "o",
-         TIERED_CHECKPOINTING: "c", AUTOSCALING: "a"}
+         TIERED_CHECKPOINTING: "c", AUTOSCALING: "a", LOAD_BALANCER_CONTROLLER: "l"}
 
 Steps = tuple[Callable[[StepContext, Cluster], None], Callable[[StepContext, Cluster], Progress]]
 
@@ -75,6 +84,8 @@ STEPS: dict[str, dict[bool, Steps]] = {
                            False: (checkpointing.submit_disable, checkpointing.poll_disable)},
     AUTOSCALING: {True: (autoscaling.submit_enable, autoscaling.poll_enable),
                   False: (autoscaling.submit_disable, autoscaling.poll_disable)},
+    LOAD_BALANCER_CONTROLLER: {True: (load_balancer.submit_enable, load_balancer.poll_enable),
+                               False: (load_balancer.submit_disable, load_balancer.poll_disable)},
 }
 
 

@@ -1,7 +1,8 @@
 """Reading and changing a cluster's managed features (the only writers of ``ClusterFeature`` outside operations).
 
 ``features_get`` observes the actual state (AWS, Kubernetes) and records it. ``features_update`` authorizes, checks
-the cluster (``cluster_not_active``, ``cluster_busy``) before it reads anything, observes, computes the diff and —
+the cluster (``cluster_not_active``, ``cluster_busy``) before it reads anything, observes, computes the diff (turning
+the load balancer controller off is ``load_balancer_in_use`` while Services it serves exist) and —
 only when something differs — records the audit event and starts one ``cluster.features:…`` operation for exactly
 those features. Nothing mutating is sent to AWS by these functions; refusals send nothing at all.
 """
@@ -16,13 +17,13 @@ from django.db import transaction
 from accounts import access, audit
 from accounts.models import User
 from clusters import actions
-from clusters.features import autoscaling, diff, observe, pipeline
+from clusters.features import autoscaling, diff, load_balancer, observe, pipeline
 from clusters.features.base import FeatureObservation
-from clusters.features.catalog import AUTOSCALING, FEATURES, ORDER
+from clusters.features.catalog import AUTOSCALING, FEATURES, LOAD_BALANCER_CONTROLLER, ORDER
 from clusters.instance_groups import mirror
 from clusters.models import Cluster, ClusterFeature, ClusterState, FeatureState
 from clusters.services import claim_idle, require_idle
-from config.errors import Conflict
+from config.errors import Conflict, InvalidFields
 from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_start
@@ -77,6 +78,10 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
     _require_changeable(cluster)
     actual: dict[str, FeatureObservation] = observe.observe(cluster, [slug for slug in ORDER if slug in requested])
     found = diff.changes(cluster, requested, actual)
+    if found.get(LOAD_BALANCER_CONTROLLER, {}).get("enabled") is False:
+        in_use = InvalidFields()
+        load_balancer.refuse_disable_in_use(cluster, in_use)
+        in_use.raise_if_any("Some features cannot be changed as asked.")
     observe.record(cluster, actual.values())
     if not found:
         return FeatureUpdate({}, None)

@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 
 from accounts import access, audit
 from accounts.models import User
+from clusters.features.catalog import LOAD_BALANCER_CONTROLLER
 from clusters.models import Cluster
 from config import sealing
 from config.errors import ApplicationError, Conflict, InvalidFields, ValidationFailed
@@ -71,16 +72,29 @@ class LoadBalancerControllerMissing(Conflict):
     default_message = "The AWS Load Balancer Controller does not run on the cluster."
 
 
+#: How to turn the controller on, from every face (the refusal names them all).
+ENABLE_CONTROLLER = (f"turn on the cluster's managed feature {LOAD_BALANCER_CONTROLLER} (a team admin: the cluster's "
+                     "Advanced features panel, PATCH /api/v1/clusters/{id}/features with "
+                     f'{{"{LOAD_BALANCER_CONTROLLER}": {{"enabled": true}}}}, or the MCP tool '
+                     "update_advanced_features)")
+
+
 def require_load_balancer_controller(cluster: Cluster) -> None:
-    """``load_balancer_controller_missing`` unless the AWS Load Balancer Controller's Deployment
-    (``kube-system/aws-load-balancer-controller``) has an available replica: without it a load balancer Service
-    never gets a load balancer."""
+    """``load_balancer_controller_missing`` unless the AWS Load Balancer Controller (``kube-system/
+    aws-load-balancer-controller``) has an available replica: without it a load balancer Service never gets a load
+    balancer. The message says how to turn it on (the ``load_balancer_controller`` feature), or what keeps it from
+    running when it is installed."""
     found = inference_objects.get(cluster, inference_objects.DEPLOYMENTS, "kube-system", LB_CONTROLLER)
-    if found is None or not int((found.get("status") or {}).get("availableReplicas") or 0):
-        raise LoadBalancerControllerMissing(
-            f"Cluster {cluster.name} does not run the AWS Load Balancer Controller "
-            f"(kube-system/{LB_CONTROLLER}), which makes the Network Load Balancer; install it with its IAM role, or "
-            "expose the endpoint in-cluster (cluster_ip).")
+    if found is not None and int((found.get("status") or {}).get("availableReplicas") or 0):
+        return
+    enable = ENABLE_CONTROLLER.replace("{id}", str(cluster.pk))
+    if found is None:
+        reason = f"Cluster {cluster.name} does not run the AWS Load Balancer Controller, which makes the Network " \
+                 f"Load Balancer: {enable}; or expose the endpoint in-cluster (cluster_ip)."
+    else:
+        reason = f"The AWS Load Balancer Controller of cluster {cluster.name} has no ready replica yet; wait until " \
+                 f"the {LOAD_BALANCER_CONTROLLER} feature is enabled, or expose the endpoint in-cluster (cluster_ip)."
+    raise LoadBalancerControllerMissing(reason)
 
 
 def _shown(endpoint: Endpoint) -> dict[str, Any]:

@@ -14,7 +14,8 @@
   the kubelet saw its ``deletionTimestamp`` (its containers do not exit early on SIGTERM, the harsher case).
 - Pods never finish on their own: owners end them with ``finish`` (batch Jobs, training jobs).
 - Model-serving pods (``serving``): an image that cannot be pulled keeps its pod Pending; one annotated to crash or
-  run out of memory restarts in a loop.
+  run out of memory restarts in a loop. The AWS Load Balancer Controller's pods (``lbcontroller``) crash-loop while
+  EKS Pod Identity gives them no credentials.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import hashlib
 from typing import Any
 
 from sandbox import clock
-from sandbox.sim import events, objects, scheduler, serving
+from sandbox.sim import events, lbcontroller, objects, scheduler, serving
 from sandbox.sim.context import Context
 
 START_SECONDS = 5.0
@@ -211,7 +212,7 @@ def _advance(ctx: Context, pod: dict[str, Any], node: dict[str, Any], memory: di
     if state.pop("disrupted", False):
         restart_containers(ctx, pod, reason="Unknown")
         return
-    if serving.hold(ctx, pod, state):
+    if lbcontroller.hold(ctx, pod, state) or serving.hold(ctx, pod, state):
         return
     state.setdefault("running_at", ctx.now)
     if not ready(pod) and clock.due(state["running_at"], _ready_delay(pod)):

@@ -137,13 +137,23 @@ def hold(ctx: Context, pod: dict[str, Any], state: dict[str, Any]) -> bool:
             ctx.store.append_logs(namespace, name, container, [(line, None) for line in _startup_lines(pod)])
             state["started_logged"] = True
         return False
+    exit_code, reason = (137, "OOMKilled") if outcome == "oom" else (1, "Error")
+    crash_loop(ctx, pod, state, _crash_lines(pod, outcome), exit_code=exit_code, reason=reason)
+    return True
+
+
+def crash_loop(ctx: Context, pod: dict[str, Any], state: dict[str, Any], lines: list[str], *, exit_code: int = 1,
+               reason: str = "Error") -> None:
+    """The first container of a started ``pod`` logs ``lines`` and exits with ``exit_code`` (``reason``), again
+    every :data:`BACKOFF_SECONDS`: ``CrashLoopBackOff`` with the restart count rising and a ``BackOff`` event."""
+    container = (((pod.get("spec") or {}).get("containers") or [{}])[0]).get("name", "")
+    namespace, name = objects.own_namespace(pod), objects.name(pod)
     if "crashed_at" in state and not clock.due(state["crashed_at"], BACKOFF_SECONDS):
-        return True
+        return
     state["crashed_at"] = ctx.now
     state["restarts"] = state.get("restarts", 0) + 1
-    ctx.store.append_logs(namespace, name, container, [(line, None) for line in _crash_lines(pod, outcome)])
+    ctx.store.append_logs(namespace, name, container, [(line, None) for line in lines])
     ctx.store.restart_log(namespace, name, container)
-    exit_code, reason = (137, "OOMKilled") if outcome == "oom" else (1, "Error")
     status = pod.get("status") or {}
     waiting = {"reason": "CrashLoopBackOff",
                "message": f"back-off 10s restarting failed container={container} pod={name}"}
@@ -157,7 +167,6 @@ def hold(ctx: Context, pod: dict[str, Any], state: dict[str, Any]) -> bool:
                                  "conditions": conditions})
     events.record(ctx, pod, "BackOff", f"Back-off restarting failed container {container} in pod {name}",
                   kind="Warning", source="kubelet")
-    return True
 
 
 # --- answers --------------------------------------------------------------------------------------------------
