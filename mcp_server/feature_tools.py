@@ -18,7 +18,8 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
         action=cluster_actions.FEATURE_VIEW,
         description=(
             "Read a cluster's managed features — training_operator, inference_operator, observability, "
-            "tiered_checkpointing (with `settings.memory_percentage`), autoscaling — as they actually are now (read "
+            "tiered_checkpointing (with `settings.memory_percentage`), autoscaling, load_balancer_controller — as they "
+            "actually are now (read "
             "from AWS and Kubernetes): `enabled`, `state` (disabled, enabling, enabled, disabling, failed, unknown), "
             "`managed` (false: set up outside InstantStart, which never changes it), `prerequisites` with their "
             "states, and the `operation` changing the cluster, if any." + _ACTIVE
@@ -35,7 +36,9 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
             "Change managed features. Pass ONLY the features and fields to change, e.g. "
             "`{\"tiered_checkpointing\": {\"enabled\": true, \"memory_percentage\": 20}}` or "
             "`{\"training_operator\": {\"enabled\": false}}`; never resend unchanged ones. `memory_percentage` is "
-            "1-100. Disabling removes exactly what enabling made (add-on, roles, service account, workspace)." + _DIFF
+            "1-100. Disabling removes exactly what enabling made (add-on, roles, service account, workspace); "
+            "`load_balancer_controller` (needed before deploying an endpoint with a load balancer) cannot be turned "
+            "off while such endpoints exist (`load_balancer_in_use`)." + _DIFF
             + " Unknown names are `unknown_feature`. `warnings` (e.g. `autoscaling_may_scale_to_zero`) say what the "
             "change may do: tell the user." + _ACTIVE
         ),
