@@ -14,5 +14,7 @@ observability         an Amazon Managed Service for Prometheus workspace + EKS a
                       ``amazon-sagemaker-hyperpod-observability`` + its pod identity role
 tiered_checkpointing  IAM role (OIDC trust for one service account) + ServiceAccount + ``TieredStorageConfig``
 autoscaling           IAM cluster role + ``AutoScaling`` (Karpenter) + a HyperpodNodeClass and NodePool per group
+load_balancer_        IAM role (the controller's documented policy) + EKS Pod Identity association + AWS's
+controller            ``aws-load-balancer-controller`` chart, rendered and vendored, applied in ``kube-system``
 ====================  =========================================================================================
 """
