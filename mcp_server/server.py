@@ -160,8 +160,11 @@ class CatalogTool:
         """For a mutation's answer: the tool that confirms it, its arguments and a sentence saying so. A tool whose
         status tool is ``wait_for_operation`` names it with the operation the answer is or carries (none when
         nothing started, e.g. ``changed: false``); any other names its status tool with an id for its one id
-        parameter — the answer's, or that of the object it carries beside its operation (``{"job", "operation"}``):
-        the object's own state decides, not its operation's — and says the change is not done while that object's
+        parameter — the answer's, or that of the object it carries beside its operation (``{"job", "operation"}``);
+        an answer whose ``id`` is not an integer (a model's chat completion) names none. An object without a
+        ``terminal`` flag is not done while the operation it carries runs: ``wait_for_operation`` on that operation
+        comes first, then the status tool. Otherwise the object's own state decides, not its operation's — and the
+        sentence says the change is not done while that object's
         ``terminal`` is false. A dry run's plan (``dry_run: true``) started nothing and has no next step."""
         if self.spec.read_only or not isinstance(body, dict) or body.get("dry_run") is True:
             return None
@@ -180,9 +183,18 @@ class CatalogTool:
                 f"with {_text(arguments)} until it answers SUCCEEDED, FAILED or CANCELLED before reporting the result.")
         subject = body if "id" in body else next((value for key, value in body.items() if key != "operation"
                                                   and isinstance(value, dict) and "id" in value), {})
+        if not isinstance(subject.get("id"), int | None):
+            return None
         ids = _id_parameters(status)
         arguments = {ids[0]: subject["id"]} if len(ids) == 1 and subject.get("id") is not None else {}
         call = f"`{status}`" + (f" with {_text(arguments)}" if arguments else "")
+        operation = body.get("operation")
+        if "terminal" not in subject and isinstance(operation, dict) and operation.get("terminal") is False:
+            waiting = {"operation_id": operation["id"]}
+            return WAIT_TOOL, waiting, (
+                f"STARTED, NOT DONE: operation {operation['id']} is {operation.get('state')}. Call `{WAIT_TOOL}` "
+                f"with {_text(waiting)} until it answers SUCCEEDED, FAILED or CANCELLED, then confirm with {call} "
+                "before reporting the result.")
         if subject.get("terminal") is False:
             return status, arguments, (f"STARTED, NOT DONE: it is {subject.get('state')}. Call {call} until "
                                        "`terminal` is true before reporting the result.")

@@ -129,3 +129,21 @@ def test_list_instance_types_filters_accelerated_types(cast, token_for, sandbox)
     assert len(accelerated["results"]) + len(plain["results"]) == len(every["results"])
     is_error, body = call_tool(secret, "list_instance_types", {"accelerated": "gpu"})
     assert is_error and body["fields"]["accelerated"][0]["code"] == "invalid"
+
+
+def test_a_change_whose_object_has_no_terminal_flag_names_its_operation_first():
+    tool = bind_catalog()["deploy_endpoint"]
+    step = tool.next_step({"endpoint": {"id": 4, "state": "deploying"},
+                           "operation": {"id": 9, "state": "pending", "terminal": False}})
+    assert step is not None and step[:2] == ("wait_for_operation", {"operation_id": 9})
+    assert step[2] == ('STARTED, NOT DONE: operation 9 is pending. Call `wait_for_operation` with {"operation_id": 9} '
+                       'until it answers SUCCEEDED, FAILED or CANCELLED, then confirm with `get_endpoint` with '
+                       '{"endpoint_id": 4} before reporting the result.')
+    finished = tool.next_step({"endpoint": {"id": 4, "state": "ready"},
+                               "operation": {"id": 9, "state": "succeeded", "terminal": True}})
+    assert finished is not None and finished[:2] == ("get_endpoint", {"endpoint_id": 4})
+
+
+def test_a_model_call_names_no_next_step():
+    answer = {"id": "chatcmpl-1", "object": "chat.completion", "choices": []}
+    assert bind_catalog()["call_endpoint"].next_step(answer) is None
