@@ -1,6 +1,7 @@
 """The ``load_balancer_controller`` feature against the sandbox: enabling makes the IAM role with the controller's
 documented policy, its EKS Pod Identity association and the chart's objects, until the controller runs and a load
-balancer Service gets its hostname; disabling is refused while such a Service exists, then leaves nothing behind."""
+balancer Service gets its hostname; disabling is refused while such a Service exists, then leaves nothing behind.
+Before it, a load balancer endpoint is refused on every face with the way to turn the feature on."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 import time
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 from kubernetes import client as k8s
 
 import clusters.features.pipeline  # noqa: F401  (registers the cluster.features pipelines)
@@ -16,6 +19,7 @@ from clusters import dependencies
 from clusters import load_balancer_chart as chart
 from clusters.ownership import iam_name
 from inference.endpoints.services import require_load_balancer_controller
+from mcp_server.testing import call_tool
 from tests.clusters.sandbox import tracked_hyperpod_cluster
 from tests.clusters.test_features import features, patch, run
 
@@ -32,12 +36,20 @@ def _await(check, what: str, timeout: float = 30.0):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_enable_runs_the_controller_with_its_identity_and_disable_leaves_nothing(api, cast, sandbox, drive):
+def test_enable_runs_the_controller_with_its_identity_and_disable_leaves_nothing(api, cast, sandbox, drive, token_for):
     cluster = tracked_hyperpod_cluster(cast.team)
-    operator = api(cast.operator).post("/api/v1/endpoints", {"cluster": cluster.pk, "name": "public", "gpus": 1,
-                                                             "model": "models/qwen", "exposure": "internal_lb"})
-    assert operator.status_code == 409 and operator.json()["code"] == "load_balancer_controller_missing"
-    assert f'"{FEATURE}": {{"enabled": true}}' in operator.json()["message"]
+    deploy = {"cluster": cluster.pk, "name": "public", "gpus": 1, "model": "models/qwen", "exposure": "internal_lb"}
+    refused = api(cast.operator).post("/api/v1/endpoints", deploy)
+    assert refused.status_code == 409 and refused.json()["code"] == "load_balancer_controller_missing"
+    assert f'"{FEATURE}": {{"enabled": true}}' in refused.json()["message"]
+    assert "update_advanced_features" in refused.json()["message"]
+    assert call_tool(token_for(cast.operator), "deploy_endpoint", deploy) == (True, refused.json())
+    browser = Client()
+    browser.force_login(cast.operator)
+    page = browser.post(reverse("inference-endpoint-deploy"), {**deploy, "command": "", "replicas": 1,
+                                                                 "port": 8000, "model_source": "shared"})
+    assert page.status_code == 409 and 'data-error-code="load_balancer_controller_missing"' in page.content.decode()
+    assert f'href="{reverse("cluster-detail", args=[cluster.pk])}#features-panel"' in page.content.decode()
 
     operation = run(drive, patch(api, cast.admin, cluster, {FEATURE: {"enabled": True}}))
     assert [phase.slug for phase in operation.phases.order_by("index")] == ["prerequisites", FEATURE]
