@@ -23,6 +23,8 @@ QUOTA_CODES = frozenset({"ResourceLimitExceeded", "LimitExceededException", "Ser
                          "LimitExceeded", "VpcLimitExceeded", "AddressLimitExceeded", "NatGatewayLimitExceeded"})
 CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "InsufficientCapacityException",
                             "InsufficientCapacity", "CapacityError"})
+#: Our own codes for a quota refusal (the provider's, translated, and the HyperPod phase's).
+QUOTA_ERRORS = frozenset({"cloud_quota_exceeded", "quota_exceeded", "hyperpod_quota_exceeded"})
 #: ``reference``/``outputs`` keys that name an AWS resource.
 _RESOURCE_SUFFIXES = ("_id", "_ids", "_arn", "_name", "_uri")
 
@@ -81,7 +83,7 @@ def diagnose(cluster: Cluster, operation: Operation | None) -> Diagnosis:
 def _causes(diagnosis: Diagnosis, cluster: Cluster, error_code: str, provider: dict[str, Any]) -> None:
     code = str(provider.get("code") or "")
     spec = cluster.spec or {}
-    if code in QUOTA_CODES or error_code == "cloud_quota_exceeded":
+    if code in QUOTA_CODES or error_code in QUOTA_ERRORS:
         diagnosis.find("quota_exceeded", ERROR, "An AWS quota was exceeded.", _quota_evidence(cluster, spec),
                        subject=code)
     elif code in CAPACITY_CODES or "insufficient capacity" in str(provider.get("message", "")).lower():

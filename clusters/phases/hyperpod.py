@@ -175,7 +175,8 @@ def _refusal(error: ClientError) -> PhaseFailed | None:
     details = error.response.get("Error", {})
     message = str(details.get("Message", ""))
     provider = {"service": "sagemaker", "operation": "CreateCluster", "code": details.get("Code", ""),
-                "message": message, "retryable": False}
+                "message": message, "request_id": error.response.get("ResponseMetadata", {}).get("RequestId", ""),
+                "retryable": False}
     if aws.error_is(error, "ResourceLimitExceeded"):
         return PhaseFailed(f"HyperPod quota exceeded: {message}", code="hyperpod_quota_exceeded", detail=provider)
     if aws.error_is(error, "ValidationException") and "training plan" in message.lower():

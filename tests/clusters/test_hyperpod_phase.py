@@ -13,6 +13,7 @@ import pytest
 
 from cloud import aws
 from clusters import lifecycle
+from clusters.diagnostics import creation
 from clusters.models import Cluster
 from clusters.ownership import as_tag_list, aws_tags, iam_name
 from clusters.phases import hyperpod
@@ -20,6 +21,7 @@ from clusters.shared_bucket import shared_bucket_name
 from operations import services
 from operations.models import Operation, OperationState
 from operations.pipeline import Pipeline, register
+from tests.clusters.diagnosis_checks import assert_suggestions_are_catalog_calls, by_code, mutations
 from tests.clusters.sandbox import role_for
 from tests.clusters.test_capacity import REGION, build_network
 
@@ -185,7 +187,7 @@ def test_a_rerun_adopts_our_cluster_and_refuses_another_owners(sandbox, cast, ek
     assert refused.error_code == "hyperpod_name_taken"
 
 
-def test_a_quota_refusal_fails_the_phase_with_a_clear_code(sandbox, cast, eks_ready, drive):
+def test_a_quota_refusal_fails_the_phase_with_a_clear_code_and_is_diagnosed(api, sandbox, cast, eks_ready, drive):
     cluster, outputs = eks_ready(instance_count=9)  # the sandbox's default quota for G types is 8
 
     operation = drive(start(cast, cluster, CREATE_KIND, outputs))
@@ -194,6 +196,35 @@ def test_a_quota_refusal_fails_the_phase_with_a_clear_code(sandbox, cast, eks_re
     assert operation.error_code == "hyperpod_quota_exceeded"
     assert "ml.g5.8xlarge for cluster usage" in operation.error_message
     assert sandbox_requests(sandbox, "sagemaker:CreateCluster") == []
+
+    # The creation diagnosis (read-only) names the phase, AWS's answer and request id, the quota and what was left.
+    before = mutations(sandbox)
+
+    body = creation.diagnose(cluster, operation).as_dict()
+    found = by_code(body)
+    (failed,) = found["creation_failed"]
+    assert failed["subject"] == "hyperpod" and any("ResourceLimitExceeded" in line for line in failed["evidence"])
+    provider = body["facts"]["provider"]
+    assert provider["code"] == "ResourceLimitExceeded" and f"request id {provider['request_id']}" in failed["evidence"]
+    (quota,) = found["quota_exceeded"]
+    assert quota["evidence"][0].startswith("quota ml.g5.8xlarge for cluster usage") and \
+        quota["evidence"][0].endswith("is 8")
+    assert "9 requested by this cluster" in quota["evidence"]
+    (left,) = body["facts"]["resources_left"]
+    assert left["phase"] == "hyperpod" and left["resources"]["execution_role_arn"].startswith("arn:aws:iam::")
+    assert body["facts"]["outputs"]["vpc_id"].startswith("vpc-") and body["facts"]["outputs"]["eks_arn"]
+    assert_suggestions_are_catalog_calls(body)
+    assert [(s["step"], s["tool"]) for s in body["suggestions"]] == [
+        ("investigate", "list_operation_logs"), ("investigate", "list_cluster_quotas"),
+        ("retry", "retry_operation"), ("replace", "delete_cluster")]
+    assert body["suggestions"][2]["arguments"] == {"operation_id": operation.pk}
+    assert mutations(sandbox) == before
+
+    # Through REST, only the cluster's own create or import operation is diagnosed.
+    answer = api(cast.viewer).get(f"/api/v1/clusters/{cluster.pk}/diagnostics/creation")
+    assert answer.status_code == 200 and by_code(answer.json()).keys() == {"no_creation_record"}
+    refused = api(cast.viewer).get(f"/api/v1/clusters/{cluster.pk}/diagnostics/creation", operation_id=operation.pk)
+    assert (refused.status_code, refused.json()["fields"]["operation_id"][0]["code"]) == (400, "not_a_creation")
 
 
 def test_an_execution_role_of_our_name_that_is_not_ours_is_refused(sandbox, cast, eks_ready, drive):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,13 +101,16 @@ def _manifest_containers(manifest: Any) -> list[dict[str, Any]]:
     return []
 
 
-def _ranks(job: TrainingJob, api: k8s.ApiClient) -> tuple[list[Rank], bool]:
-    """The job's ranks with their node, EFA request and environment — from the live pods when they exist (``True``),
-    else from the recorded ranks and the manifest."""
-    with kube.translated("ListNamespacedPod"):
-        pods = objects.pods(job) if job.object_kind != "RayJob" else []
-    serialize = api.sanitize_for_serialization
+def _ranks(job: TrainingJob, core: Callable[[], k8s.CoreV1Api]) -> tuple[list[Rank], bool]:
+    """The job's ranks with their node, EFA request and environment: from the live pods while the job runs
+    (``True``; a HyperPodPyTorchJob's), else from the recorded ranks and the submitted manifest (a finished job's
+    pods may be gone)."""
+    pods = []
+    if not job.terminal and job.object_uid and job.object_kind != "RayJob":
+        with kube.translated("ListNamespacedPod"):
+            pods = objects.pods(job)
     if pods:
+        serialize = core().api_client.sanitize_for_serialization
         ranks = []
         for index, pod in enumerate(pods):
             body = serialize(pod)
@@ -186,11 +189,13 @@ def _stragglers(diagnosis: Diagnosis, job: TrainingJob, ranks: list[Rank]) -> se
     return lagging
 
 
-def _read_nodes(core: k8s.CoreV1Api, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+def _read_nodes(core: Callable[[], k8s.CoreV1Api], names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The Nodes the ranks ran on (those still there), as JSON."""
     found = {}
     for name in sorted(set(names) - {""}):
         with contextlib.suppress(NotFound), kube.translated("ReadNode"):  # a node gone since the job ran
-            found[name] = core.api_client.sanitize_for_serialization(core.read_node(name))
+            api = core()
+            found[name] = api.api_client.sanitize_for_serialization(api.read_node(name))
     return found
 
 
@@ -254,12 +259,14 @@ def diagnose(job: TrainingJob) -> Diagnosis:
     """The NCCL/EFA diagnosis of ``job`` (see the module docstring)."""
     cluster = job.cluster
     diagnosis = Diagnosis(subject={"job_id": job.pk, "job": job.name, "state": job.state, "cluster_id": cluster.pk})
-    api = kube.api_client(cluster.eks_name, region=cluster.region)
-    ranks, live = _ranks(job, api)
+    def core() -> k8s.CoreV1Api:  # reached only when something is read from Kubernetes
+        return k8s.CoreV1Api(kube.api_client(cluster.eks_name, region=cluster.region))
+
+    ranks, live = _ranks(job, core)
     _progress(job, ranks)
     errors = _scan(diagnosis, job)
     lagging = _stragglers(diagnosis, job, ranks)
-    found = _read_nodes(k8s.CoreV1Api(api), [rank.node for rank in ranks])
+    found = _read_nodes(core, [rank.node for rank in ranks])
     short = _devices_and_placement(diagnosis, job, ranks, found)
     _environment(diagnosis, ranks)
     diagnosis.facts["ranks"] = [{"rank": r.rank, "pod": r.pod, "node": r.node, "efa_requested": r.efa_requested,
