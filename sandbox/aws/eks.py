@@ -20,7 +20,7 @@ from sandbox import clock
 from sandbox.aws import core, eks_model, iam_roles, outcomes, tags
 from sandbox.aws.core import ApiError, Call, operation
 from sandbox.aws.eks_model import EksCluster
-from sandbox.aws.network import subnet_facts
+from sandbox.aws.network import create_security_group, security_group_vpc, subnet_facts, unknown_subnets
 
 SUPPORTED_VERSIONS = ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
 DEFAULT_VERSION = "1.33"
@@ -80,17 +80,45 @@ def caller_arn(call: Call) -> str:
     return arn.replace(":sts::", ":iam::", 1)
 
 
-def _check_subnets(region: str, subnet_ids: list[str]) -> str:
-    """The VPC of the subnets. Subnets moto knows must span two zones of one VPC, as EKS requires."""
+def ec2_not_found(kind: str, resource_id: str, code: str) -> str:
+    """EKS's message for a subnet or security group EC2 does not know: EC2's own error, quoted."""
+    return (f"The {kind} '{resource_id}' does not exist (Service: AmazonEC2; Status Code: 400; Error Code: {code}; "
+            f"Request ID: {core.new_uuid()}; Proxy: null)")
+
+
+def _check_network(region: str, name: str, vpc: dict[str, Any]) -> str:
+    """The VPC of the cluster's subnets. As EKS: every subnet and security group exists in EC2, the subnets are in
+    one VPC and two zones, and the security groups are in that VPC."""
+    subnet_ids = vpc.get("subnetIds", [])
+    if not subnet_ids:
+        raise invalid("Subnets are required.", clusterName=name)
+    missing = unknown_subnets(region, subnet_ids)
+    if missing:
+        raise invalid(ec2_not_found("subnet ID", missing[0], "InvalidSubnetID.NotFound"), clusterName=name)
     facts = [subnet_facts(region, subnet_id) for subnet_id in subnet_ids]
-    if not facts:
-        raise invalid("Subnets are required.")
-    known = [fact for fact in facts if fact.known]
-    if len({fact.vpc_id for fact in known}) > 1:
-        raise invalid("Subnets specified must belong to the same VPC.")
-    if len(known) == len(facts) and len({fact.availability_zone for fact in facts}) < 2:
-        raise invalid("Subnets specified must be in at least two different AZs.")
-    return (known or facts)[0].vpc_id
+    if len({fact.vpc_id for fact in facts}) > 1:
+        raise invalid("Subnets specified must belong to the same VPC.", clusterName=name)
+    if len({fact.availability_zone for fact in facts}) < 2:
+        raise invalid("Subnets specified must be in at least two different AZs.", clusterName=name)
+    vpc_id = facts[0].vpc_id
+    for group_id in vpc.get("securityGroupIds", []):
+        group_vpc = security_group_vpc(region, group_id)
+        if group_vpc is None:
+            raise invalid(ec2_not_found("security group", group_id, "InvalidGroup.NotFound"), clusterName=name)
+        if group_vpc != vpc_id:
+            raise invalid(f"A security group is not in the same VPC as the subnets. The security group {group_id} is "
+                          f"in the following VPC: {group_vpc}. The subnets are in the following VPC: {vpc_id}",
+                          clusterName=name)
+    return vpc_id
+
+
+def _cluster_security_group(region: str, name: str, vpc_id: str) -> str:
+    """The cluster security group EKS makes in the cluster's VPC (``clusterSecurityGroupId``)."""
+    group_name = f"eks-cluster-sg-{name}-{int(core.hex_id(8), 16) % 10**10}"
+    return create_security_group(
+        region, group_name, "EKS created security group applied to ENI that is attached to EKS Control Plane master "
+        "nodes, as well as any managed workloads.", vpc_id,
+        {"Name": group_name, "aws:eks:cluster-name": name, f"kubernetes.io/cluster/{name}": "owned"})
 
 
 @operation("eks", "CreateCluster")
@@ -106,8 +134,7 @@ def create_cluster(call: Call) -> dict[str, Any]:
     version = call.get("version", DEFAULT_VERSION)
     if version not in SUPPORTED_VERSIONS:
         raise invalid(f"unsupported Kubernetes version {version}", clusterName=name)
-    vpc = call.params["resourcesVpcConfig"]
-    vpc_id = _check_subnets(call.region, vpc.get("subnetIds", []))
+    vpc_id = _check_network(call.region, name, call.params["resourcesVpcConfig"])
     access = call.get("accessConfig", {})
     cluster_tags = dict(call.get("tags", {}))
     outcome = outcomes.take("eks-cluster", name, cluster_tags)
@@ -118,7 +145,8 @@ def create_cluster(call: Call) -> dict[str, Any]:
         created_at=now, since=now, spec=spec, tags=cluster_tags, version=version,
         authentication_mode=access.get("authenticationMode", "CONFIG_MAP"),
         bootstrap_admin=access.get("bootstrapClusterCreatorAdminPermissions", True), creator_arn=caller_arn(call),
-        oidc_id=core.hex_id(32).upper(), security_group_id="sg-" + core.hex_id(17), vpc_id=vpc_id,
+        oidc_id=core.hex_id(32).upper(), security_group_id=_cluster_security_group(call.region, name, vpc_id),
+        vpc_id=vpc_id,
         pending_failure=outcome[1] if outcome else None)
     eks_model.add(cluster)
     eks_model.bootstrap_creator_entry(cluster)

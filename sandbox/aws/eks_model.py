@@ -7,6 +7,8 @@ launch as it turns ACTIVE), UPDATING for ``NODEGROUP_UPDATE_SECONDS`` (its insta
 as the update completes) and DELETING for ``NODEGROUP_DELETE_SECONDS``. Transitions are applied by ``refresh()``;
 call everything here under ``core.transaction()``.
 
+The cluster security group EKS makes (``security_group_id``) exists in moto's EC2 until the cluster is gone.
+
 Each cluster also exists in moto's EKS backend (same name, kept in the same status) so that moto's Fargate
 profiles work against it; that shadow is removed when the cluster is gone. Managed node groups are the sandbox's
 own (``sandbox.aws.eks_nodegroups``).
@@ -22,7 +24,7 @@ from moto.eks.models import eks_backends
 
 from sandbox import clock, control, endpoints, tls
 from sandbox.aws import core
-from sandbox.aws.network import private_address, subnet_facts
+from sandbox.aws.network import delete_security_group, private_address, subnet_facts
 
 CLUSTER_CREATE_SECONDS = 600.0
 CLUSTER_UPDATE_SECONDS = 300.0
@@ -323,6 +325,7 @@ def _refresh(cluster: EksCluster) -> None:
     elif cluster.status == "DELETING" and clock.due(cluster.since, CLUSTER_DELETE_SECONDS):
         del _clusters[(cluster.region, cluster.name)]
         eks_backends[core.ACCOUNT_ID][cluster.region].clusters.pop(cluster.name, None)
+        delete_security_group(cluster.region, cluster.security_group_id)
         return
     _refresh_addons(cluster)
     _refresh_nodegroups(cluster)

@@ -2,7 +2,7 @@
 DeleteNodegroup, with EKS's checks and states.
 
 A node group is created on an ACTIVE cluster only (``InvalidRequestException`` otherwise), under a name unique in
-the cluster (``ResourceInUseException``), with a role ARN as ``nodeRole``, subnets of the cluster's VPC and a
+the cluster (``ResourceInUseException``), with a role ARN as ``nodeRole``, subnets EC2 knows in the cluster's VPC and a
 scaling configuration given whole or not at all (default min 1, max 2, desired 2) where 0 <= min <= desired <= max
 and max >= 1 (``InvalidParameterException``). It is CREATING, then ACTIVE with ``desiredSize`` instances (the
 simulator makes each a Kubernetes Node labelled ``eks.amazonaws.com/nodegroup``); with access entries on, EKS
@@ -24,7 +24,7 @@ from sandbox import clock
 from sandbox.aws import core, eks, eks_model, outcomes
 from sandbox.aws.core import ApiError, Call, operation
 from sandbox.aws.eks_model import EksCluster, Nodegroup
-from sandbox.aws.network import subnet_facts
+from sandbox.aws.network import subnet_facts, unknown_subnets
 
 NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}")
 DEFAULT_SCALING = {"minSize": 1, "maxSize": 2, "desiredSize": 2}
@@ -72,13 +72,14 @@ def _check_taints(cluster: EksCluster, name: str, taints: list[dict[str, str]]) 
 
 
 def _check_subnets(cluster: EksCluster, name: str, subnet_ids: list[str]) -> None:
+    """Every subnet exists in EC2 and lies in the cluster's VPC (``InvalidParameterException``, as EKS)."""
     if not subnet_ids:
         raise _invalid(cluster, "Subnets are required.", name)
-    for subnet_id in subnet_ids:
-        facts = subnet_facts(cluster.region, subnet_id)
-        if facts.known and facts.vpc_id != cluster.vpc_id:
-            raise _invalid(cluster, f"Subnet {subnet_id} is not in the VPC of cluster {cluster.name} "
-                                    f"({cluster.vpc_id}).", name)
+    missing = unknown_subnets(cluster.region, subnet_ids)
+    if missing:
+        raise _invalid(cluster, eks.ec2_not_found("subnet ID", missing[0], "InvalidSubnetID.NotFound"), name)
+    if any(subnet_facts(cluster.region, subnet_id).vpc_id != cluster.vpc_id for subnet_id in subnet_ids):
+        raise _invalid(cluster, f"Specified subnets must belong to cluster's vpc {cluster.vpc_id}", name)
 
 
 def render(cluster: EksCluster, nodegroup: Nodegroup) -> dict[str, Any]:

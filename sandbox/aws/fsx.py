@@ -2,7 +2,8 @@
 
 A file system is CREATING for ``CREATE_SECONDS`` then AVAILABLE, DELETING for ``DELETE_SECONDS`` then gone.
 Lustre file systems get a ``MountName`` (``fsx`` for SCRATCH_1, else 8 random lower-case characters, as FSx
-does) and are checked as FSx checks them: one subnet, a storage capacity of 1200, 2400 or a multiple of 2400
+does) and are checked as FSx checks them: subnets and security groups that exist in EC2, in one VPC
+(``InvalidNetworkSettings`` naming the id), one subnet, a storage capacity of 1200, 2400 or a multiple of 2400
 GiB (3600 for SCRATCH_1), and a per-unit throughput valid for a persistent deployment type (a ``StorageCapacity``
 outside the model's range is refused by the app's model check, as ``BadRequest``). Lustre file systems of an account
 and region hold at most ``LUSTRE_STORAGE_QUOTA_GIB`` together (FSx's default quota); a file system that would pass
@@ -18,7 +19,7 @@ from typing import Any
 from sandbox import clock, control
 from sandbox.aws import core, tags
 from sandbox.aws.core import ApiError, Call, operation
-from sandbox.aws.network import subnet_facts
+from sandbox.aws.network import security_group_vpc, subnet_facts, unknown_subnets
 
 CREATE_SECONDS = 480.0
 DELETE_SECONDS = 120.0
@@ -101,11 +102,35 @@ def render(fs: FileSystem) -> dict[str, Any]:
     return result
 
 
+def _check_network(call: Call) -> str | None:
+    """The VPC of the subnets. ``InvalidNetworkSettings`` (naming the id) unless every subnet and security group
+    exists in EC2, in one VPC."""
+    subnets = call.params["SubnetIds"]
+    missing = unknown_subnets(call.region, subnets)
+    if missing:
+        raise ApiError("InvalidNetworkSettings", f"The subnet ID '{missing[0]}' does not exist",
+                       InvalidSubnetId=missing[0])
+    vpcs = [subnet_facts(call.region, subnet).vpc_id for subnet in subnets]
+    for subnet, vpc in zip(subnets, vpcs, strict=True):
+        if vpc != vpcs[0]:
+            raise ApiError("InvalidNetworkSettings", f"Subnet {subnet} is not part of the VPC {vpcs[0]} of the other "
+                           "subnets.", InvalidSubnetId=subnet)
+    for group_id in call.get("SecurityGroupIds", []):
+        group_vpc = security_group_vpc(call.region, group_id)
+        if group_vpc is None:
+            raise ApiError("InvalidNetworkSettings", f"The security group '{group_id}' does not exist",
+                           InvalidSecurityGroupId=group_id)
+        if vpcs and group_vpc != vpcs[0]:
+            raise ApiError("InvalidNetworkSettings", f"Security group {group_id} is not part of the VPC {vpcs[0]} "
+                           "of the subnets.", InvalidSecurityGroupId=group_id)
+    return vpcs[0] if vpcs else None
+
+
 @operation("fsx", "CreateFileSystem")
 def create_file_system(call: Call) -> dict[str, Any]:
     if call.params["FileSystemType"] == "LUSTRE":
         _check_lustre(call)
-    facts = subnet_facts(call.region, call.params["SubnetIds"][0]) if call.params["SubnetIds"] else None
+    vpc_id = _check_network(call)
     deployment = call.get("LustreConfiguration", {}).get("DeploymentType", "SCRATCH_1")
     mount_name = None
     if call.params["FileSystemType"] == "LUSTRE":
@@ -114,7 +139,7 @@ def create_file_system(call: Call) -> dict[str, Any]:
     now = clock.now()
     fs = FileSystem(id=fs_id, arn=core.arn("fsx", call.region, f"file-system/{fs_id}"), region=call.region,
                     created_at=now, since=now, spec=dict(call.params), tags=core.tag_list(call.get("Tags")),
-                    vpc_id=facts.vpc_id if facts else "vpc-" + core.hex_id(17), mount_name=mount_name)
+                    vpc_id=vpc_id or "vpc-" + core.hex_id(17), mount_name=mount_name)
     _file_systems[fs_id] = fs
     return {"FileSystem": render(fs)}
 

@@ -130,7 +130,9 @@ def create_cluster(call: Call) -> dict[str, Any]:
     specs = call.get("InstanceGroups", [])
     settings = _settings(call.params)
     rules.check_unique(specs)
+    rules.check_vpc_config(call.region, settings.get("VpcConfig"), "the cluster")
     for spec in specs:
+        rules.check_override(call.region, spec, settings.get("VpcConfig"))
         rules.check_group(call, spec, settings.get("VpcConfig"))
         rules.check_role(spec)
     check_cluster_settings(settings)
@@ -314,6 +316,7 @@ def update_cluster(call: Call) -> dict[str, Any]:
         if name in cluster.groups:
             rules.check_unchanged(cluster.groups[name].spec, spec)
         else:
+            rules.check_override(call.region, spec, cluster.spec.get("VpcConfig"))
             rules.check_role(spec)
         rules.check_group(call, spec, cluster.spec.get("VpcConfig"))
         merged[name] = model.new_group(spec)

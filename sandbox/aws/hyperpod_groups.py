@@ -10,6 +10,8 @@ stored one (a member left out is unset), as SageMaker does. Checks beyond botoco
 - a training plan exists, reserves the group's instance type, has not expired, covers the count, and lies in
   the zone of the group's subnets (``OverrideVpcConfig``, else the cluster's ``VpcConfig``; only subnets
   EC2 knows have a zone to compare);
+- a new group's ``OverrideVpcConfig`` passes :func:`check_vpc_config` and uses the VPC of the cluster's
+  ``VpcConfig``;
 - on an existing group, ``IMMUTABLE`` members keep their value (``ExecutionRole`` among them);
 - a new group's ``ExecutionRole`` exists, trusts ``sagemaker.amazonaws.com`` and has propagated
   (:func:`check_role`).
@@ -25,7 +27,7 @@ from moto.ec2.models.instance_types import INSTANCE_TYPES
 
 from sandbox.aws import iam_roles, training_plans
 from sandbox.aws.core import Call, validation
-from sandbox.aws.network import subnet_facts
+from sandbox.aws.network import security_group_vpc, subnet_facts, unknown_subnets
 
 
 def capacity_type(spec: dict[str, Any]) -> str:
@@ -65,6 +67,40 @@ def group_zones(region: str, spec: dict[str, Any], cluster_vpc: dict[str, Any] |
     vpc = spec.get("OverrideVpcConfig") or cluster_vpc or {}
     facts = [subnet_facts(region, subnet) for subnet in vpc.get("Subnets") or []]
     return {fact.availability_zone for fact in facts if fact.known}
+
+
+def check_vpc_config(region: str, vpc: dict[str, Any] | None, where: str) -> str | None:
+    """The VPC of a ``VpcConfig`` (``None`` without one). ``ValidationException`` naming ``where`` (the cluster or an
+    instance group) unless every subnet and security group exists in EC2, the subnets share one VPC and the
+    security groups are in it."""
+    if not vpc:
+        return None
+    subnets = list(vpc.get("Subnets") or [])
+    missing = unknown_subnets(region, subnets)
+    if missing:
+        raise validation(f"Invalid VpcConfig of {where}: the subnet ID '{missing[0]}' does not exist.")
+    vpcs = sorted({subnet_facts(region, subnet).vpc_id for subnet in subnets})
+    if len(vpcs) > 1:
+        raise validation(f"Invalid VpcConfig of {where}: the subnets must belong to one VPC; they are in "
+                         f"{', '.join(vpcs)}.")
+    for group_id in vpc.get("SecurityGroupIds") or []:
+        group_vpc = security_group_vpc(region, group_id)
+        if group_vpc is None:
+            raise validation(f"Invalid VpcConfig of {where}: the security group '{group_id}' does not exist.")
+        if group_vpc != vpcs[0]:
+            raise validation(f"Invalid VpcConfig of {where}: security group {group_id} is in {group_vpc}, not in "
+                             f"the VPC of the subnets ({vpcs[0]}).")
+    return vpcs[0]
+
+
+def check_override(region: str, spec: dict[str, Any], cluster_vpc: dict[str, Any] | None) -> None:
+    """A new group's ``OverrideVpcConfig`` passes :func:`check_vpc_config` and stays in the cluster's VPC."""
+    name = spec["InstanceGroupName"]
+    override = check_vpc_config(region, spec.get("OverrideVpcConfig"), f"instance group {name}")
+    cluster = check_vpc_config(region, cluster_vpc, "the cluster") if override else None
+    if override and cluster and override != cluster:
+        raise validation(f"Instance group {name} overrides the VPC configuration with subnets in {override}; they "
+                         f"must be in the cluster's VPC {cluster}.")
 
 
 def check_unique(specs: list[dict[str, Any]]) -> None:

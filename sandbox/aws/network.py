@@ -1,9 +1,11 @@
-"""Placement facts for simulated instances: the zone, VPC and addresses of a subnet.
+"""What EC2 knows of the subnets and security groups passed to other services, and placement facts for simulated
+instances (the zone, VPC and addresses of a subnet).
 
-Subnets created in moto's EC2 answer with their real zone, zone id, VPC and CIDR. A subnet id moto does not
-know (a caller that skipped creating its VPC) is accepted and placed deterministically in one of the
-region's first three zones, in ``10.<n>.0.0/16`` — so callers are never rejected for it (a documented
-leniency: real AWS would refuse an unknown subnet).
+EKS, HyperPod and FSx refuse a create call naming a subnet or security group EC2 does not know (each with its own
+error; :func:`unknown_subnets`, :func:`security_group_vpc`), so every subnet a resource is placed in was known when
+it was created. Subnets created in moto's EC2 answer with their real zone, zone id, VPC and CIDR. A subnet id moto
+does not know — one deleted after the resource was made, or the id derived for a HyperPod cluster created without
+a ``VpcConfig`` — is placed deterministically in one of the region's first three zones, in ``10.<n>.0.0/16``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.models import ec2_backends
 
 from sandbox.aws.core import ACCOUNT_ID
@@ -39,13 +42,33 @@ def _zone_id(region: str, index: int) -> str:
 
 def _subnet(region: str, subnet_id: str) -> Any:
     """moto's subnet, without instantiating an EC2 backend nobody has used (that costs a fifth of a second)."""
+    backend = _ec2(region)
+    if backend is None:
+        return None
+    try:
+        return backend.get_subnet(subnet_id)
+    except Exception:  # moto's InvalidSubnetIdError
+        return None
+
+
+def _ec2(region: str) -> Any:
+    """moto's EC2 backend of ``region``, or ``None`` if nothing has used it (then it knows nothing)."""
     # moto's per-account container claims every known region; only its keys are the backends that exist.
     if ACCOUNT_ID not in ec2_backends or region not in ec2_backends[ACCOUNT_ID].keys():  # noqa: SIM118
         return None
-    try:
-        return ec2_backends[ACCOUNT_ID][region].get_subnet(subnet_id)
-    except Exception:  # moto's InvalidSubnetIdError
-        return None
+    return ec2_backends[ACCOUNT_ID][region]
+
+
+def unknown_subnets(region: str, subnet_ids: list[str]) -> list[str]:
+    """The ids of ``subnet_ids`` EC2 does not know, in order."""
+    return [subnet_id for subnet_id in subnet_ids if _subnet(region, subnet_id) is None]
+
+
+def security_group_vpc(region: str, group_id: str) -> str | None:
+    """The VPC of the security group ``group_id``, or ``None`` if EC2 does not know it."""
+    backend = _ec2(region)
+    group = backend.get_security_group_from_id(group_id) if backend is not None else None
+    return group.vpc_id if group is not None else None
 
 
 def subnet_facts(region: str, subnet_id: str) -> SubnetFacts:
@@ -65,3 +88,19 @@ def private_address(facts: SubnetFacts, ordinal: int, region: str) -> tuple[str,
     address = facts.cidr.network_address + 4 + ordinal % max(facts.cidr.num_addresses - 5, 1)
     suffix = "ec2.internal" if region == "us-east-1" else f"{region}.compute.internal"
     return str(address), f"ip-{str(address).replace('.', '-')}.{suffix}"
+
+
+def create_security_group(region: str, name: str, description: str, vpc_id: str, tags: dict[str, str]) -> str:
+    """A security group made in EC2 on a service's behalf (EKS's cluster security group); its id."""
+    return ec2_backends[ACCOUNT_ID][region].create_security_group(name, description, vpc_id=vpc_id, tags=tags).id
+
+
+def delete_security_group(region: str, group_id: str) -> None:
+    """Remove a group :func:`create_security_group` made, if it is still there and nothing refers to it (else it
+    stays, as EKS leaves its cluster security group behind when another group's rules or an interface use it)."""
+    if security_group_vpc(region, group_id) is None:
+        return
+    try:
+        ec2_backends[ACCOUNT_ID][region].delete_security_group(group_id=group_id)
+    except EC2ClientError:
+        return

@@ -14,14 +14,19 @@ from kubernetes.client.exceptions import ApiException
 from cloud import aws, kube
 from config.errors import CloudError, Conflict, NotFound, ValidationFailed
 from tests.clusters.sandbox import role_for
+from tests.sandbox.aws.helpers import default_subnets
 
 REGION = "us-west-2"
+
+
+def aws_client(service: str, region: str = REGION):
+    return aws.client(service, region=region)
 
 
 def active_cluster(name: str = "demo") -> str:
     eks = aws.client("eks", region=REGION)
     eks.create_cluster(name=name, roleArn=role_for("eks-cluster"),
-                       resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]})
+                       resourcesVpcConfig={"subnetIds": default_subnets(aws_client)})
     deadline = time.monotonic() + 10
     while eks.describe_cluster(name=name)["cluster"]["status"] != "ACTIVE":
         assert time.monotonic() < deadline, "cluster did not become ACTIVE"
@@ -66,7 +71,7 @@ def test_the_token_is_refreshed_when_it_gets_old(sandbox, monkeypatch):
 def test_a_cluster_without_an_endpoint_yet_is_not_ready(sandbox):
     httpx.put(f"{sandbox.aws_url}/_sandbox/clock", json={"scale": 1}).raise_for_status()
     aws.client("eks", region=REGION).create_cluster(
-        name="slow", roleArn=role_for("eks-cluster"), resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]})
+        name="slow", roleArn=role_for("eks-cluster"), resourcesVpcConfig={"subnetIds": default_subnets(aws_client)})
     with pytest.raises(CloudError) as error:
         kube.api_client("slow", region=REGION)
     assert error.value.code == "cluster_not_ready"

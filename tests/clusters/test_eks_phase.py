@@ -17,6 +17,7 @@ from operations import services
 from operations.models import Operation, OperationPhase, OperationState, PhaseStep
 from operations.pipeline import Pipeline, register
 from tests.clusters.sandbox import role_for
+from tests.sandbox.aws.helpers import default_subnets
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -146,7 +147,7 @@ def test_a_failed_create_cluster_is_retried_in_the_eks_phase_alone_and_creates_t
 def test_an_eks_cluster_of_that_name_that_is_not_ours_fails_the_phase(sandbox, cast, make_cluster, drive):
     client = boto3.client("eks", **REGION)
     client.create_cluster(name="alpha", roleArn=role_for("someone-else"),
-                          resourcesVpcConfig={"subnetIds": ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"]},
+                          resourcesVpcConfig={"subnetIds": default_subnets(boto3.client)},
                           tags={"owner": "someone-else"})
     cluster = make_cluster("alpha")
 
@@ -200,7 +201,7 @@ def test_delete_leaves_an_eks_cluster_and_role_that_are_not_ours_alone(sandbox, 
                     Tags=as_tag_list({"owner": "someone-else"}))
     client = boto3.client("eks", **REGION)
     client.create_cluster(name="alpha", roleArn=f"arn:aws:iam::123456789012:role/{role_name}",
-                          resourcesVpcConfig={"subnetIds": ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"]},
+                          resourcesVpcConfig={"subnetIds": default_subnets(boto3.client)},
                           tags={**aws_tags(cluster), "instantstart:cluster-id": "999999"})
 
     deleted = drive(start(cast, cluster, DELETE_KIND))

@@ -6,6 +6,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -76,14 +77,64 @@ def lifecycle_scripts(s3: Any, groups: list[dict[str, Any]]) -> None:
         s3.put_object(Bucket=bucket, Key=key, Body=b"#!/bin/bash\n")
 
 
+class StringStarting(str):
+    """Equal to any string that starts with it (AWS's messages that end in a request id)."""
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.startswith(str(self))
+
+
+@dataclass(frozen=True)
+class Network:
+    vpc_id: str
+    subnet_ids: list[str]
+    """One subnet in each of the region's first two zones (``<region>a``, ``<region>b``)."""
+    security_group_id: str
+
+
+def sandbox_network(client: Callable[..., Any], region: str = REGION, cidr: str = "10.0.0.0/16") -> Network:
+    """A VPC (``cidr``, a /16) with a /24 subnet in each of the region's first two zones and a security group: the
+    subnets and group EKS, HyperPod and FSx refuse unless they exist in EC2."""
+    ec2 = client("ec2", region)
+    vpc_id = ec2.create_vpc(CidrBlock=cidr)["Vpc"]["VpcId"]
+    prefix = cidr.rsplit(".", 2)[0]
+    subnet_ids = [ec2.create_subnet(VpcId=vpc_id, CidrBlock=f"{prefix}.{index}.0/24",
+                                    AvailabilityZone=f"{region}{zone}")["Subnet"]["SubnetId"]
+                  for index, zone in enumerate("ab")]
+    group = ec2.create_security_group(GroupName="sandbox-nodes", Description="nodes", VpcId=vpc_id)["GroupId"]
+    return Network(vpc_id=vpc_id, subnet_ids=subnet_ids, security_group_id=group)
+
+
+def default_subnets(client: Callable[..., Any], region: str = REGION) -> list[str]:
+    """The default VPC's subnets in the region's first two zones (EC2 has a default VPC in every region, as AWS
+    does): one call, for tests that need subnets that exist and do not care which."""
+    subnets = client("ec2", region).describe_subnets(
+        Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"]
+    by_zone = {subnet["AvailabilityZone"]: subnet["SubnetId"] for subnet in subnets}
+    return [by_zone[f"{region}a"], by_zone[f"{region}b"]]
+
+
+def default_vpc_config(client: Callable[..., Any], region: str = REGION) -> dict[str, list[str]]:
+    """A HyperPod ``VpcConfig`` in the default VPC: its subnet in zone ``<region>a`` and its default security
+    group."""
+    ec2 = client("ec2", region)
+    vpc_id = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"][0]["VpcId"]
+    (group,) = ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc_id]},
+                                                     {"Name": "group-name", "Values": ["default"]}])["SecurityGroups"]
+    return {"SecurityGroupIds": [group["GroupId"]], "Subnets": default_subnets(client, region)[:1]}
+
+
 def make_eks_cluster(client: Callable[..., Any], name: str = "demo", region: str = REGION,
                      **extra: Any) -> dict[str, Any]:
-    """An ACTIVE EKS cluster (its describe_cluster ``cluster``), made without waiting for time to pass."""
+    """An ACTIVE EKS cluster (its describe_cluster ``cluster``) in the :func:`default_subnets`, made without waiting
+    for time to pass."""
     sandbox_role(client)
     eks = client("eks", region)
+    subnets = default_subnets(client, region)
     with instantly():
-        eks.create_cluster(name=name, roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]},
-                           **extra)
+        eks.create_cluster(name=name, roleArn=ROLE, resourcesVpcConfig={"subnetIds": subnets}, **extra)
         return wait_for(lambda: eks.describe_cluster(name=name)["cluster"], lambda c: c["status"] == "ACTIVE")
 
 

@@ -7,7 +7,16 @@ import requests
 from botocore.exceptions import ClientError
 
 from sandbox import clock
-from tests.sandbox.aws.helpers import ACCOUNT, ROLE, instantly, make_eks_cluster, sandbox_role, wait_for
+from tests.sandbox.aws.helpers import (
+    ACCOUNT,
+    ROLE,
+    StringStarting,
+    instantly,
+    make_eks_cluster,
+    sandbox_network,
+    sandbox_role,
+    wait_for,
+)
 
 PRODUCT_ADDONS = ("eks-pod-identity-agent", "cert-manager", "aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver",
                   "amazon-sagemaker-hyperpod-training-operator", "amazon-sagemaker-hyperpod-inference",
@@ -24,32 +33,70 @@ def test_cluster_fields_defaults_and_errors(client):
                                accessConfig={"authenticationMode": "API"})
     assert cluster["version"] == "1.32" and cluster["tags"] == {"team": "vision"}
     assert cluster["accessConfig"] == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}
-    assert cluster["resourcesVpcConfig"]["subnetIds"] == ["subnet-a1", "subnet-b2"]
+    subnets = cluster["resourcesVpcConfig"]["subnetIds"]
+    assert len(subnets) == 2 and cluster["resourcesVpcConfig"]["vpcId"].startswith("vpc-")
     assert cluster["arn"] == f"arn:aws:eks:us-west-2:{ACCOUNT}:cluster/demo"
     assert eks.list_clusters()["clusters"] == ["demo"]
     with pytest.raises(ClientError) as excinfo:
-        eks.create_cluster(name="demo", roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]})
+        eks.create_cluster(name="demo", roleArn=ROLE, resourcesVpcConfig={"subnetIds": subnets})
     assert _code(excinfo) == "ResourceInUseException"
     with pytest.raises(ClientError) as excinfo:
         eks.describe_cluster(name="missing")
     assert _code(excinfo) == "ResourceNotFoundException"
     assert excinfo.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
     with pytest.raises(ClientError) as excinfo:
-        eks.create_cluster(name="old", version="1.20", roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-1"]})
+        eks.create_cluster(name="old", version="1.20", roleArn=ROLE, resourcesVpcConfig={"subnetIds": subnets})
     assert _code(excinfo) == "InvalidParameterException"
 
 
-def test_subnets_known_to_ec2_must_span_two_zones(client):
-    ec2, eks = client("ec2"), client("eks")
-    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
-    one = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.1.0/24", AvailabilityZone="us-west-2a")["Subnet"]["SubnetId"]
-    two = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.2.0/24", AvailabilityZone="us-west-2a")["Subnet"]["SubnetId"]
-    three = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.3.0/24", AvailabilityZone="us-west-2b")["Subnet"]["SubnetId"]
+def _refusal(call) -> tuple[str, str]:
     with pytest.raises(ClientError) as excinfo:
-        eks.create_cluster(name="one-az", roleArn=sandbox_role(client), resourcesVpcConfig={"subnetIds": [one, two]})
-    assert _code(excinfo) == "InvalidParameterException"
-    created = eks.create_cluster(name="two-az", roleArn=ROLE, resourcesVpcConfig={"subnetIds": [one, three]})
-    assert created["cluster"]["resourcesVpcConfig"]["vpcId"] == vpc
+        call()
+    return _code(excinfo), excinfo.value.response["Error"]["Message"]
+
+
+def test_subnets_and_security_groups_must_exist_in_one_vpc_and_two_zones(client):
+    ec2, eks = client("ec2"), client("eks")
+    network, other = sandbox_network(client), sandbox_network(client, cidr="10.1.0.0/16")
+    (one, three), group = network.subnet_ids, network.security_group_id
+    two = ec2.create_subnet(VpcId=network.vpc_id, CidrBlock="10.0.2.0/24",
+                            AvailabilityZone="us-west-2a")["Subnet"]["SubnetId"]
+    create = lambda **vpc: lambda: eks.create_cluster(  # noqa: E731
+        name="refused", roleArn=sandbox_role(client), resourcesVpcConfig=vpc)
+    assert _refusal(create(subnetIds=[one, "subnet-0123456789abcdef0"])) == (
+        "InvalidParameterException", StringStarting("The subnet ID 'subnet-0123456789abcdef0' does not exist "
+                                                    "(Service: AmazonEC2; Status Code: 400; Error Code: "
+                                                    "InvalidSubnetID.NotFound;"))
+    assert _refusal(create(subnetIds=[one, two])) == (
+        "InvalidParameterException", "Subnets specified must be in at least two different AZs.")
+    assert _refusal(create(subnetIds=[one, other.subnet_ids[1]])) == (
+        "InvalidParameterException", "Subnets specified must belong to the same VPC.")
+    assert _refusal(create(subnetIds=[one, three], securityGroupIds=["sg-0123456789abcdef0"])) == (
+        "InvalidParameterException", StringStarting("The security group 'sg-0123456789abcdef0' does not exist "
+                                                    "(Service: AmazonEC2; Status Code: 400; Error Code: "
+                                                    "InvalidGroup.NotFound;"))
+    assert _refusal(create(subnetIds=[one, three], securityGroupIds=[other.security_group_id])) == (
+        "InvalidParameterException",
+        f"A security group is not in the same VPC as the subnets. The security group {other.security_group_id} is "
+        f"in the following VPC: {other.vpc_id}. The subnets are in the following VPC: {network.vpc_id}")
+    assert eks.list_clusters()["clusters"] == []
+    created = eks.create_cluster(name="two-az", roleArn=ROLE,
+                                 resourcesVpcConfig={"subnetIds": [one, three], "securityGroupIds": [group]})
+    assert created["cluster"]["resourcesVpcConfig"]["vpcId"] == network.vpc_id
+
+
+def test_the_cluster_security_group_lives_in_ec2_until_the_cluster_is_gone(client):
+    ec2, eks = client("ec2"), client("eks")
+    cluster = make_eks_cluster(client)
+    group_id = cluster["resourcesVpcConfig"]["clusterSecurityGroupId"]
+    (group,) = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
+    assert group["VpcId"] == cluster["resourcesVpcConfig"]["vpcId"]
+    assert group["GroupName"].startswith("eks-cluster-sg-demo-")
+    assert {tag["Key"]: tag["Value"] for tag in group["Tags"]}["aws:eks:cluster-name"] == "demo"
+    eks.delete_cluster(name="demo")
+    with instantly():
+        wait_for(lambda: eks.list_clusters()["clusters"], lambda names: names == [])
+    assert not ec2.describe_security_groups(Filters=[{"Name": "group-id", "Values": [group_id]}])["SecurityGroups"]
 
 
 def test_delete_cluster_goes_through_deleting(client):
@@ -112,7 +159,7 @@ def test_addon_errors(client):
     clock.set_scale(1.0)  # "creating" must still be CREATING when its add-on is asked for, however slow the host
     try:
         eks.create_cluster(name="creating", roleArn=ROLE,
-                           resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]})
+                           resourcesVpcConfig={"subnetIds": sandbox_network(client, cidr="10.1.0.0/16").subnet_ids})
         for kwargs, code in (({"clusterName": "creating", "addonName": "cert-manager"}, "InvalidRequestException"),
                              ({"clusterName": "missing", "addonName": "cert-manager"}, "ResourceNotFoundException"),
                              ({"clusterName": "young", "addonName": "not-an-addon"}, "InvalidParameterException"),

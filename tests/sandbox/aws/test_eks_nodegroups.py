@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError
 
 from sandbox import clock
 from sandbox.aws import world
-from tests.sandbox.aws.helpers import ROLE, instantly, make_eks_cluster, sandbox_role, wait_for
+from tests.sandbox.aws.helpers import ROLE, instantly, make_eks_cluster, sandbox_network, sandbox_role, wait_for
 
 NODE_ROLE = ROLE.replace("sandbox-role", "nodes")
 
@@ -18,8 +18,12 @@ def _code(excinfo: pytest.ExceptionInfo[ClientError]) -> str:
 
 
 def _create(eks, name: str = "system", **extra):
-    request = {"clusterName": "demo", "nodegroupName": name, "nodeRole": NODE_ROLE, "subnets": ["subnet-a1"],
-               **extra}
+    """Create a node group of cluster ``demo`` in the cluster's first subnet (unless ``extra`` says otherwise)."""
+    try:
+        subnets = eks.describe_cluster(name="demo")["cluster"]["resourcesVpcConfig"]["subnetIds"][:1]
+    except eks.exceptions.ResourceNotFoundException:
+        subnets = ["subnet-0123456789abcdef0"]
+    request = {"clusterName": "demo", "nodegroupName": name, "nodeRole": NODE_ROLE, "subnets": subnets, **extra}
     return eks.create_nodegroup(**request)["nodegroup"]
 
 
@@ -34,14 +38,19 @@ def test_create_is_checked_as_eks_checks_it(client):
     eks = client("eks")
     _refused(lambda: _create(eks), "ResourceNotFoundException")
     clock.set_scale(1)
-    eks.create_cluster(name="demo", roleArn=sandbox_role(client),
-                       resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]})
+    network, other = sandbox_network(client), sandbox_network(client, cidr="10.1.0.0/16")
+    eks.create_cluster(name="demo", roleArn=sandbox_role(client), resourcesVpcConfig={"subnetIds": network.subnet_ids})
     _refused(lambda: _create(eks), "InvalidRequestException", "not in ACTIVE status")
     with instantly():
         wait_for(lambda: eks.describe_cluster(name="demo")["cluster"]["status"], lambda status: status == "ACTIVE")
     _refused(lambda: _create(eks, "-bad"), "InvalidParameterException", "Nodegroup name")
     _refused(lambda: _create(eks, nodeRole="nodes"), "InvalidParameterException", "cannot be found")
     _refused(lambda: _create(eks, subnets=[]), "InvalidParameterException", "Subnets are required")
+    _refused(lambda: _create(eks, subnets=[network.subnet_ids[0], "subnet-0123456789abcdef0"]),
+             "InvalidParameterException", "The subnet ID 'subnet-0123456789abcdef0' does not exist "
+                                          "(Service: AmazonEC2; Status Code: 400; Error Code: InvalidSubnetID.NotFound")
+    _refused(lambda: _create(eks, subnets=other.subnet_ids), "InvalidParameterException",
+             f"Specified subnets must belong to cluster's vpc {network.vpc_id}")
     _refused(lambda: _create(eks, scalingConfig={"minSize": 3, "maxSize": 4, "desiredSize": 2}),
              "InvalidParameterException", "Minimum capacity 3 can't be greater than desired size 2")
     _refused(lambda: _create(eks, scalingConfig={"minSize": 1, "maxSize": 2, "desiredSize": 3}),

@@ -9,6 +9,7 @@ import requests
 from botocore.exceptions import ClientError
 
 from tests.sandbox.aws.helpers import (
+    default_subnets,
     group,
     instantly,
     make_eks_cluster,
@@ -153,7 +154,7 @@ def test_outcome_rule_fails_an_untagged_eks_cluster(client, control):
     control("POST", "/outcomes", {"resource": "eks-cluster", "name": "doomed", "count": 1})
     eks = client("eks")
     eks.create_cluster(name="doomed", roleArn=sandbox_role(client),
-                       resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]})
+                       resourcesVpcConfig={"subnetIds": default_subnets(client)})
     with instantly():
         final = wait_for(lambda: eks.describe_cluster(name="doomed")["cluster"]["status"], lambda s: s != "CREATING")
     assert final == "FAILED"

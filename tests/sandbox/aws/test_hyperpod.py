@@ -8,20 +8,32 @@ import requests
 from botocore.exceptions import ClientError
 
 from sandbox import clock
-from tests.sandbox.aws.helpers import ROLE, group, instantly, make_eks_cluster, make_hyperpod, wait_for
-
-ALL_FIELDS_GROUP = group(
-    "gpu", "ml.p5.48xlarge", 2, MinInstanceCount=1, ThreadsPerCore=1,
-    LifeCycleConfig={"SourceS3Uri": "s3://customer-bucket/lifecycle/", "OnCreate": "on_create.sh"},
-    InstanceStorageConfigs=[{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}],
-    OnStartDeepHealthChecks=["InstanceStress", "InstanceConnectivity"],
-    OverrideVpcConfig={"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0123456789abcdef0"]},
-    ScheduledUpdateConfig={"ScheduleExpression": "cron(0 3 ? * SUN *)"},
-    NetworkInterface={"InterfaceType": "efa"}, CapacityRequirements={"OnDemand": {}},
-    KubernetesConfig={"Labels": {"team": "vision"}, "Taints": [{"Key": "gpu", "Value": "true",
-                                                                 "Effect": "NoSchedule"}]},
-    ImageId="default",
+from tests.sandbox.aws.helpers import (
+    ROLE,
+    Network,
+    group,
+    instantly,
+    make_eks_cluster,
+    make_hyperpod,
+    sandbox_network,
+    wait_for,
 )
+
+
+def all_fields_group(network: Network) -> dict:
+    """A group setting every member, its ``OverrideVpcConfig`` in ``network`` (zone b)."""
+    return group(
+        "gpu", "ml.p5.48xlarge", 2, MinInstanceCount=1, ThreadsPerCore=1,
+        LifeCycleConfig={"SourceS3Uri": "s3://customer-bucket/lifecycle/", "OnCreate": "on_create.sh"},
+        InstanceStorageConfigs=[{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}],
+        OnStartDeepHealthChecks=["InstanceStress", "InstanceConnectivity"],
+        OverrideVpcConfig={"SecurityGroupIds": [network.security_group_id], "Subnets": network.subnet_ids[1:]},
+        ScheduledUpdateConfig={"ScheduleExpression": "cron(0 3 ? * SUN *)"},
+        NetworkInterface={"InterfaceType": "efa"}, CapacityRequirements={"OnDemand": {}},
+        KubernetesConfig={"Labels": {"team": "vision"}, "Taints": [{"Key": "gpu", "Value": "true",
+                                                                     "Effect": "NoSchedule"}]},
+        ImageId="default",
+    )
 
 
 def _error(excinfo: pytest.ExceptionInfo[ClientError]) -> tuple[str, str, int]:
@@ -30,9 +42,11 @@ def _error(excinfo: pytest.ExceptionInfo[ClientError]) -> tuple[str, str, int]:
 
 
 def test_describe_returns_every_field_the_caller_set(client):
+    network = sandbox_network(client, cidr="10.5.0.0/16")
+    all_fields = all_fields_group(network)
     described = make_hyperpod(
-        client, groups=[ALL_FIELDS_GROUP, group("cpu", "ml.m5.xlarge", 1)], NodeRecovery="None",
-        VpcConfig={"SecurityGroupIds": ["sg-0123456789abcdef1"], "Subnets": ["subnet-1", "subnet-2"]},
+        client, groups=[all_fields, group("cpu", "ml.m5.xlarge", 1)], NodeRecovery="None",
+        VpcConfig={"SecurityGroupIds": [network.security_group_id], "Subnets": network.subnet_ids},
         TieredStorageConfig={"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20},
         NodeProvisioningMode="Continuous", ClusterRole=ROLE,
         AutoScaling={"Mode": "Enable", "AutoScalerType": "Karpenter"}, Tags=[{"Key": "team", "Value": "vision"}])
@@ -42,13 +56,13 @@ def test_describe_returns_every_field_the_caller_set(client):
     assert described["ClusterRole"] == ROLE
     assert described["AutoScaling"] == {"Mode": "Enable", "AutoScalerType": "Karpenter", "Status": "InService"}
     assert described["Orchestrator"]["Eks"]["ClusterArn"].endswith(":cluster/hp-eks")
-    assert described["VpcConfig"]["Subnets"] == ["subnet-1", "subnet-2"]
+    assert described["VpcConfig"]["Subnets"] == network.subnet_ids
     assert described["ClusterArn"].split("/")[-1].isalnum() and len(described["ClusterArn"].split("/")[-1]) == 12
     gpu = described["InstanceGroups"][0]
     for key in ("InstanceGroupName", "InstanceType", "ThreadsPerCore", "LifeCycleConfig", "ExecutionRole",
                 "InstanceStorageConfigs", "OnStartDeepHealthChecks", "OverrideVpcConfig", "ScheduledUpdateConfig",
                 "NetworkInterface", "CapacityRequirements"):
-        assert gpu[key] == ALL_FIELDS_GROUP[key], key
+        assert gpu[key] == all_fields[key], key
     assert (gpu["TargetCount"], gpu["CurrentCount"], gpu["MinCount"]) == (2, 2, 1)
     assert gpu["KubernetesConfig"]["CurrentLabels"] == gpu["KubernetesConfig"]["DesiredLabels"] == {"team": "vision"}
     assert gpu["KubernetesConfig"]["DesiredTaints"][0]["Effect"] == "NoSchedule"

@@ -10,7 +10,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from tests.sandbox.aws.helpers import group, make_hyperpod, wait_for
+from tests.sandbox.aws.helpers import Network, group, make_hyperpod, sandbox_network, wait_for
 
 DETAILS_MEMBERS = set(botocore.session.get_session().get_service_model("sagemaker")
                       .shape_for("ClusterInstanceGroupDetails").members)
@@ -28,18 +28,28 @@ def _seed_plan(url: str, name: str, zone: str = "us-west-2a") -> str:
     return answer.json()["training_plans"][0]["arn"]
 
 
+@pytest.fixture
+def network(client) -> Network:
+    return sandbox_network(client, cidr="10.7.0.0/16")
+
+
+def _vpc(network: Network, *subnets: str) -> dict[str, list[str]]:
+    """A ``VpcConfig`` of ``network``'s security group and ``subnets`` (default: its subnet in zone a)."""
+    return {"SecurityGroupIds": [network.security_group_id], "Subnets": list(subnets or network.subnet_ids[:1])}
+
+
 def _groups(client: Any) -> dict[str, dict[str, Any]]:
     described = client("sagemaker").describe_cluster(ClusterName="hp")
     return {item["InstanceGroupName"]: item for item in described["InstanceGroups"]}
 
 
-def test_describe_returns_every_stored_member_in_details_form(client, aws_sandbox):
+def test_describe_returns_every_stored_member_in_details_form(client, aws_sandbox, network):
     plan = _seed_plan(aws_sandbox.url, "details")
     spec = group("gpu", "ml.p5.48xlarge", 1, MinInstanceCount=1, ThreadsPerCore=2, TrainingPlanArn=plan,
                  LifeCycleConfig={"SourceS3Uri": "s3://bucket/lifecycle", "OnCreate": "on_create.sh"},
                  InstanceStorageConfigs=[{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}],
                  OnStartDeepHealthChecks=["InstanceStress"], CapacityRequirements={"OnDemand": {}},
-                 OverrideVpcConfig={"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0abc"]},
+                 OverrideVpcConfig=_vpc(network),
                  ScheduledUpdateConfig={"ScheduleExpression": "cron(0 3 ? * SUN *)"},
                  NetworkInterface={"InterfaceType": "efa-only"})
     make_hyperpod(client, groups=[spec])
@@ -82,10 +92,9 @@ def test_update_replaces_each_listed_group_and_leaves_the_others(client):
     ("OverrideVpcConfig", {"SecurityGroupIds": ["sg-0123456789abcdef1"], "Subnets": ["subnet-other"]}),
     ("ExecutionRole", "arn:aws:iam::123456789012:role/another-execution-role"),
 ])
-def test_immutable_members_of_an_existing_group_cannot_change(client, member, value):
+def test_immutable_members_of_an_existing_group_cannot_change(client, network, member, value):
     spec = group("gpu", "ml.p5.48xlarge", 1, CapacityRequirements={"OnDemand": {}},
-                 NetworkInterface={"InterfaceType": "efa-only"},
-                 OverrideVpcConfig={"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0abc"]})
+                 NetworkInterface={"InterfaceType": "efa-only"}, OverrideVpcConfig=_vpc(network))
     make_hyperpod(client, groups=[spec])
     sagemaker = client("sagemaker")
     with pytest.raises(ClientError) as excinfo:
@@ -97,14 +106,10 @@ def test_immutable_members_of_an_existing_group_cannot_change(client, member, va
     assert _groups(client)["gpu"]["TargetCount"] == 2
 
 
-def test_efa_only_spot_with_plan_and_plan_zone_are_checked(client, aws_sandbox):
-    ec2 = client("ec2")
-    vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
-    in_a, in_b = (ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.7.{i}.0/24", AvailabilityZone=f"us-west-2{zone}")
-                  ["Subnet"]["SubnetId"] for i, zone in enumerate("ab"))
+def test_efa_only_spot_with_plan_and_plan_zone_are_checked(client, aws_sandbox, network):
+    in_a, in_b = network.subnet_ids
     plan = _seed_plan(aws_sandbox.url, "zone-a")
-    make_hyperpod(client, groups=[group("cpu", "ml.m5.xlarge", 1)],
-                  VpcConfig={"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": [in_b]})
+    make_hyperpod(client, groups=[group("cpu", "ml.m5.xlarge", 1)], VpcConfig=_vpc(network, in_b))
     sagemaker = client("sagemaker")
     cpu = group("cpu", "ml.m5.xlarge", 1)
 
@@ -127,11 +132,59 @@ def test_efa_only_spot_with_plan_and_plan_zone_are_checked(client, aws_sandbox):
             Orchestrator=sagemaker.describe_cluster(ClusterName="hp")["Orchestrator"])
     assert "does not support EFA" in _error(excinfo)[1]
 
-    override = {"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": [in_a]}
     sagemaker.update_cluster(ClusterName="hp", InstanceGroups=[cpu, group(
-        "new", "ml.p5.48xlarge", 1, TrainingPlanArn=plan, OverrideVpcConfig=override,
+        "new", "ml.p5.48xlarge", 1, TrainingPlanArn=plan, OverrideVpcConfig=_vpc(network, in_a),
         NetworkInterface={"InterfaceType": "efa-only"})])
     assert _groups(client)["new"]["TrainingPlanArn"] == plan
+
+
+def test_vpc_configs_name_subnets_and_security_groups_of_one_vpc_that_ec2_knows(client, network):
+    other = sandbox_network(client, cidr="10.8.0.0/16")
+    (in_a, in_b), group_id = network.subnet_ids, network.security_group_id
+    make_hyperpod(client, groups=[group("cpu", "ml.m5.xlarge", 1)], VpcConfig=_vpc(network, in_a, in_b))
+    sagemaker = client("sagemaker")
+    orchestrator = sagemaker.describe_cluster(ClusterName="hp")["Orchestrator"]
+    cpu = group("cpu", "ml.m5.xlarge", 1)
+
+    def refused(call) -> str:
+        with pytest.raises(ClientError) as excinfo:
+            call()
+        code, message = _error(excinfo)
+        assert code == "ValidationException", message
+        return message
+
+    def create(vpc: dict[str, list[str]], **spec: Any):
+        return lambda: sagemaker.create_cluster(ClusterName="refused", Orchestrator=orchestrator, VpcConfig=vpc,
+                                                InstanceGroups=[group("cpu", "ml.m5.xlarge", 1, **spec)])
+
+    def add(override: dict[str, list[str]]):
+        return lambda: sagemaker.update_cluster(ClusterName="hp", InstanceGroups=[
+            cpu, group("new", "ml.m5.xlarge", 1, OverrideVpcConfig=override)])
+
+    ghost_subnet, ghost_group = "subnet-0123456789abcdef0", "sg-0123456789abcdef0"
+    assert refused(create({"SecurityGroupIds": [group_id], "Subnets": [in_a, ghost_subnet]})) == (
+        f"Invalid VpcConfig of the cluster: the subnet ID '{ghost_subnet}' does not exist.")
+    assert refused(create({"SecurityGroupIds": [ghost_group], "Subnets": [in_a]})) == (
+        f"Invalid VpcConfig of the cluster: the security group '{ghost_group}' does not exist.")
+    assert refused(create({"SecurityGroupIds": [group_id], "Subnets": [in_a, other.subnet_ids[1]]})) == (
+        "Invalid VpcConfig of the cluster: the subnets must belong to one VPC; they are in "
+        f"{', '.join(sorted((network.vpc_id, other.vpc_id)))}.")
+    assert refused(create({"SecurityGroupIds": [other.security_group_id], "Subnets": [in_a]})) == (
+        f"Invalid VpcConfig of the cluster: security group {other.security_group_id} is in {other.vpc_id}, not in the "
+        f"VPC of the subnets ({network.vpc_id}).")
+    assert refused(create(_vpc(network), OverrideVpcConfig={"SecurityGroupIds": [group_id],
+                                                            "Subnets": [ghost_subnet]})) == (
+        f"Invalid VpcConfig of instance group cpu: the subnet ID '{ghost_subnet}' does not exist.")
+    assert refused(create(_vpc(network), OverrideVpcConfig=_vpc(other))) == (
+        f"Instance group cpu overrides the VPC configuration with subnets in {other.vpc_id}; they must be in the "
+        f"cluster's VPC {network.vpc_id}.")
+    assert [summary["ClusterName"] for summary in sagemaker.list_clusters()["ClusterSummaries"]] == ["hp"]
+    assert refused(add({"SecurityGroupIds": [ghost_group], "Subnets": [in_b]})) == (
+        f"Invalid VpcConfig of instance group new: the security group '{ghost_group}' does not exist.")
+    assert "must be in the cluster's VPC" in refused(add(_vpc(other)))
+    sagemaker.update_cluster(ClusterName="hp", InstanceGroups=[cpu, group("new", "ml.m5.xlarge", 1,
+                                                                          OverrideVpcConfig=_vpc(network, in_b))])
+    assert _groups(client)["new"]["OverrideVpcConfig"] == _vpc(network, in_b)
 
 
 def test_tiered_storage_config_is_validated_stored_and_disabled(client):

@@ -9,9 +9,7 @@ from botocore.exceptions import ClientError
 
 from sandbox import clock
 from sandbox.aws import iam_roles
-from tests.sandbox.aws.helpers import ACCOUNT, group, make_eks_cluster
-
-SUBNETS = {"subnetIds": ["subnet-a1", "subnet-b2"]}
+from tests.sandbox.aws.helpers import ACCOUNT, default_subnets, group, make_eks_cluster
 
 
 def _trusting(iam, name: str, service: str) -> str:
@@ -27,11 +25,12 @@ def _refusal(call) -> tuple[str, str]:
 
 def test_eks_refuses_a_missing_role_a_role_for_another_service_and_one_not_yet_propagated(client):
     iam, eks = client("iam"), client("eks")
+    subnets = {"subnetIds": default_subnets(client)}
     missing = f"arn:aws:iam::{ACCOUNT}:role/nobody"
     wrong = _trusting(iam, "for-sagemaker", "sagemaker.amazonaws.com")
     for role in (missing, wrong):
         code, message = _refusal(lambda role=role: eks.create_cluster(name="c", roleArn=role,
-                                                                      resourcesVpcConfig=SUBNETS))
+                                                                      resourcesVpcConfig=subnets))
         assert code == "InvalidParameterException"
         assert message == (f"Role with arn: {role}, could not be assumed because it does not exist or the trusted "
                            "entity is not correct")
@@ -39,10 +38,10 @@ def test_eks_refuses_a_missing_role_a_role_for_another_service_and_one_not_yet_p
     iam_roles.set_propagation_seconds(60)
     clock.set_scale(10)  # IAM has not propagated the new role until the test lets time run
     fresh = _trusting(iam, "fresh", "eks.amazonaws.com")
-    assert _refusal(lambda: eks.create_cluster(name="c", roleArn=fresh, resourcesVpcConfig=SUBNETS))[0] == \
+    assert _refusal(lambda: eks.create_cluster(name="c", roleArn=fresh, resourcesVpcConfig=subnets))[0] == \
         "InvalidParameterException"
     clock.set_scale(0)
-    assert eks.create_cluster(name="c", roleArn=fresh, resourcesVpcConfig=SUBNETS)["cluster"]["roleArn"] == fresh
+    assert eks.create_cluster(name="c", roleArn=fresh, resourcesVpcConfig=subnets)["cluster"]["roleArn"] == fresh
 
 
 def test_hyperpod_refuses_an_execution_role_sagemaker_cannot_assume(client):

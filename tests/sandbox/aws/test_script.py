@@ -8,7 +8,7 @@ import time
 import boto3
 
 from sandbox import endpoints, tls
-from tests.sandbox.aws.helpers import lifecycle_scripts, sandbox_role
+from tests.sandbox.aws.helpers import lifecycle_scripts, sandbox_network, sandbox_role
 
 
 def test_plain_boto3_script_sees_eks_active_and_hyperpod_in_service(aws_sandbox, monkeypatch):
@@ -20,8 +20,9 @@ def test_plain_boto3_script_sees_eks_active_and_hyperpod_in_service(aws_sandbox,
     for role in ("eks-cluster", "hyperpod"):
         sandbox_role(boto3.client, f"arn:aws:iam::123456789012:role/{role}")
 
+    subnets = sandbox_network(boto3.client, "eu-west-1").subnet_ids
     created = eks.create_cluster(name="training", roleArn="arn:aws:iam::123456789012:role/eks-cluster",
-                                 resourcesVpcConfig={"subnetIds": ["subnet-0a", "subnet-0b"]},
+                                 resourcesVpcConfig={"subnetIds": subnets},
                                  accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})["cluster"]
     assert created["status"] == "CREATING"
     seen = {created["status"]}

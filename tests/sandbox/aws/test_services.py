@@ -7,9 +7,12 @@ import requests
 from botocore.exceptions import ClientError
 
 from sandbox import clock
-from tests.sandbox.aws.helpers import ROLE, instantly, wait_for
+from tests.sandbox.aws.helpers import ROLE, Network, instantly, sandbox_network, wait_for
 
-SUBNET = "subnet-0123456789abcdef0"
+
+@pytest.fixture
+def network(client) -> Network:
+    return sandbox_network(client)
 
 
 def _code(excinfo: pytest.ExceptionInfo[ClientError]) -> str:
@@ -82,10 +85,10 @@ def test_mlflow_tracking_server_lifecycle(client):
     assert _code(excinfo) == "ResourceNotFound"
 
 
-def test_fsx_lustre_mount_name_and_lifecycle(client):
-    fsx = client("fsx")
+def test_fsx_lustre_mount_name_and_lifecycle(client, network):
+    fsx, subnet = client("fsx"), network.subnet_ids[0]
     created = fsx.create_file_system(
-        FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=[SUBNET], SecurityGroupIds=["sg-0123456789abcdef0"],
+        FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=[subnet], SecurityGroupIds=[network.security_group_id],
         LustreConfiguration={"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 250},
         Tags=[{"Key": "Name", "Value": "shared"}])["FileSystem"]
     assert created["Lifecycle"] == "CREATING"
@@ -96,15 +99,15 @@ def test_fsx_lustre_mount_name_and_lifecycle(client):
     assert available["LustreConfiguration"]["MountName"] == created["LustreConfiguration"]["MountName"]
     assert fsx.list_tags_for_resource(ResourceARN=created["ResourceARN"])["Tags"] == [{"Key": "Name",
                                                                                        "Value": "shared"}]
-    scratch = fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=[SUBNET],
+    scratch = fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=[subnet],
                                      LustreConfiguration={"DeploymentType": "SCRATCH_1"})["FileSystem"]
     assert scratch["LustreConfiguration"]["MountName"] == "fsx"
-    two_subnets = [SUBNET, "subnet-0123456789abcdef1"]
+    two_subnets = network.subnet_ids
     for kwargs in ({"StorageCapacity": 1000}, {"StorageCapacity": 1200, "SubnetIds": two_subnets},
                    {"StorageCapacity": 2400, "LustreConfiguration": {"DeploymentType": "PERSISTENT_2",
                                                                       "PerUnitStorageThroughput": 50}}):
         with pytest.raises(ClientError) as excinfo:
-            fsx.create_file_system(**{"FileSystemType": "LUSTRE", "SubnetIds": [SUBNET], **kwargs})
+            fsx.create_file_system(**{"FileSystemType": "LUSTRE", "SubnetIds": [subnet], **kwargs})
         assert _code(excinfo) == "BadRequest", kwargs
     clock.set_scale(0)
     assert fsx.delete_file_system(FileSystemId=created["FileSystemId"])["Lifecycle"] == "DELETING"
@@ -121,18 +124,41 @@ def test_iam_managed_policies_are_loaded(client):
     assert policy["PolicyName"] == "AmazonSageMakerFullAccess"
 
 
-def test_fsx_refuses_a_capacity_over_the_api_range_or_the_lustre_quota(client):
-    fsx = client("fsx")
+def test_fsx_refuses_subnets_and_security_groups_ec2_does_not_know_or_another_vpcs(client, network):
+    fsx, other = client("fsx"), sandbox_network(client, cidr="10.1.0.0/16")
+    lustre = {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 125}
+    subnet, group = network.subnet_ids[0], network.security_group_id
+    for subnets, groups, member, culprit, message in (
+            (["subnet-0123456789abcdef0"], [group], "InvalidSubnetId", "subnet-0123456789abcdef0",
+             "The subnet ID 'subnet-0123456789abcdef0' does not exist"),
+            ([subnet], ["sg-0123456789abcdef0"], "InvalidSecurityGroupId", "sg-0123456789abcdef0",
+             "The security group 'sg-0123456789abcdef0' does not exist"),
+            ([subnet], [other.security_group_id], "InvalidSecurityGroupId", other.security_group_id,
+             f"Security group {other.security_group_id} is not part of the VPC {network.vpc_id} of the subnets.")):
+        with pytest.raises(ClientError) as excinfo:
+            fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=subnets,
+                                   SecurityGroupIds=groups, LustreConfiguration=lustre)
+        error = excinfo.value.response
+        assert (error["Error"]["Code"], error["Error"]["Message"], error[member]) == (
+            "InvalidNetworkSettings", message, culprit)
+    assert fsx.describe_file_systems()["FileSystems"] == []
+    created = fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=[subnet],
+                                     SecurityGroupIds=[group], LustreConfiguration=lustre)["FileSystem"]
+    assert created["VpcId"] == network.vpc_id
+
+
+def test_fsx_refuses_a_capacity_over_the_api_range_or_the_lustre_quota(client, network):
+    fsx, subnet = client("fsx"), network.subnet_ids[0]
     persistent = {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 125}
     for capacity, code in ((2_400_000_000_000, "BadRequest"), (103_200, "ServiceLimitExceeded")):
         with pytest.raises(ClientError) as excinfo:
-            fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=capacity, SubnetIds=[SUBNET],
+            fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=capacity, SubnetIds=[subnet],
                                    LustreConfiguration=persistent)
         assert _code(excinfo) == code, capacity
-    fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=98_400, SubnetIds=[SUBNET],
+    fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=98_400, SubnetIds=[subnet],
                            LustreConfiguration=persistent)
     with pytest.raises(ClientError) as excinfo:
-        fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=4800, SubnetIds=[SUBNET],
+        fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=4800, SubnetIds=[subnet],
                                LustreConfiguration=persistent)
     assert _code(excinfo) == "ServiceLimitExceeded"
     assert len(fsx.describe_file_systems()["FileSystems"]) == 1

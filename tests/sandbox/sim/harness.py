@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 from cloud import kube
 from sandbox import clock
 from sandbox.sim import devices, instances
-from tests.sandbox.aws.helpers import lifecycle_scripts, sandbox_role
+from tests.sandbox.aws.helpers import default_subnets, lifecycle_scripts, sandbox_role
 
 REGION = "us-west-2"
 ROLE = "arn:aws:iam::123456789012:role/sandbox"
@@ -57,9 +57,9 @@ def wait_for(read: Callable[[], Any], done: Callable[[Any], bool] = bool, timeou
 _session = boto3.session.Session()
 
 
-def client(service: str) -> Any:
-    """A plain boto3 client (endpoint, credentials and region from the environment)."""
-    return _session.client(service, region_name=REGION)
+def client(service: str, region: str = REGION) -> Any:
+    """A plain boto3 client (endpoint and credentials from the environment)."""
+    return _session.client(service, region_name=region)
 
 
 def group(name: str = "gpu", instance_type: str = "ml.g5.8xlarge", count: int = 2, **extra: Any) -> dict[str, Any]:
@@ -119,8 +119,9 @@ def make_cluster(name: str = "demo", groups: list[dict[str, Any]] | None = None,
     sandbox_role(client, ROLE)
     lifecycle_scripts(client("s3"), groups)
     eks, sagemaker = client("eks"), client("sagemaker")
+    subnets = default_subnets(client)
     with instantly():
-        arn = eks.create_cluster(name=name, roleArn=ROLE, resourcesVpcConfig={"subnetIds": ["subnet-a1", "subnet-b2"]},
+        arn = eks.create_cluster(name=name, roleArn=ROLE, resourcesVpcConfig={"subnetIds": subnets},
                                  accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})["cluster"]["arn"]
         wait_for(lambda: eks.describe_cluster(name=name)["cluster"]["status"], lambda s: s == "ACTIVE")
         sagemaker.create_cluster(ClusterName=f"{name}-hp", Orchestrator={"Eks": {"ClusterArn": arn}},

@@ -10,6 +10,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
+from tests.sandbox.aws.helpers import default_vpc_config
 from tests.sandbox.sim.harness import ROLE, client, group, make_cluster, wait_for
 
 NODE_CLASSES = ("karpenter.sagemaker.amazonaws.com", "v1", "hyperpodnodeclasses")
@@ -20,8 +21,7 @@ AUTOSCALING = {"NodeProvisioningMode": "Continuous", "ClusterRole": ROLE,
 
 
 def _autoscaled_cluster(*groups: dict[str, Any]) -> tuple[k8s.CoreV1Api, k8s.CustomObjectsApi]:
-    api = make_cluster(groups=list(groups), addons=(), **AUTOSCALING,
-                       VpcConfig={"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0a1"]})
+    api = make_cluster(groups=list(groups), addons=(), **AUTOSCALING, VpcConfig=default_vpc_config(client))
     extensions = k8s.ApiextensionsV1Api(api)
     wait_for(lambda: {crd.metadata.name for crd in extensions.list_custom_resource_definition().items},
              lambda names: {"nodepools.karpenter.sh", "nodeclaims.karpenter.sh",
@@ -87,7 +87,8 @@ def test_node_class_status_names_the_groups_it_can_use_and_those_it_cannot():
     (gpu,) = status["instanceGroups"]
     assert (gpu["name"], gpu["instanceTypes"]) == ("gpu", ["ml.g5.8xlarge"])
     (subnet,) = gpu["subnets"]
-    assert subnet["id"] == "subnet-0a1" and subnet["zone"].startswith("us-west-2") and subnet["zoneId"]
+    assert subnet["id"] == default_vpc_config(client)["Subnets"][0]
+    assert subnet["zone"] == "us-west-2a" and subnet["zoneId"]
     with pytest.raises(ApiException) as excinfo:
         _node_class(custom, "too-many", [f"g{index}" for index in range(11)])
     assert excinfo.value.status == 422

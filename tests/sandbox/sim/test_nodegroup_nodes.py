@@ -6,6 +6,7 @@ from __future__ import annotations
 from kubernetes import client as k8s
 
 from sandbox.sim.nodegroups import NODEGROUP
+from tests.sandbox.aws.helpers import default_subnets
 from tests.sandbox.sim.harness import ROLE, client, group, instantly, make_cluster, wait_for
 
 
@@ -17,7 +18,8 @@ def test_node_group_instances_join_as_labelled_nodes_and_follow_the_group():
     core = k8s.CoreV1Api(make_cluster(groups=[group(count=1)], addons=(), device_plugins=False))
     eks = client("eks")
     with instantly():
-        eks.create_nodegroup(clusterName="demo", nodegroupName="system", nodeRole=ROLE, subnets=["subnet-a1"],
+        eks.create_nodegroup(clusterName="demo", nodegroupName="system", nodeRole=ROLE,
+                             subnets=default_subnets(client)[:1],
                              instanceTypes=["m5.large"], labels={"instantstart.dev/node-role": "system"},
                              taints=[{"key": "dedicated", "value": "system", "effect": "NO_SCHEDULE"}],
                              scalingConfig={"minSize": 1, "maxSize": 2, "desiredSize": 2})
