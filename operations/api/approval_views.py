@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from accounts import access
 from accounts.requests import ApiRequest
 from accounts.selectors import team_get
+from config.api.idempotency import idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from operations import actions
@@ -54,6 +55,7 @@ class ApprovalDetailView(APIView):
 class ApprovalApproveView(APIView):
     @extend_schema(operation_id="approval_requests_approve", request=s.ApprovalApproveSerializer,
                    responses={200: s.ApprovalRequestSerializer}, tags=TAGS)
+    @idempotent()
     def post(self, request: ApiRequest, request_id: int) -> Response:
         """Approve a pending request (team admins): its action runs now, once, as the requester."""
         approval = selectors.approval_get(actor=request.user, request_id=request_id)
@@ -66,6 +68,7 @@ class ApprovalApproveView(APIView):
 class ApprovalRejectView(APIView):
     @extend_schema(operation_id="approval_requests_reject", request=s.ApprovalRejectSerializer,
                    responses={200: s.ApprovalRequestSerializer}, tags=TAGS)
+    @idempotent()
     def post(self, request: ApiRequest, request_id: int) -> Response:
         """Reject a pending request with a reason (team admins); nothing runs."""
         approval = selectors.approval_get(actor=request.user, request_id=request_id)
@@ -85,6 +88,7 @@ class ApprovalPolicyView(APIView):
 
     @extend_schema(operation_id="approval_policy_update", request=s.ApprovalPolicyUpdateSerializer,
                    responses={200: s.ApprovalPolicySerializer}, tags=TAGS)
+    @idempotent()
     def patch(self, request: ApiRequest, team_id: int) -> Response:
         """Change the team's approval policy (team admins; never through MCP)."""
         team = team_get(actor=request.user, team_id=team_id)

@@ -114,7 +114,8 @@ def test_catalog_is_coherent():
                            *INVITATION_TOOL_NAMES,
                            "list_audit_events", "list_operations", "get_operation", "wait_for_operation",
                            "list_operation_logs", "retry_operation",
-                           "cancel_operation", "start_demo_operation", *CLUSTER_TOOL_NAMES,
+                           "cancel_operation", "start_demo_operation", "list_approval_requests",
+                           "get_approval_request", *CLUSTER_TOOL_NAMES,
                            *TRAINING_TOOL_NAMES, *INFERENCE_TOOL_NAMES]
     for tool in tools.values():
         assert tool.spec.read_only is (tool.operation.method == "GET"), tool.spec.name
