@@ -18,8 +18,10 @@ from django.utils import timezone
 
 from accounts import access, audit
 from accounts.models import Team, User
+from cloud.dry_run import WriteWithheld
+from config import plans
 from config.context import Source
-from config.errors import Conflict, InvalidFields, PermissionDenied, ValidationFailed
+from config.errors import ApplicationError, Conflict, InvalidFields, PermissionDenied, ValidationFailed
 from operations import actions
 from operations.approvals import replay
 from operations.approvals.selectors import MAX_TTL_HOURS, approvable_actions, expiry, policy_for
@@ -29,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 #: A body field whose name says it carries a secret; such a call is refused rather than stored for approval.
 SECRET_FIELD = re.compile(r"secret|password|passwd|token|credential|private_key|api_key|access_key", re.IGNORECASE)
+#: ``APPROVED_META`` of the dry run a call passes before it is held.
+PREVIEW_MARKER = "preview"
 _AUDIT_FIELDS = ["action", "target_type", "target_id", "target_repr", "state", "expires_at"]
 
 
@@ -36,8 +40,10 @@ def approval_hold(*, actor: User, source: str, approved: bool, action: str, targ
                   method: str, path: str, body: Mapping[str, Any]) -> ApprovalRequest | None:
     """The pending request ``actor``'s call is held as, or ``None`` when it runs now: not through MCP, the approved
     replay itself, or an action the team's policy does not hold. The actor must be
-    allowed the action now (``access.require``: no request is made for a refusal); a body with a secret-named field
-    is refused with ``approval_secret_argument`` on that field (secrets are never stored)."""
+    allowed the action now (``access.require``) and the call must pass its own checks as a dry run (validation,
+    state rules, the service's own refusals): no request is made for a call that would be refused, which is answered
+    as the real call would be. A body with a secret-named field is refused with ``approval_secret_argument`` on that
+    field (secrets are never stored)."""
     if source != Source.MCP or approved or action not in policy_for(team).actions:
         return None
     access.require(actor, action, target)
@@ -46,6 +52,7 @@ def approval_hold(*, actor: User, source: str, approved: bool, action: str, targ
         raise ValidationFailed.for_field(secret[0], "approval_secret_argument", (
             "This action needs a team admin's approval, and approval requests never store secrets: ask a person "
             "to do it in the portal."))
+    _require_runnable(actor=actor, method=method, path=path, body=body)
     policy = policy_for(team)
     with transaction.atomic():
         request = ApprovalRequest.objects.create(
@@ -144,6 +151,24 @@ def _decide(approval: ApprovalRequest, state: ApprovalState, *, actor: User, rea
         raise Conflict("This request expired: it can no longer be approved or rejected; the agent must ask again.",
                        code="approval_expired")
     raise Conflict(f"This request is already {approval.get_state_display().lower()}.", code="approval_not_pending")
+
+
+def _require_runnable(*, actor: User, method: str, path: str, body: Mapping[str, Any]) -> None:
+    """Run the call as a dry run (everything rolled back, no AWS or Kubernetes write sent) and raise its refusal."""
+    with plans.previewing():
+        try:
+            with transaction.atomic():
+                try:
+                    status, answer = replay.send(user=actor, method=method, path=path, body=dict(body),
+                                                 marker=PREVIEW_MARKER)
+                finally:
+                    transaction.set_rollback(True)
+        except (plans.PlanReady, WriteWithheld):
+            return  # it reached the point where it would act
+    if not 200 <= status < 300:
+        refusal = ApplicationError(answer.get("message"), code=answer.get("code"), fields=answer.get("fields"))
+        refusal.status = status
+        raise refusal
 
 
 def _run(approval: ApprovalRequest) -> tuple[int, Any]:

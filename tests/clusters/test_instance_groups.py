@@ -190,7 +190,7 @@ def test_a_group_with_pinned_work_or_being_deleted_is_not_changed(api, cast, san
     assert api(cast.operator).patch(path, {"instance_count": 1}).status_code == 403
 
 
-def test_an_agent_adds_scales_and_deletes_a_group_on_its_active_cluster(cast, token_for, sandbox, drive,
+def test_an_agent_adds_scales_and_deletes_a_group_on_its_active_cluster(cast, token_for, api, sandbox, drive,
                                                                         live_cluster):
     from mcp_server.testing import call_tool
 
@@ -217,9 +217,11 @@ def test_an_agent_adds_scales_and_deletes_a_group_on_its_active_cluster(cast, to
     assert not is_error
     spot = next(group for group in listed["results"] if group["name"] == "spot")
     assert (spot["capacity_type"], spot["current_count"], spot["target_count"]) == ("spot", 2, 2)
-    is_error, deleted = call_tool(secret, "delete_instance_group", {"name": "spot"})
-    assert not is_error, deleted
-    finished(deleted)
+    is_error, held = call_tool(secret, "delete_instance_group", {"name": "spot"})
+    assert not is_error and held["code"] == "approval_required", held  # the team holds an agent's group delete
+    approved = api(cast.superuser).post(f"/api/v1/approval-requests/{held['approval_request']['id']}/approve", {})
+    assert approved.json()["state"] == "executed", approved.content
+    finished({"operation": {"id": approved.json()["operation_id"]}})
     is_error, listed = call_tool(secret, "list_instance_groups", {})
     assert [group["name"] for group in listed["results"]] == ["accelerated"]
 

@@ -135,7 +135,12 @@ def test_an_unauthorized_agent_call_is_refused_not_held(cast, token_for):
     is_error, body = call_tool(token_for(cast.operator), "delete_cluster", {"cluster_id": cluster.pk,
                                                                            "confirm": "kept"})
     assert is_error and body["code"] == "permission_denied"
-    assert not ApprovalRequest.objects.exists()
+    imported = factories.cluster(cast.team, "outside", origin="imported")
+    is_error, body = call_tool(token_for(cast.admin), "delete_cluster", {  # refused by the service, in a dry run
+        "cluster_id": imported.pk, "confirm": "outside", "delete_resources": True})
+    assert is_error and body["code"] == "permission_denied" and "Only platform admins" in body["message"]
+    assert not ApprovalRequest.objects.exists() and not Operation.objects.exists()
+    assert not AuditEvent.objects.filter(action="cluster.delete").exists()
 
 
 def test_secret_arguments_are_refused_not_stored(cast):
