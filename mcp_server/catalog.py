@@ -14,6 +14,7 @@ from __future__ import annotations
 from accounts import actions as account_actions
 from mcp_server.approval_tools import APPROVAL_TOOLS
 from mcp_server.cluster_tools import CLUSTER_TOOLS
+from mcp_server.diagnostic_tools import DIAGNOSTIC_TOOLS
 from mcp_server.endpoint_tools import ENDPOINT_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
@@ -205,4 +206,5 @@ CATALOG: tuple[ToolSpec, ...] = (
     *MODEL_TOOLS,
     *ENDPOINT_TOOLS,
     *POOL_TOOLS,
+    *DIAGNOSTIC_TOOLS,
 )

@@ -9,6 +9,7 @@ import pytest
 from config.errors import ValidationFailed
 from mcp_server.catalog import CATALOG, ToolSpec, WaitSpec
 from mcp_server.cluster_tools import CLUSTER_TOOLS
+from mcp_server.diagnostic_tools import DIAGNOSTIC_TOOLS
 from mcp_server.endpoint_tools import ENDPOINT_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
@@ -106,6 +107,7 @@ CLUSTER_TOOL_NAMES = [tool.name for tool in (*CLUSTER_TOOLS, *GROUP_TOOLS, *NODE
 INVITATION_TOOL_NAMES = [tool.name for tool in INVITATION_TOOLS]
 TRAINING_TOOL_NAMES = [tool.name for tool in (*TRAINING_TOOLS, *MLFLOW_TOOLS)]
 INFERENCE_TOOL_NAMES = [tool.name for tool in (*MODEL_TOOLS, *ENDPOINT_TOOLS, *POOL_TOOLS)]
+DIAGNOSTIC_TOOL_NAMES = [tool.name for tool in DIAGNOSTIC_TOOLS]
 
 
 def test_catalog_is_coherent():
@@ -116,7 +118,7 @@ def test_catalog_is_coherent():
                            "list_operation_logs", "retry_operation",
                            "cancel_operation", "start_demo_operation", "list_approval_requests",
                            "get_approval_request", *CLUSTER_TOOL_NAMES,
-                           *TRAINING_TOOL_NAMES, *INFERENCE_TOOL_NAMES]
+                           *TRAINING_TOOL_NAMES, *INFERENCE_TOOL_NAMES, *DIAGNOSTIC_TOOL_NAMES]
     for tool in tools.values():
         assert tool.spec.read_only is (tool.operation.method == "GET"), tool.spec.name
         annotations = tool.spec.annotations
