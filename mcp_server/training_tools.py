@@ -55,7 +55,8 @@ TRAINING_TOOLS: tuple[ToolSpec, ...] = (
             "`restarts_total`, `restarts_remaining`) and every recovery (`recoveries`: reason such as JobHanging or "
             "ProcessFailure, restart type PLR/JLR, faulty pods), detected `hangs`, `stragglers`, per-rank `ranks` "
             "(pod, node, phase, latest throughput, straggler), `metrics` (step, loss, throughput; from MLflow or "
-            "parsed from the logs) and `last_seq`, the number of log lines stored."
+            "parsed from the logs) and `last_seq`, the number of log lines stored. The Kubernetes object the job was "
+            "submitted as (several kilobytes) only with `manifest: true`."
         ),
     ),
     ToolSpec(

@@ -8,7 +8,9 @@ from kubernetes import client as k8s
 
 from accounts.models import AuditEvent
 from cloud import kube
+from mcp_server.testing import call_tool
 from operations.models import Operation
+from tests import factories
 from tests.clusters.sandbox import tracked_hyperpod_cluster
 from tests.training.running import running
 from tests.training.sandbox import training_cluster
@@ -162,3 +164,18 @@ def test_a_key_another_member_used_answers_with_the_first_job(api, cast, cluster
     assert (again.json()["job"]["id"], again.json()["operation"]["id"]) == (first.json()["job"]["id"],
                                                                             first.json()["operation"]["id"])
     assert TrainingJob.objects.count() == 1 and _jobs_on(cluster) == []
+
+
+def test_a_job_is_a_summary_unless_its_manifest_is_asked_for(cast, api, token_for):
+    job = factories.training_job(factories.cluster(cast.team, "c"), manifest={"kind": "HyperPodPyTorchJob"})
+    client = api(cast.viewer)
+    summary = client.get(f"/api/v1/training-jobs/{job.pk}")
+    assert summary.status_code == 200 and "manifest" not in summary.json() and "ranks" in summary.json()
+    full = client.get(f"/api/v1/training-jobs/{job.pk}", manifest="true")
+    assert full.json()["manifest"] == {"kind": "HyperPodPyTorchJob"}
+    refused = client.get(f"/api/v1/training-jobs/{job.pk}", manifest="yes please")
+    assert refused.status_code == 400 and refused.json()["fields"]["manifest"][0]["code"] == "invalid"
+    is_error, body = call_tool(token_for(cast.viewer), "get_training_job", {"job_id": job.pk})
+    assert not is_error and "manifest" not in body
+    is_error, body = call_tool(token_for(cast.viewer), "get_training_job", {"job_id": job.pk, "manifest": True})
+    assert not is_error and body["manifest"] == {"kind": "HyperPodPyTorchJob"}

@@ -55,9 +55,23 @@ class TrainingJobSerializer(serializers.ModelSerializer):
 
 
 class TrainingJobDetailSerializer(TrainingJobSerializer):
+    """One job as it is now, without the manifest it was submitted as (:class:`TrainingJobManifestSerializer`)."""
+
     class Meta(TrainingJobSerializer.Meta):
-        fields = [*TrainingJobSerializer.Meta.fields, "config", "manifest", "object_kind", "object_uid", "ranks",
+        fields = [*TrainingJobSerializer.Meta.fields, "config", "object_kind", "object_uid", "ranks",
                   "recoveries", "hangs", "stragglers", "mlflow_run_id"]
+
+
+class TrainingJobManifestSerializer(TrainingJobDetailSerializer):
+    """One job and the whole Kubernetes object submitted for it (``?manifest=true``: several kilobytes)."""
+
+    class Meta(TrainingJobDetailSerializer.Meta):
+        fields = [*TrainingJobDetailSerializer.Meta.fields, "manifest"]
+
+
+class TrainingJobQuerySerializer(serializers.Serializer):
+    manifest = serializers.BooleanField(required=False, default=False, help_text=(
+        "true: also the `manifest`, the whole Kubernetes object submitted for the job (several kilobytes)."))
 
 
 class TrainingJobSubmitSerializer(StrictSerializer):

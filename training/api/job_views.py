@@ -90,11 +90,17 @@ class JobListCreateView(generics.ListAPIView):
 
 
 class JobDetailView(APIView):
-    @extend_schema(operation_id="training_jobs_retrieve", responses={200: s.TrainingJobDetailSerializer}, tags=TAGS)
+    @extend_schema(operation_id="training_jobs_retrieve", parameters=[s.TrainingJobQuerySerializer],
+                   responses={200: s.TrainingJobDetailSerializer}, tags=TAGS)
     def get(self, request, job_id: int):
-        """One job: ranks (node, phase, throughput, straggler), recovery budget and recoveries, hangs, metrics."""
+        """One job: ranks (node, phase, throughput, straggler), recovery budget and recoveries, hangs, metrics; with
+        ``manifest=true`` also the Kubernetes object it was submitted as."""
         job = selectors.job_get(actor=request.user, job_id=job_id)
-        return Response(s.TrainingJobDetailSerializer(job, context={"request": request}).data)
+        query = s.TrainingJobQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        serializer = (s.TrainingJobManifestSerializer if query.validated_data["manifest"]
+                      else s.TrainingJobDetailSerializer)
+        return Response(serializer(job, context={"request": request}).data)
 
 
 class JobCancelView(APIView):
