@@ -21,7 +21,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from clusters import cluster_settings, importing, node_actions
+from clusters import cluster_settings, importing, node_actions, plans
 from clusters import storage as volumes
 from clusters.features.pipeline import all_pipelines as feature_pipelines
 from clusters.instance_groups import pipelines as groups
@@ -31,6 +31,7 @@ from clusters.phases import activate, dependencies, eks, hyperpod, lifecycle, ne
 from operations.context import StepContext
 from operations.models import Operation, OperationState
 from operations.pipeline import UNDO_INCOMPLETE, Phase, Pipeline
+from operations.plans import planned
 
 CREATE_KIND = "cluster.create"
 DELETE_KIND = "cluster.delete"
@@ -83,7 +84,7 @@ def _undone_by(create: Phase, delete: Phase, leftovers: Callable[[StepContext], 
     return replace(create, compensate=delete.submit, undo_poll=delete.poll, leftovers=leftovers)
 
 
-CREATE = Pipeline(
+CREATE = planned(Pipeline(
     kind=CREATE_KIND,
     phases=(_undone_by(network.CREATE, network.DELETE, network.leftovers),
             _undone_by(eks.CREATE, eks.DELETE, eks.leftovers),
@@ -94,13 +95,13 @@ CREATE = Pipeline(
     remedy=_remedy,
     on_finished=_create_finished,
     on_retried=lifecycle.retried(ClusterState.CREATING),
-)
-DELETE = Pipeline(
+), plans.CREATE)
+DELETE = planned(Pipeline(
     kind=DELETE_KIND,
     phases=(storage.DELETE, hyperpod.DELETE, dependencies.DELETE, system_nodes.DELETE, eks.DELETE, network.DELETE),
     on_finished=_cluster_deleted,
     on_retried=lifecycle.retried(ClusterState.DELETING),
-)
+), plans.DELETE)
 
 PIPELINES = (
     CREATE, DELETE, importing.PIPELINE, volumes.CREATE, volumes.DELETE, groups.ADD, groups.UPDATE, groups.DELETE,

@@ -3,7 +3,8 @@ change or delete (``Phase.plan``, from the operation's params), as ``config.plan
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from operations.pipeline import Pipeline
@@ -15,3 +16,13 @@ def operation_plan(pipeline: Pipeline, *, title: str, params: Mapping[str, Any])
     return {"kind": pipeline.kind, "title": title, "phases": [
         {"slug": phase.slug, "title": phase.title, "changes": list(phase.plan(params)) if phase.plan else []}
         for phase in pipeline.phases]}
+
+
+def planned(pipeline: Pipeline, plans: Mapping[str, Callable[[Mapping[str, Any]], list[dict[str, Any]]]]) -> Pipeline:
+    """``pipeline`` with ``plans[slug]`` as the ``plan`` of each phase it names (``KeyError`` for a slug the pipeline
+    lacks), so a domain app keeps its plans beside its pipelines without restating the phases."""
+    unknown = set(plans) - {phase.slug for phase in pipeline.phases}
+    if unknown:
+        raise KeyError(f"{pipeline.kind} has no phase {sorted(unknown)}")
+    return replace(pipeline, phases=tuple(replace(phase, plan=plans.get(phase.slug, phase.plan))
+                                          for phase in pipeline.phases))

@@ -7,6 +7,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from tests.matrix import AUTHENTICATED, CASES, PLATFORM_ADMINS, ROLES, Case
 from tests.matrix import case as case_for
+from tests.mcp_server.test_dry_run import assert_dry_run_changes_nothing, previewer
 
 
 def schema_operation_ids() -> set[str]:
@@ -88,12 +89,13 @@ def test_mcp_tool_permission_matches_rest(tool: str, rest_case: Case, role: str,
     from mcp_server.testing import call_tool
 
     make_user("newcomer")
-    if rest_case.sandbox:
-        request.getfixturevalue("sandbox")
+    sandbox = request.getfixturevalue("sandbox") if rest_case.sandbox else None
     actor = cast[role]
     arguments = {**rest_case.params(cast, actor), **(rest_case.payload(cast, actor) or {})}
     if tool_spec(tool).waits:
         arguments["timeout_seconds"] = 0  # look once: no worker advances the operation in this test
+    if not tool_spec(tool).read_only and role == previewer(rest_case.allowed):
+        assert_dry_run_changes_nothing(token_for(actor), tool, arguments, sandbox)
     is_error, body = call_tool(token_for(actor) if actor else None, tool, arguments)
     if role in rest_case.allowed:
         assert not is_error, body

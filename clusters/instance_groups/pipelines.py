@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from clusters import lifecycle
+from clusters import lifecycle, plans
 from clusters.capacity import place_instance_group
 from clusters.instance_groups import hyperpod_update, mirror, specs
 from clusters.instance_groups.hyperpod_update import IN_SERVICE, described, group_details
@@ -28,6 +28,7 @@ from clusters.shared_bucket import ensure_shared_bucket
 from operations.context import StepContext
 from operations.models import Operation, OperationState
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
+from operations.plans import planned
 
 ADD_KIND = "instance_group.add"
 UPDATE_KIND = "instance_group.update"
@@ -223,13 +224,13 @@ def _group_row_finished(operation: Operation) -> None:
 
 PLACEMENT = Phase(slug="placement", title="Compute subnet", submit=submit_placement, poll=poll_done,
                   timeout=timedelta(minutes=10), poll_interval=1)
-ADD = Pipeline(kind=ADD_KIND, on_finished=_group_row_finished, phases=(
+ADD = planned(Pipeline(kind=ADD_KIND, on_finished=_group_row_finished, phases=(
     PLACEMENT,
     Phase(slug="hyperpod", title="HyperPod instance group", submit=submit_add, poll=poll_add,
           timeout=timedelta(hours=3), poll_interval=30),
     Phase(slug="autoscaling", title="Autoscaling objects", submit=submit_apply_group_objects, poll=poll_done,
           timeout=timedelta(minutes=10), poll_interval=1),
-))
+)), plans.GROUP_ADD)
 UPDATE = Pipeline(kind=UPDATE_KIND, phases=(
     Phase(slug="hyperpod", title="HyperPod instance group", submit=submit_update, poll=poll_update,
           timeout=timedelta(hours=3), poll_interval=30),

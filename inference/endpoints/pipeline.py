@@ -23,12 +23,13 @@ from django.utils import timezone
 
 from config import sealing
 from inference import objects
-from inference.endpoints import manifests, observe
+from inference.endpoints import manifests, observe, plans
 from inference.endpoints.plan import secret_name
 from inference.models import Endpoint, EndpointState, Exposure
 from operations.context import StepContext
 from operations.models import Operation, OperationState
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
+from operations.plans import planned
 
 DEPLOY = "endpoint.deploy"
 UPDATE = "endpoint.update"
@@ -202,7 +203,7 @@ def endpoint_retried(operation: Operation) -> None:
 ROLLOUT = Phase("rollout", "Roll out the replicas", submit_rollout, poll_rollout, timeout=ROLLOUT_TIMEOUT,
                 poll_interval=5.0)
 
-DEPLOY_PIPELINE = Pipeline(
+DEPLOY_PIPELINE = planned(Pipeline(
     kind=DEPLOY,
     phases=(
         Phase("create", "Create the Deployment and Service", submit_create, poll_done, compensate=compensate_create,
@@ -212,18 +213,18 @@ DEPLOY_PIPELINE = Pipeline(
     ),
     on_finished=endpoint_finished,
     on_retried=endpoint_retried,
-)
+), plans.DEPLOY)
 UPDATE_PIPELINE = Pipeline(
     kind=UPDATE,
     phases=(Phase("apply", "Change the Deployment", submit_apply, poll_done, timeout=timedelta(minutes=10)), ROLLOUT),
     on_finished=endpoint_finished,
     on_retried=endpoint_retried,
 )
-DELETE_PIPELINE = Pipeline(
+DELETE_PIPELINE = planned(Pipeline(
     kind=DELETE,
     phases=(Phase("remove", "Delete the objects", submit_remove, poll_done, timeout=timedelta(minutes=10)),
             Phase("drain", "Wait for the pods to stop", submit_drain, poll_drain, timeout=timedelta(minutes=30),
                   poll_interval=2.0)),
     on_finished=endpoint_finished,
     on_retried=endpoint_retried,
-)
+), plans.DELETE)

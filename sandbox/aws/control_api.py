@@ -7,6 +7,7 @@
 ``GET|PUT /_sandbox/iam``             IAM's propagation delay: ``{"propagation_seconds": 5}`` (AWS time)
 ``GET|POST|DELETE /_sandbox/faults``  the fault plan (``DELETE /_sandbox/faults/<id>`` for one rule)
 ``GET|DELETE /_sandbox/requests``     the mutating-call log (``?service=&operation=&since=&effective=``)
+``GET|DELETE /_sandbox/kube-requests`` the Kubernetes write log (``?since=``; ``sandbox.kube.requestlog``)
 ``GET|PUT /_sandbox/quotas``          quota values: ``{"service_code", "quota_code"|"quota_name", "value"}``
 ``GET|POST /_sandbox/training-plans`` training plans (``{"region"}`` alone seeds two stock plans)
 ``GET|POST|DELETE /_sandbox/outcomes`` requested failures of resources created later
@@ -34,6 +35,7 @@ from werkzeug.wrappers import Request, Response
 
 from sandbox import clock, control
 from sandbox.aws import core, faults, iam_roles, outcomes, quotas, requestlog, training_plans, world
+from sandbox.kube import requestlog as kube_requestlog
 from sandbox.kube import world as kube_world
 from sandbox.sim import devices, health
 
@@ -117,6 +119,18 @@ def _get_requests(request: Request) -> tuple[int, Any]:
 
 def _delete_requests(_: Request) -> tuple[int, Any]:
     requestlog.clear()
+    return 200, {"requests": []}
+
+
+def _get_kube_requests(request: Request) -> tuple[int, Any]:
+    since = request.args.get("since", "0")
+    if not since.isdigit():
+        raise ValueError("since must be a sequence number")
+    return 200, {"requests": [entry.public() for entry in kube_requestlog.entries(int(since))]}
+
+
+def _delete_kube_requests(_: Request) -> tuple[int, Any]:
+    kube_requestlog.clear()
     return 200, {"requests": []}
 
 
@@ -234,6 +248,8 @@ _ROUTES: dict[tuple[str, str], Route] = {
     ("/_sandbox/faults", "DELETE"): _delete_faults,
     ("/_sandbox/requests", "GET"): _get_requests,
     ("/_sandbox/requests", "DELETE"): _delete_requests,
+    ("/_sandbox/kube-requests", "GET"): _get_kube_requests,
+    ("/_sandbox/kube-requests", "DELETE"): _delete_kube_requests,
     ("/_sandbox/quotas", "GET"): _get_quotas,
     ("/_sandbox/quotas", "PUT"): _put_quotas,
     ("/_sandbox/training-plans", "GET"): _get_plans,

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from sandbox.kube import patch as patches
-from sandbox.kube import podlogs, streams
+from sandbox.kube import podlogs, requestlog, streams
 from sandbox.kube.builtins import RETURNS_DELETED_OBJECT
 from sandbox.kube.crds import parse_yaml
 from sandbox.kube.errors import bad_request, method_not_allowed, path_not_found, unsupported_media_type
@@ -261,7 +261,8 @@ def _collection(call: Call) -> Response:
 
 
 async def handle(request: Request, store: Store, path: ResourcePath, stopping: threading.Event) -> Response:
-    """Serve one resource path of ``store``."""
+    """Serve one resource path of ``store`` (a write is logged first, ``sandbox.kube.requestlog``)."""
+    requestlog.record(region=store.region, cluster=store.name, method=request.method, path=_api_path(request))
     resource_type = store.registry.route(path.group, path.version, path.plural)
     if resource_type is None or (path.namespace is not None and not resource_type.namespaced) or \
             (path.name is not None and resource_type.namespaced and path.namespace is None):
@@ -283,3 +284,7 @@ async def handle(request: Request, store: Store, path: ResourcePath, stopping: t
         return podlogs.respond(call.store, path.namespace or "", path.name, call.query, stopping)
     return _item(call)
 
+
+def _api_path(request: Request) -> str:
+    """The request's path from ``/api`` or ``/apis`` on (without the emulator's ``/clusters/<region>/<name>``)."""
+    return "/" + request.url.path.split("/", 4)[-1]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from sandbox.kube import requestlog
 from sandbox.kube.errors import ApiError, not_found
 from sandbox.kube.selectors import match_labels
 from sandbox.kube.store import Store
@@ -76,7 +77,10 @@ def _pod(store: Store, target: Target) -> dict:
 
 
 async def respond(request: Request, store: Store, target: Target) -> Response:
-    """Forward ``request`` to the target's pod and answer what its server answers."""
+    """Forward ``request`` to the target's pod and answer what its server answers (a ``POST`` is logged first,
+    ``sandbox.kube.requestlog``)."""
+    requestlog.record(region=store.region, cluster=store.name, method=request.method,
+                      path="/" + request.url.path.split("/", 4)[-1])
     pod = _pod(store, target)
     if not serving.serves(pod):
         raise _unavailable(f"error trying to reach service: dial tcp {(pod.get('status') or {}).get('podIP')}: "

@@ -19,8 +19,9 @@ from django.utils import timezone
 from operations.context import StepContext
 from operations.models import Operation, OperationState
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
+from operations.plans import planned
 from training import metrics, mlflow
-from training.lifecycle import objects, observe
+from training.lifecycle import objects, observe, plans
 from training.models import JobState, TrainingJob
 
 KIND = "training_job.submit"
@@ -125,7 +126,7 @@ def job_retried(operation: Operation) -> None:
         TrainingJob.objects.filter(pk=operation.params["job_id"]).update(state=JobState.SUBMITTING, finished_at=None)
 
 
-PIPELINE = Pipeline(
+PIPELINE = planned(Pipeline(
     kind=KIND,
     phases=(
         Phase("identity", "Grant MLflow writes", submit_identity, poll_done, timeout=timedelta(minutes=10)),
@@ -135,4 +136,4 @@ PIPELINE = Pipeline(
     ),
     on_finished=job_finished,
     on_retried=job_retried,
-)
+), plans.SUBMIT)
