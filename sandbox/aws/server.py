@@ -6,7 +6,9 @@ applies due transitions a few times a second so node events reach listeners with
 ``AwsSandbox.stop()`` shuts both down. IAM's AWS managed policies are loaded (``MOTO_IAM_LOAD_MANAGED_POLICIES``
 is set unless the environment already says otherwise); ``sandbox.aws.moto_fixes`` keeps moto from rebuilding IAM
 backends on every request (and fixes ModifyVpcEndpoint's routes); ``sandbox.aws.ec2_network`` times NAT gateways and
-refuses what they hold; ``sandbox.aws.amp`` times Prometheus workspaces.
+refuses what they hold; ``sandbox.aws.amp`` times Prometheus workspaces; ``sandbox.aws.cfn_resources`` applies the
+template properties moto's CloudFormation leaves out (a bucket's public access block, lifecycle and policy, a role's
+managed policies).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from flask import Flask
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from sandbox.aws import amp, control_api, ec2_network, moto_fixes, world
+from sandbox.aws import amp, cfn_resources, control_api, ec2_network, moto_fixes, world
 from sandbox.aws.app import SandboxApp
 
 os.environ.setdefault("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
@@ -86,6 +88,7 @@ def start(host: str = "127.0.0.1", port: int = 0) -> AwsSandbox:
     moto_fixes.apply()
     ec2_network.apply()
     amp.apply()
+    cfn_resources.apply()
     app = SandboxApp(DomainDispatcherApplication(_backend_app), control_api.application)
     server = make_server(host, port, app, threaded=True, request_handler=_QuietHandler)
     thread = threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True)
