@@ -68,3 +68,16 @@ def test_the_command_writes_the_tool_list_and_checks_it(tmp_path):
     assert written.startswith("Before.\n") and written.endswith(f"{docs.END}\nAfter.\n")
     assert "| `detach_mlflow_server` |" in written
     call_command("mcp_docs", "--check", file=page)
+
+
+def test_each_of_the_reference_systems_38_tools_maps_to_catalog_tools_or_says_why_not():
+    committed = docs.DOCS_PATH.read_text(encoding="utf-8")
+    section = committed.split("### Coverage of the reference system's tools", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| `")]
+    reference = [re.findall(r"`([a-z0-9_]+)`", row[0])[0] for row in rows]
+    assert len(reference) == len(set(reference)) == 38
+    catalog = {spec.name for spec in CATALOG}
+    for row in rows:
+        ours = set(re.findall(r"`([a-z0-9_]+)`", row[1])) - {"internal_lb", "internet_lb", "exposure"}
+        assert ours <= catalog, (row[0], ours - catalog)
+        assert ours or row[2].startswith("unnecessary"), row[0]
