@@ -227,9 +227,9 @@ class _Reader:
                         pairs.append((target, node.value))
             elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None:
                 pairs.append((node.target, node.value))
-            for target, value in pairs:
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, set()).add(self._resolve(module, value, env))
+            for bound, value in pairs:
+                if isinstance(bound, ast.Name):
+                    assigned.setdefault(bound.id, set()).add(self._resolve(module, value, env))
         for name, found in assigned.items():
             clients = found - {None}
             env[name] = clients.pop() if len(clients) == 1 else None

@@ -86,7 +86,7 @@ class BucketPolicy(CloudFormationModel):
         return False
 
     @classmethod
-    def create_from_cloudformation_json(cls, resource_name: str, cloudformation_json: Any,  # type: ignore[override]
+    def create_from_cloudformation_json(cls, resource_name: str, cloudformation_json: Any,
                                         account_id: str, region_name: str, **kwargs: Any) -> BucketPolicy:
         properties = cloudformation_json["Properties"]
         document = properties["PolicyDocument"]
@@ -95,12 +95,12 @@ class BucketPolicy(CloudFormationModel):
         return cls(properties["Bucket"])
 
     @classmethod
-    def update_from_cloudformation_json(cls, original_resource: Any, new_resource_name: str,  # type: ignore[override]
+    def update_from_cloudformation_json(cls, original_resource: Any, new_resource_name: str,
                                         cloudformation_json: Any, account_id: str, region_name: str) -> BucketPolicy:
         return cls.create_from_cloudformation_json(new_resource_name, cloudformation_json, account_id, region_name)
 
     @classmethod
-    def delete_from_cloudformation_json(cls, resource_name: str, cloudformation_json: Any,  # type: ignore[override]
+    def delete_from_cloudformation_json(cls, resource_name: str, cloudformation_json: Any,
                                         account_id: str, region_name: str) -> None:
         s3_backends[account_id][get_partition(region_name)].delete_bucket_policy(
             cloudformation_json["Properties"]["Bucket"])
