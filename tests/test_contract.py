@@ -461,3 +461,20 @@ def test_deciding_an_approval_request_is_the_same_refusal_on_portal_and_rest(cas
     shown = Client().get(f"/api/v1/approval-requests/{approval.pk}", HTTP_AUTHORIZATION=f"Bearer {secret}").json()
     assert not is_error and mcp_body == shown and shown["state"] == "expired"
     assert ApprovalRequest.objects.get(pk=approval.pk).state == "pending"
+
+
+@pytest.mark.parametrize(("query", "field", "code"), [
+    ({"operation_id": 999999}, "operation_id", "not_a_creation"),
+    ({"operation_id": 0}, "operation_id", "min_value"),
+])
+def test_a_diagnosis_refuses_bad_input_alike_over_rest_and_mcp(query, field, code, cast, token_for):
+    """Diagnostics have no portal form: REST and MCP answer the same field error (no portal face)."""
+    cluster = factories.cluster(cast.team, "diagnosed", state="failed")
+    secret = token_for(cast.viewer)
+    rest = Client().get(f"/api/v1/clusters/{cluster.pk}/diagnostics/creation", query,
+                        HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "diagnose_cluster_creation", {"cluster_id": cluster.pk, **query})
+
+    assert (rest.status_code, rest.json()["code"]) == (400, "validation_failed"), rest.content
+    assert [error["code"] for error in rest.json()["fields"][field]] == [code]
+    assert is_error and mcp_body == rest.json()

@@ -101,8 +101,8 @@ class _NodeCheck:
     def __init__(self, diagnosis: Diagnosis, instance_id: str) -> None:
         self.diagnosis, self.instance_id, self.remedy = diagnosis, instance_id, None
 
-    def find(self, code: str, severity: str, summary: str, evidence=(), remedy: str | None = None) -> None:
-        self.diagnosis.find(code, severity, summary, evidence, subject=self.instance_id)
+    def find(self, finding: str, severity: str, summary: str, evidence=(), remedy: str | None = None) -> None:
+        self.diagnosis.find(finding, severity, summary, evidence, subject=self.instance_id)
         if remedy == REPLACE or (remedy == REBOOT and self.remedy is None):
             self.remedy = remedy
 

@@ -70,8 +70,10 @@ class Diagnosis:
     suggestions: list[Suggestion] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
 
-    def find(self, code: str, severity: str, summary: str, evidence=(), subject: str = "") -> None:
-        self.findings.append(Finding(code, severity, summary, tuple(evidence), subject))
+    def find(self, finding: str, severity: str, summary: str, evidence=(), subject: str = "") -> None:
+        """Record a finding; ``finding`` is its code — a diagnosis's own vocabulary (docs/diagnostics.md), not an
+        error code: a diagnosis answers 200 whatever it finds."""
+        self.findings.append(Finding(finding, severity, summary, tuple(evidence), subject))
 
     def suggest(self, step: str, tool: str, arguments: dict[str, Any], reason: str) -> None:
         suggestion = Suggestion(step, tool, arguments, reason)

@@ -1,9 +1,9 @@
 """NCCL and EFA problems of a distributed training job, found read-only.
 
 What is read: the job's stored log lines (``TrainingLogLine``, what the log follower copied from every rank's pod)
-scanned for NCCL and libfabric errors (:data:`PATTERNS`); the job's pods in Kubernetes — or, once they are gone,
-its submitted manifest and recorded ranks — for the ``vpc.amazonaws.com/efa`` each rank requests and the ``NCCL_*``
-and ``FI_*`` environment; the Nodes the ranks ran on for the EFA interfaces they advertise (``allocatable``)
+scanned for NCCL and libfabric errors (:data:`PATTERNS`); the job's pods in Kubernetes while it runs — once it has
+ended, its recorded ranks and submitted manifest — for the ``vpc.amazonaws.com/efa`` each rank requests and the
+``NCCL_*`` and ``FI_*`` environment; the Nodes the ranks ran on for the EFA interfaces they advertise (``allocatable``)
 against what the instance type has, and for their zone and instance group; and per rank the last step it logged,
 so a rank whose progress lags the others by :data:`STEP_LAG` steps (or :data:`SECONDS_LAG` seconds) is a straggler,
 like the ranks the job already flagged slow. The suspects — nodes of ranks with errors, lagging ranks and nodes
