@@ -3,8 +3,9 @@
 Clusters report the sandbox's Kubernetes endpoint (``sandbox.endpoints.eks_endpoint``), the sandbox CA as
 ``certificateAuthority.data`` and an OIDC issuer. ``accessConfig`` behaves as in EKS: the API default
 authentication mode is CONFIG_MAP, it only moves forward (CONFIG_MAP → API_AND_CONFIG_MAP → API), and with
-``bootstrapClusterCreatorAdminPermissions`` (default true) the caller (moto's STS identity for its access
-key) gets an access entry with AmazonEKSClusterAdminPolicy as soon as access entries are enabled.
+``bootstrapClusterCreatorAdminPermissions`` (default true; false is refused in CONFIG_MAP mode, as EKS refuses it)
+the caller (``sandbox.aws.callers``: STS's identity for its access key, an assumed role as its role) gets an access
+entry with AmazonEKSClusterAdminPolicy as soon as access entries are enabled.
 """
 
 from __future__ import annotations
@@ -13,11 +14,8 @@ import json
 import re
 from typing import Any
 
-from moto.iam.models import iam_backends
-from moto.sts.models import sts_backends
-
 from sandbox import clock
-from sandbox.aws import core, eks_model, iam_roles, outcomes, tags
+from sandbox.aws import callers, core, eks_model, iam_roles, outcomes, tags
 from sandbox.aws.core import ApiError, Call, operation
 from sandbox.aws.eks_model import EksCluster
 from sandbox.aws.network import create_security_group, security_group_vpc, subnet_facts, unknown_subnets
@@ -61,23 +59,6 @@ def require_active(cluster: EksCluster) -> None:
     if cluster.status != "ACTIVE":
         raise ApiError("InvalidRequestException", f"Cluster '{cluster.name}' is not in ACTIVE status",
                        clusterName=cluster.name)
-
-
-def caller_arn(call: Call) -> str:
-    """The IAM principal moto's STS reports for the caller's access key (an assumed role as its role).
-
-    moto's IAM backend is consulted only if something already created it (creating it loads every AWS managed
-    policy); without it no IAM user can own the key and STS answers its default identity.
-    """
-    sts = sts_backends[core.ACCOUNT_ID]["aws"]
-    if sts.get_assumed_role_from_access_key(call.access_key) or core.ACCOUNT_ID in iam_backends:
-        _, arn, _ = sts.get_caller_identity(call.access_key, call.region)
-    else:
-        arn = f"arn:aws:sts::{core.ACCOUNT_ID}:user/moto"
-    match = re.fullmatch(r"arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/.*", arn)
-    if match:
-        return f"arn:{match.group(1)}:iam::{match.group(2)}:role/{match.group(3)}"
-    return arn.replace(":sts::", ":iam::", 1)
 
 
 def ec2_not_found(kind: str, resource_id: str, code: str) -> str:
@@ -136,6 +117,10 @@ def create_cluster(call: Call) -> dict[str, Any]:
         raise invalid(f"unsupported Kubernetes version {version}", clusterName=name)
     vpc_id = _check_network(call.region, name, call.params["resourcesVpcConfig"])
     access = call.get("accessConfig", {})
+    if access.get("authenticationMode", "CONFIG_MAP") == "CONFIG_MAP" \
+            and not access.get("bootstrapClusterCreatorAdminPermissions", True):
+        raise invalid("bootstrapClusterCreatorAdminPermissions must be true if cluster authentication mode is set to "
+                      "CONFIG_MAP", clusterName=name)
     cluster_tags = dict(call.get("tags", {}))
     outcome = outcomes.take("eks-cluster", name, cluster_tags)
     now = clock.now()
@@ -144,7 +129,8 @@ def create_cluster(call: Call) -> dict[str, Any]:
         name=name, region=call.region, arn=core.arn("eks", call.region, f"cluster/{name}"), id=core.new_uuid(),
         created_at=now, since=now, spec=spec, tags=cluster_tags, version=version,
         authentication_mode=access.get("authenticationMode", "CONFIG_MAP"),
-        bootstrap_admin=access.get("bootstrapClusterCreatorAdminPermissions", True), creator_arn=caller_arn(call),
+        bootstrap_admin=access.get("bootstrapClusterCreatorAdminPermissions", True),
+        creator_arn=callers.credential(call.access_key).principal_arn,
         oidc_id=core.hex_id(32).upper(), security_group_id=_cluster_security_group(call.region, name, vpc_id),
         vpc_id=vpc_id,
         pending_failure=outcome[1] if outcome else None)

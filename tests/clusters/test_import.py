@@ -104,9 +104,22 @@ def install_addon_outside(cluster: str, addon: str) -> None:
              lambda status: status == "ACTIVE")
 
 
+def outside_admin(cluster: str) -> aws.Credentials:
+    """Credentials of whoever built ``cluster`` outside InstantStart: an IAM user with its own access entry and
+    cluster-wide AmazonEKSClusterAdminPolicy (InstantStart's principal gets nothing from it)."""
+    iam, eks = aws.client("iam", region=REGION), aws.client("eks", region=REGION)
+    arn = iam.create_user(UserName=f"{cluster}-admin")["User"]["Arn"]
+    key = iam.create_access_key(UserName=f"{cluster}-admin")["AccessKey"]
+    eks.create_access_entry(clusterName=cluster, principalArn=arn)
+    eks.associate_access_policy(clusterName=cluster, principalArn=arn, accessScope={"type": "cluster"},
+                                policyArn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy")
+    return aws.Credentials(key["AccessKeyId"], key["SecretAccessKey"])
+
+
 def make_volumes_outside(cluster: str) -> None:
-    """An S3 PV (bound, with a prefix), an FSx PV, and an EBS PV that import must ignore."""
-    core = k8s.CoreV1Api(kube.api_client(cluster, region=REGION))
+    """An S3 PV (bound, with a prefix), an FSx PV, and an EBS PV that import must ignore, made by the cluster's
+    outside admin."""
+    core = k8s.CoreV1Api(kube.api_client(cluster, region=REGION, credentials=outside_admin(cluster)))
 
     def volume(name: str, driver: str, handle: str, attributes: dict, **spec) -> None:
         core.create_persistent_volume(k8s.V1PersistentVolume(

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from botocore.exceptions import ClientError
 from kubernetes import client as k8s
 
 from cloud import aws, kube
@@ -131,6 +132,9 @@ def test_the_creator_is_admin_only_with_bootstrap_permissions_and_aws_auth_maps_
     subnet_ids = subnets()
     make_cluster("no-bootstrap", subnet_ids, creator_admin=False)
     make_cluster("legacy", subnet_ids, "CONFIG_MAP")
+    with pytest.raises(ClientError, match="bootstrapClusterCreatorAdminPermissions must be true if cluster "
+                                          "authentication mode is set to CONFIG_MAP"):
+        make_cluster("locked-out", subnet_ids, "CONFIG_MAP", creator_admin=False)
     assert refused(core_api("no-bootstrap").list_namespace)[0] == 401
     grant("no-bootstrap", aws.principal_arn(region=REGION), "AmazonEKSClusterAdminPolicy")
     assert core_api("no-bootstrap").list_namespace().items
