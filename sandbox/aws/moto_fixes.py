@@ -12,10 +12,19 @@ adding the endpoint's prefix-list route to those tables (and ``RemoveRouteTableI
 later ``DeleteVpcEndpoints`` — which deletes the route from every table the endpoint lists — failed with
 ``InvalidRoute.NotFound`` on a table added that way. The fix adds and removes the routes with the tables, as EC2
 does.
+
+**What a reset costs.** Every test starts from an empty world, so moto builds its backends afresh on their first
+use. An IAM backend parsed the whole managed-policy file and built ~1,600 policy objects each time (~0.4 s of CPU);
+they are now built once per account and copied (a copy keeps the policy's id, as AWS's managed policies keep theirs,
+and counts its own attachments). An EC2 backend loaded ~1,300 public AMIs, each with a snapshot and a volume
+(~0.3 s): the product never reads an AMI (HyperPod and EKS node groups name AMI *types*), so the sandbox starts with
+none (``MOTO_EC2_LOAD_DEFAULT_AMIS=false`` unless the environment says otherwise; docs/sandbox-aws.md).
 """
 
 from __future__ import annotations
 
+import copy
+import os
 from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
@@ -23,6 +32,8 @@ from moto.ec2.models.vpcs import VPCBackend
 from moto.iam import models as iam_models
 
 _modify_vpc_endpoint = VPCBackend.modify_vpc_endpoint
+_init_aws_policies = iam_models.IAMBackend._init_aws_policies
+_managed_policies: dict[tuple[str, str], list[iam_models.ManagedPolicy]] = {}
 
 
 def account_of_access_key(access_key: str) -> str:
@@ -53,8 +64,25 @@ def modify_vpc_endpoint(self: Any, vpc_id: str, policy_doc: str, add_subnets: An
         self.delete_route(table_id, prefix_list)
 
 
+def aws_managed_policies(self: Any) -> list[iam_models.ManagedPolicy]:
+    """AWS's managed policies for a new IAM backend: copies of the ones built for its account and partition the first
+    time. A copy has its own attachment count, tags and version list; the versions' documents are shared (AWS refuses
+    changes to its own policies)."""
+    key = (self.account_id, self.region_name)
+    if key not in _managed_policies:
+        _managed_policies[key] = _init_aws_policies(self)
+    fresh = []
+    for policy in _managed_policies[key]:
+        twin = copy.copy(policy)
+        twin.tags, twin.versions = dict(policy.tags), list(policy.versions)
+        fresh.append(twin)
+    return fresh
+
+
 def apply() -> None:
     """Install the fixes (idempotent). ``moto.core.responses`` imports the lookup at call time, so replacing the
-    module attribute is enough; the EC2 backend's method is looked up on its class at call time too."""
+    module attribute is enough; the backends' methods are looked up on their classes at call time too."""
+    os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
     iam_models.get_account_id_from = account_of_access_key
+    iam_models.IAMBackend._init_aws_policies = aws_managed_policies  # type: ignore[method-assign]
     VPCBackend.modify_vpc_endpoint = modify_vpc_endpoint  # type: ignore[method-assign]
