@@ -245,7 +245,7 @@ class WaitingTool(CatalogTool):
         if fields:
             return error_result(ValidationFailed(fields=dict(sorted(fields.items()))).as_dict())
         timeout = self.spec.default_timeout if timeout is None else timeout
-        progress = _ProgressReporter(context)
+        progress = _ProgressReporter(context, self.spec.subject)
         started = time.monotonic()
         deadline = started + timeout
         interval = WAIT_POLL_MIN_SECONDS
@@ -277,7 +277,7 @@ class WaitingTool(CatalogTool):
         """The last answer plus ``waited_seconds`` and a ``summary`` whose first word is the outcome; a
         ``failed``/``cancelled`` operation is a normal result (the wait worked), never presented as success."""
         body = response.body
-        summary = _wait_summary(body, terminal, waited, self.spec.name)
+        summary = _wait_summary(body, terminal, waited, self.spec)
         structured = {**body, "terminal": terminal, "waited_seconds": round(waited, 1), "summary": summary}
         meta = {f"{META_PREFIX}http_status": response.status, f"{META_PREFIX}request_id": response.request_id}
         return CallToolResult(content=[TextContent(text=f"{summary}\n\n{_text(structured)}")],
@@ -295,6 +295,7 @@ class _ProgressReporter:
     from the client the SDK sends nothing."""
 
     context: Context | None
+    subject: str = "Operation"
     _key: Any = None
     _sent_at: float = field(default=float("-inf"))
     _base: int = -1
@@ -322,23 +323,24 @@ class _ProgressReporter:
         self._sent_at = now
         if self.context is not None:
             await self.context.report_progress(self._base + self._creep / (self._creep + 1), total,
-                                               _progress_message(body, phases))
+                                               _progress_message(body, phases, self.subject))
         return changed
 
 
-def _progress_message(body: Mapping[str, Any], phases: list[Mapping[str, Any]]) -> str:
+def _progress_message(body: Mapping[str, Any], phases: list[Mapping[str, Any]], subject: str) -> str:
     state = str(body.get("state") or "unknown")
     reason = body.get("status_reason") or ""
     current = next((phase for phase in phases if phase.get("slug") == body.get("phase")), None)
     if state == "running" and current is not None:
         return f"{current.get('title') or current.get('slug')}: {current.get('status_reason') or current.get('state')}"
     if state == "failed" and body.get("error_message"):
-        return f"Operation failed: {body['error_message']}"
-    return f"Operation {state}" + (f" ({reason})" if reason and reason.lower() != state else "")
+        return f"{subject} failed: {body['error_message']}"
+    return f"{subject} {state}" + (f" ({reason})" if reason and reason.lower() != state else "")
 
 
-def _wait_summary(body: Mapping[str, Any], terminal: bool, waited: float, tool: str) -> str:
-    name = f"Operation {body.get('id')}" + (f" ({body['title']})" if body.get("title") else "")
+def _wait_summary(body: Mapping[str, Any], terminal: bool, waited: float, spec: WaitSpec) -> str:
+    label = body.get("title") or body.get("name")
+    name = f"{spec.subject} {body.get('id')}" + (f" ({label})" if label else "")
     state = str(body.get("state") or "unknown")
     phases = [phase for phase in body.get("phases") or [] if isinstance(phase, Mapping)]
     current = next((phase for phase in phases if phase.get("slug") == body.get("phase")), None)
@@ -346,16 +348,17 @@ def _wait_summary(body: Mapping[str, Any], terminal: bool, waited: float, tool: 
     waited_text = f"{waited:.0f} s"
     if not terminal:
         where = f" in phase {phase_title}" if phase_title else ""
-        status = f" ({_progress_message(body, phases)})" if phases else ""
+        status = f" ({_progress_message(body, phases, spec.subject)})" if phases else ""
         return (f"STILL RUNNING: {name} is {state}{where}{status} after waiting {waited_text}. It is NOT finished; "
-                f"call `{tool}` again to keep waiting.")
+                f"call `{spec.name}` again to keep waiting.")
     if state == "succeeded":
         return f"SUCCEEDED: {name} finished successfully (waited {waited_text})."
     if state == "failed":
         where = f" in phase {phase_title}" if phase_title else ""
-        error = ": ".join(str(part) for part in (body.get("error_code"), body.get("error_message")) if part)
+        error = ": ".join(str(part) for part in (body.get("error_code"), body.get("error_message")) if part) or (
+            body.get("status_reason") or "")
         return (f"FAILED: {name} failed{where}" + (f" ({error})" if error else "") + f" (waited {waited_text}). "
-                "It did not complete. Fix the cause, then `retry_operation` reruns only the failed phase.")
+                f"It did not complete. {spec.after_failure}")
     if state == "cancelled":
         if body.get("error_code") == "undo_incomplete":
             return (f"CANCELLED: {name} was cancelled (waited {waited_text}), but NOT everything it made could be "

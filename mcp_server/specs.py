@@ -107,14 +107,17 @@ class WaitSpec(ToolSpec):
     """A read-only tool that repeats its ``GET`` operation until the answer's ``terminal`` is true or
     ``timeout_seconds`` (an extra argument: ``default_timeout`` when omitted, 0 to ``max_timeout``) pass.
 
-    The answer must describe an operation (``state``, ``phase``, ``phases`` with ``slug``/``title``/``state``/
-    ``status_reason``): while waiting, the tool sends MCP progress notifications (finished phases of all phases), and
-    its result is the last answer plus ``waited_seconds`` and a ``summary`` that states the outcome — a non-terminal
-    answer is reported as still running, never as done.
+    The answer has an ``id``, a ``state`` and ``terminal``, and a ``title`` or ``name``; an operation's also has
+    ``phase`` and ``phases`` (``slug``/``title``/``state``/``status_reason``). While waiting, the tool sends MCP
+    progress notifications (finished phases of all phases, when there are phases), and its result is the last answer
+    plus ``waited_seconds`` and a ``summary`` that states the outcome, naming the answer as ``subject`` — a
+    non-terminal answer is reported as still running, never as done; a failed one ends with ``after_failure``.
     """
 
     default_timeout: int = 60
     max_timeout: int = 900
+    subject: str = "Operation"
+    after_failure: str = "Fix the cause, then `retry_operation` reruns only the failed phase."
 
     def __post_init__(self) -> None:
         if not 0 <= self.default_timeout <= self.max_timeout:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from mcp_server.specs import PAGINATED, ToolSpec
+from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
 from training import actions
 
-_FOLLOW = (" Answers at once with the `job` and its `operation`; follow the job with `get_training_job` (state, "
-           "recovery budget) and `get_training_job_logs`.")
+_FOLLOW = (" Answers at once with the `job` and its `operation`; wait for the job's end with "
+           "`wait_for_training_job`, and follow it with `get_training_job` (state, recovery budget) and "
+           "`get_training_job_logs`.")
 
 TRAINING_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -25,7 +26,7 @@ TRAINING_TOOLS: tuple[ToolSpec, ...] = (
         name="submit_training_job",
         operation_id="training_jobs_create",
         action=actions.SUBMIT,
-        status_tool="get_training_job",
+        status_tool="wait_for_training_job",
         description=(
             "Submit a training job: `cluster` (id), `recipe` (from `list_recipes`), optional `name`, "
             "and `config` with the recipe's fields. Everything is checked before anything is created; refusals "
@@ -59,6 +60,21 @@ TRAINING_TOOLS: tuple[ToolSpec, ...] = (
             "submitted as (several kilobytes) only with `manifest: true`."
         ),
     ),
+    WaitSpec(
+        name="wait_for_training_job",
+        operation_id="training_jobs_retrieve",
+        action=actions.VIEW,
+        subject="Training job",
+        after_failure="Read `get_training_job_logs` for the cause, fix it, then `resubmit_training_job`.",
+        description=(
+            "Wait until a training job is terminal (`succeeded`, `failed` or `stopped`) or `timeout_seconds` pass "
+            "(default 60, at most 900), looking every half second to two seconds. The result is the job as "
+            "`get_training_job` returns it plus `waited_seconds` and a `summary` that starts with the outcome. "
+            "The job is done only when `terminal` is true and `state` is `succeeded`; if the timeout passed first, "
+            "it is STILL RUNNING — call `wait_for_training_job` again and do not report it as finished. A failed or "
+            "stopped job is not a tool error: read `status_reason` and `get_training_job_logs`."
+        ),
+    ),
     ToolSpec(
         name="get_training_job_logs",
         operation_id="training_job_logs",
@@ -76,7 +92,7 @@ TRAINING_TOOLS: tuple[ToolSpec, ...] = (
         action=actions.CANCEL,
         destructive=True,
         idempotent=True,
-        status_tool="get_training_job",
+        status_tool="wait_for_training_job",
         description=(
             "Stop a running training job: its object is deleted and the pods stop gracefully; the job "
             "ends `stopped`. Refused with `training_job_finished` when it has already ended."
@@ -86,7 +102,7 @@ TRAINING_TOOLS: tuple[ToolSpec, ...] = (
         name="resubmit_training_job",
         operation_id="training_jobs_resubmit",
         action=actions.SUBMIT,
-        status_tool="get_training_job",
+        status_tool="wait_for_training_job",
         description=(
             "Submit a finished job's configuration again as a new job, named `name` or "
             "`<name>-r<N>`; every check runs again. Refused with `training_job_active` while the job still runs."

@@ -11,6 +11,7 @@ from mcp_server.auth import caller_for_secret
 from mcp_server.server import bind_catalog
 from mcp_server.testing import call_tool, call_tool_as
 from operations.models import Operation
+from tests import factories
 
 
 def test_a_started_operation_names_wait_for_operation_and_its_id_in_the_result(cast, token_for):
@@ -105,13 +106,13 @@ def test_next_links_keep_the_port_and_their_cursors_work_as_copied(cast, token_f
     assert {page["results"][0]["title"] for _, page in pages} == {"two"}
 
 
-def test_a_submitted_training_job_names_get_training_job_until_terminal():
+def test_a_submitted_training_job_names_wait_for_training_job_until_terminal():
     tool = bind_catalog()["submit_training_job"]
     step = tool.next_step({"job": {"id": 7, "state": "pending", "terminal": False},
                            "operation": {"id": 3, "state": "pending"}})
     assert step is not None
-    assert step[:2] == ("get_training_job", {"job_id": 7})
-    assert step[2] == ('STARTED, NOT DONE: it is pending. Call `get_training_job` with {"job_id": 7} until '
+    assert step[:2] == ("wait_for_training_job", {"job_id": 7})
+    assert step[2] == ('STARTED, NOT DONE: it is pending. Call `wait_for_training_job` with {"job_id": 7} until '
                        '`terminal` is true before reporting the result.')
     assert bind_catalog()["scale_instance_group"].next_step({"changed": False, "group": {}, "operation": None}) is None
 
@@ -147,3 +148,20 @@ def test_a_change_whose_object_has_no_terminal_flag_names_its_operation_first():
 def test_a_model_call_names_no_next_step():
     answer = {"id": "chatcmpl-1", "object": "chat.completion", "choices": []}
     assert bind_catalog()["call_endpoint"].next_step(answer) is None
+
+
+@pytest.mark.parametrize(("state", "reason", "summary"), [
+    ("succeeded", "", "SUCCEEDED: Training job {id} (llama) finished successfully"),
+    ("failed", "ProcessFailure on rank 3", "FAILED: Training job {id} (llama) failed (ProcessFailure on rank 3)"),
+    ("running", "", "STILL RUNNING: Training job {id} (llama) is running"),
+])
+def test_a_named_wait_tool_follows_a_training_job(cast, token_for, state, reason, summary):
+    job = factories.training_job(factories.cluster(cast.team, "c"), state=state, status_reason=reason)
+    is_error, body = call_tool(token_for(cast.viewer), "wait_for_training_job", {"job_id": job.pk,
+                                                                                  "timeout_seconds": 0})
+    assert not is_error and body["summary"].startswith(summary.format(id=job.pk)), body["summary"]
+    assert body["terminal"] is (state != "running") and "manifest" not in body
+    if state == "failed":
+        assert "`resubmit_training_job`" in body["summary"] and "retry_operation" not in body["summary"]
+    if state == "running":
+        assert "call `wait_for_training_job` again" in body["summary"]
