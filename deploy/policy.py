@@ -12,7 +12,8 @@ the product only ever touches what it made, and ``iam:PassRole`` to the roles In
 a new call cannot widen the policy unnoticed. A statement on ``*`` carries the reason (``why``).
 
 ``python -m deploy.policy`` rewrites ``deploy/iam/instantstart-policy.json`` (account ``${aws:PrincipalAccount}``,
-partition ``aws``; ``--partition``/``--stdout`` for others) and the generated block of the CloudFormation template.
+partition ``aws``; ``--partition``/``--stdout`` for others) and the generated block of the CloudFormation template;
+``--sites`` lists each call with the places in the code that make it.
 """
 
 from __future__ import annotations
@@ -266,8 +267,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deploy.policy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--partition", default="aws", help="ARN partition of the JSON policy (aws, aws-cn…)")
     parser.add_argument("--stdout", action="store_true", help="print the JSON policy instead of rewriting files")
+    parser.add_argument("--sites", action="store_true", help="print each AWS call with the places that make it")
     args = parser.parse_args(argv)
-    calls = inventory.read_inventory().calls
+    read = inventory.read_inventory()
+    calls = read.calls
+    if args.sites:
+        for call in sorted(calls):
+            print(f"{_action(call)}  ({call.service} {call.operation})")
+            print("".join(f"    {site}\n" for site in sorted(read.sites[call])), end="")
+        return 0
     if args.stdout:
         sys.stdout.write(render_json(calls, partition=args.partition))
         return 0
