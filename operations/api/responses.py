@@ -49,9 +49,11 @@ def approval_hold(request: ApiRequest, action: str, target: Model) -> Response |
     their input and before calling their service."""
     if dry_run.requested(request):
         return None
+    team_id = access.team_id_of(target)
+    assert team_id is not None  # every approvable action's target is owned by a team
     held = approval_services.approval_hold(
         actor=request.user, source=request.source, approved=APPROVED_META in request.META, action=action,
-        target=target, team=Team.objects.get(pk=access.team_id_of(target)), method=request.method or "POST",
+        target=target, team=Team.objects.get(pk=team_id), method=request.method or "POST",
         path=request.path, body=request.data if isinstance(request.data, dict) else {})
     if held is None:
         return None
