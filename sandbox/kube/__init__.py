@@ -6,5 +6,5 @@ Layers, bottom up: ``errors``/``meta`` (Status bodies, metadata rules), ``resour
 (served types), ``modelschema``/``schema``/``validation``/``defaults``/``customresources`` (admission),
 ``store``/``writes``/``logs`` (state and write semantics), ``selectors``/``patch``, ``crds`` (reference CRD
 files and add-on mapping), ``routing``/``discovery``/``handlers``/``podlogs``/``streams``/``app`` (HTTP),
-``auth``/``access``/``policies`` (EKS authentication and authorization).
+``auth``/``access``/``policies``/``rbac`` (EKS authentication and authorization).
 """

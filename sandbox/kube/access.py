@@ -17,20 +17,23 @@ request when the user is in ``system:masters``, when it is discovery (non-resour
 which every authenticated user may do), or when an associated policy's rules (``sandbox.kube.policies``) allow it
 within the association's scope: ``cluster`` anywhere, ``namespace`` only for requests inside one of its
 namespaces (a trailing ``*`` matches a prefix) — never cluster-scoped objects or lists across namespaces; else
-``403 Forbidden`` worded like the apiserver's RBAC refusal. Kubernetes groups other than ``system:masters`` grant
-nothing: RBAC bindings are not evaluated.
+``403 Forbidden`` worded like the apiserver's RBAC refusal — unless the cluster's RBAC bindings grant the user's
+name or Kubernetes groups the request (``sandbox.kube.rbac``), as EKS authorizes after its access policies.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from sandbox.kube import policies
+from sandbox.kube import policies, rbac
 from sandbox.kube.errors import ApiError, qualified
+
+if TYPE_CHECKING:
+    from sandbox.kube.store import Store
 
 MASTERS = "system:masters"
 _ASSUMED = re.compile(r"arn:[^:]+:sts::(\d{12}):assumed-role/([^/]+)/(.+)")
@@ -152,8 +155,9 @@ def _forbidden(user: User, request: Request) -> ApiError:
     return ApiError(403, "Forbidden", message, details)
 
 
-def authorize(user: User, request: Request) -> None:
-    """Raise ``403 Forbidden`` unless ``user`` may make ``request``."""
+def authorize(user: User, request: Request, store: Store | None = None) -> None:
+    """Raise ``403 Forbidden`` unless ``user`` may make ``request`` (by its access policies, else by the RBAC
+    bindings in ``store``)."""
     if MASTERS in user.groups or request.resource is None or (request.group, request.resource) in _SELF_REVIEWS:
         return
     resource = request.resource + (f"/{request.subresource}" if request.subresource else "")
@@ -161,4 +165,6 @@ def authorize(user: User, request: Request) -> None:
         if _in_scope(association, request) and policies.allows(policies.rules_of(association.policy_arn),
                                                                 request.verb, request.group, resource):
             return
+    if store is not None and rbac.allows(store, user, request):
+        return
     raise _forbidden(user, request)

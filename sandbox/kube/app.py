@@ -106,7 +106,7 @@ def create_app(clusters: ClusterSource, identify: Identify, stopping: threading.
             proxied = proxy.parse(parts[4] if len(parts) > 4 else "")
             if proxied is not None:
                 access.authorize(user, access.Request(_verb(request.method, True), "", proxied.kind, "proxy",
-                                                      proxied.namespace, proxied.name))
+                                                      proxied.namespace, proxied.name), store)
                 return await proxy.respond(request, store, proxied)
             target = parse(parts[4] if len(parts) > 4 else "")
             if target is None:
@@ -114,7 +114,7 @@ def create_app(clusters: ClusterSource, identify: Identify, stopping: threading.
             if isinstance(target, Discovery):
                 return _discovery(store, target)
             watching = request.query_params.get("watch", "").lower() in ("true", "1") or target.legacy_watch
-            access.authorize(user, _resource_request(request.method, watching, target))
+            access.authorize(user, _resource_request(request.method, watching, target), store)
             return await handlers.handle(request, store, target, stopping)
         except ApiError as error:
             return error_response(error)

@@ -82,3 +82,36 @@ def test_principals_map_through_access_entries_or_config_map_as_the_mode_says():
     assert access.user_of(SESSION, access.ClusterAccess("CONFIG_MAP", (entry,)), None) is None
     assert access.user_of(SESSION, access.ClusterAccess("CONFIG_MAP", creator_arn=ROLE), None) == access.User(
         "kubernetes-admin", ("system:masters",))
+
+
+def test_kubernetes_groups_get_what_the_clusters_rbac_bindings_grant(store):
+    rbac = "rbac.authorization.k8s.io"
+    store.create("namespaces", {"metadata": {"name": "a"}})
+    store.create(f"roles.{rbac}", {"metadata": {"name": "reader"}, "rules": [
+        {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["update"], "resourceNames": ["settings"]}]},
+        namespace="a")
+    store.create(f"rolebindings.{rbac}", {"metadata": {"name": "devs-read"}, "roleRef": {
+        "apiGroup": rbac, "kind": "Role", "name": "reader"}, "subjects": [
+        {"kind": "Group", "apiGroup": rbac, "name": "devs"}]}, namespace="a")
+    store.create(f"clusterroles.{rbac}", {"metadata": {"name": "node-reader"}, "rules": [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]})
+    store.create(f"clusterrolebindings.{rbac}", {"metadata": {"name": "dev-nodes"}, "roleRef": {
+        "apiGroup": rbac, "kind": "ClusterRole", "name": "node-reader"}, "subjects": [
+        {"kind": "User", "apiGroup": rbac, "name": "dev"}]})
+    dev = access.User("dev", ("devs",))
+
+    def may(request: access.Request, who: access.User = dev) -> bool:
+        try:
+            access.authorize(who, request, store)
+        except ApiError:
+            return False
+        return True
+
+    assert may(access.Request("get", "", "pods", "log", "a", "p"))
+    assert may(access.Request("list", "", "nodes"))
+    assert may(access.Request("update", "", "configmaps", namespace="a", name="settings"))
+    assert not may(access.Request("update", "", "configmaps", namespace="a", name="other"))
+    assert not may(access.Request("get", "", "pods", namespace="b", name="p"))
+    assert not may(access.Request("delete", "", "pods", namespace="a", name="p"))
+    assert not may(access.Request("list", "", "nodes"), access.User("someone-else", ("others",)))
