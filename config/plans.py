@@ -2,7 +2,7 @@
 
 A dry run (:func:`previewing`) runs a change's whole path — authorization, validation, state rules, the AWS and
 Kubernetes reads the real call makes — while every AWS and Kubernetes write is withheld (:mod:`cloud.dry_run`); the
-caller rolls back every database write (``config.api.dry_run`` runs the request in a transaction it never commits).
+caller rolls back every database write (:func:`run` runs the action in a transaction it never commits).
 It ends in one of three ways, each answered as a :func:`plan`:
 
 * the service reaches the point where it would start its operation: ``operations.services.operation_start`` raises
@@ -20,13 +20,16 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from django.db import transaction
 
 from cloud import dry_run
 
 Change = dict[str, Any]
+Result = TypeVar("Result")
 PROVIDERS = ("aws", "kubernetes", "instantstart")
 ACTIONS = ("create", "update", "delete", "call")
 
@@ -75,6 +78,25 @@ def previewing() -> Iterator[Preview]:
             yield preview
     finally:
         _preview.reset(token)
+
+
+def run(action: Callable[[], Result]) -> tuple[Result | None, dict[str, Any]]:
+    """Run ``action`` as a dry run (:func:`previewing`) inside a database transaction that is always rolled back.
+
+    Answers ``(None, plan)`` when the action reached the start of its operation or a withheld write, else ``(its
+    result, the plan of the records it would have written)`` — the caller decides whether that result is a refusal.
+    An exception the action raises (a refusal) propagates, after the rollback."""
+    with previewing() as preview:
+        try:
+            with transaction.atomic():
+                try:
+                    return action(), plan(preview)
+                finally:
+                    transaction.set_rollback(True)
+        except PlanReady as ready:
+            return None, plan(preview, operation=ready.operation)
+        except dry_run.WriteWithheld as withheld:
+            return None, plan(preview, withheld=withheld.change)
 
 
 def note(*, action: str, target: str, before: dict[str, Any], after: dict[str, Any]) -> None:

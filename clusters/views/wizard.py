@@ -27,6 +27,7 @@ from clusters import actions, inspection, services
 from clusters.api.serializers import ClusterCreateSerializer
 from clusters.inspection.capacity import hyperpod_usage
 from clusters.models import CapacityType
+from config import plans
 from config.api.exceptions import error_body
 from config.converters import database_id
 from config.errors import ApplicationError
@@ -41,8 +42,8 @@ FIELD_STEPS = {
     "capacity_type": "capacity", "training_plan_arn": "capacity", "fsx_capacity_gib": "capacity",
     "deep_health_checks": "capacity",
 }
-#: The wizard's own keys that are not answers (the no-JavaScript review button).
-WIZARD_KEYS = ("review",)
+#: The wizard's own keys that are not answers (the no-JavaScript review button, the preview button).
+WIZARD_KEYS = ("review", "preview")
 AVAILABLE = "available"
 
 
@@ -118,7 +119,8 @@ def _context(team: Team | None, values: QueryDict, *, upto: str, form: Serialize
 def cluster_wizard(request: PortalRequest) -> HttpResponse:
     """GET: the wizard with every step whose predecessors are chosen (``?review=1`` adds the review). POST: create
     the cluster and open its detail page, where the create operation's phases move live; errors re-render the
-    wizard with each field's code next to it."""
+    wizard with each field's code next to it. POST with ``preview``: the same checks as a dry run
+    (``config.plans.run``), and the wizard again with the plan under the review."""
     values = request.POST if request.method == "POST" else request.GET
     team = _team(request, values)
     if team is not None:
@@ -133,6 +135,11 @@ def cluster_wizard(request: PortalRequest) -> HttpResponse:
         return services.cluster_create(actor=request.user, team=team, spec=ClusterCreateSerializer.spec(data),
                                        source=request.source)
 
+    if "preview" in request.POST:
+        previewed = form.submit(lambda **data: plans.run(lambda: create(**data)))
+        context = _context(team, values, upto="review" if previewed else "capacity", form=form)
+        return render(request, "clusters/wizard/page.html", {**context, "preview": previewed[1] if previewed else None},
+                      status=form.status if previewed is None else 200)
     created = form.submit(create)
     if created is None:
         return render(request, "clusters/wizard/page.html", _context(team, values, upto="capacity", form=form),

@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from cloud.dry_run import WriteWithheld
 from config import plans
 from config.api.exceptions import error_body
 from config.errors import ValidationFailed
@@ -65,20 +63,10 @@ class DryRunMiddleware:
         except ValidationFailed as refused:
             body, status = error_body(refused)
             return JsonResponse(body, status=status)
-        with plans.previewing() as preview:
-            try:
-                with transaction.atomic():
-                    try:
-                        response = self.get_response(request)
-                    finally:
-                        transaction.set_rollback(True)
-            except plans.PlanReady as ready:
-                return JsonResponse(plans.plan(preview, operation=ready.operation))
-            except WriteWithheld as withheld:
-                return JsonResponse(plans.plan(preview, withheld=withheld.change))
-        if not 200 <= response.status_code < 300:
+        response, plan = plans.run(lambda: self.get_response(request))
+        if response is not None and not 200 <= response.status_code < 300:
             return response
-        return JsonResponse(plans.plan(preview))
+        return JsonResponse(plan)
 
 
 def add_dry_run_parameter(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:

@@ -522,3 +522,17 @@ def test_deleting_a_cluster_that_still_runs_work_is_refused_with_the_list(cast, 
     assert "training job llama-sft (running)" in text(response)
     cluster.refresh_from_db()
     assert cluster.state == ClusterState.ACTIVE and not Operation.objects.exists()
+
+
+def test_the_wizard_previews_the_plan_and_creates_nothing(cast, sandbox):
+    client = login(cast.admin, team=cast.team)
+    zone = sorted(_zone_names())[0]
+    response = client.post(reverse("cluster-create"), {
+        "team": str(cast.team.pk), "name": "vision-1", "region": REGION, "zone": zone,
+        "instance_type": "ml.g5.8xlarge", "instance_count": "2", "capacity_type": "on-demand", "preview": "1"})
+    assert response.status_code == 200
+    plan = plain(re.search(r'data-testid="cluster-create-preview-plan">(.*?)</div>', text(response), re.S).group(1))
+    assert plan.startswith("DRY RUN, nothing was changed.")
+    assert "create aws EKS cluster vision-1" in plan and "create aws SageMaker HyperPod cluster vision-1" in plan
+    assert 'data-testid="cluster-create-submit"' in response.content.decode()
+    assert not Cluster.objects.exists() and not Operation.objects.exists()
