@@ -111,7 +111,9 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
             "values from `list_availability_zones`, `list_instance_types` (for the zone), `list_cluster_quotas` and "
             "`list_training_plans`. Everything is checked before anything is created; each failure is a field error "
             "with a code (`cluster_name_taken`, `unknown_region`, `unknown_zone`, `instance_type_not_allowed`, "
-            "`instance_type_not_offered`, `quota_exceeded`, `training_plan_zone`…) and nothing is created. The "
+            "`instance_type_not_offered`, `quota_exceeded`, `training_plan_zone`…) and nothing is created; "
+            "`dry_run: true` is the preflight (REST `POST /api/v1/clusters/preflight`): every check, then the plan. "
+            "The "
             "operation has six phases: network, eks, activate (it becomes your active cluster), dependencies, "
             "hyperpod, storage; EKS alone takes 10-15 minutes in AWS." + _TEAM + _LONG
         ),

@@ -102,6 +102,18 @@ def test_preflight_endpoint_checks_without_creating(admin_api, sandbox):
     assert not Cluster.objects.exists()
 
 
+def test_the_preflight_over_mcp_is_create_cluster_as_a_dry_run(cast, token_for, admin_api, sandbox):
+    cast.admin.current_team = cast.team
+    cast.admin.save()
+    secret = token_for(cast.admin)
+    bad = {**CREATE, "zone": "us-west-2z"}
+    is_error, body = call_tool(secret, "create_cluster", {**bad, "dry_run": True})
+    assert is_error and body["fields"] == admin_api.post("/api/v1/clusters/preflight", bad).json()["fields"]
+    is_error, plan = call_tool(secret, "create_cluster", {**CREATE, "dry_run": True})
+    assert not is_error and plan["dry_run"] is True, plan
+    assert not Cluster.objects.exists() and not Operation.objects.exists()
+
+
 def test_name_taken_in_the_team(admin_api, make_cluster, sandbox):
     make_cluster("alpha", state=ClusterState.ACTIVE)
     response = admin_api.post("/api/v1/clusters", CREATE)
