@@ -99,7 +99,8 @@ class _NodeCheck:
     """The findings about one node; ``remedy`` is the step it calls for (``None``: nothing to do)."""
 
     def __init__(self, diagnosis: Diagnosis, instance_id: str) -> None:
-        self.diagnosis, self.instance_id, self.remedy = diagnosis, instance_id, None
+        self.diagnosis, self.instance_id = diagnosis, instance_id
+        self.remedy: str | None = None
 
     def find(self, finding: str, severity: str, summary: str, evidence=(), remedy: str | None = None) -> None:
         self.diagnosis.find(finding, severity, summary, evidence, subject=self.instance_id)

@@ -200,10 +200,10 @@ class _Run:
         elif done >= plan.stop_step(attempt) and plan.faults(attempt) and plan.outcome != "hang":
             crashed = self.ranks[-1]
             pod = self.pods[crashed.pod_name]
-            lines = plan.crash_lines(crashed.rank)
-            for line in lines:
-                self.ctx.store.append_log(objects.own_namespace(pod), crashed.pod_name, _container(pod), line)
-            self._fault("ProcessFailure", f"{lines[0]} (rank {crashed.rank})", [crashed])
+            crash = plan.crash_lines(crashed.rank)
+            for text in crash:
+                self.ctx.store.append_log(objects.own_namespace(pod), crashed.pod_name, _container(pod), text)
+            self._fault("ProcessFailure", f"{crash[0]} (rank {crashed.rank})", [crashed])
         else:
             hanging = state["monitor"].hanging(self.ctx.now)
             if hanging:
