@@ -128,10 +128,18 @@ def principal_arn(*, region: str, credentials: Credentials | None = None) -> str
     return f"arn:{partition}:iam::{account}:{resource}"
 
 
+@functools.cache
 def partition(region: str) -> str:
-    """The ARN partition of ``region`` (``aws``, ``aws-cn``, ``aws-us-gov``…), from botocore's endpoint data."""
+    """The ARN partition of ``region`` (``aws``, ``aws-cn``, ``aws-us-gov``…), from botocore's endpoint data (read
+    once per region: a new session parses the whole endpoint file)."""
     name: str = boto3.session.Session().get_partition_for_region(region)
     return name
+
+
+@functools.cache
+def service_regions(service: str) -> tuple[str, ...]:
+    """The regions of the AWS partition where ``service`` runs, from botocore's endpoint data, sorted (read once)."""
+    return tuple(sorted(boto3.session.Session().get_available_regions(service)))
 
 
 def translate(error: Exception, *, service: str = "aws", operation: str = "") -> ApplicationError:

@@ -16,8 +16,6 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-import boto3
-
 from cloud import aws
 
 #: Values per EC2 filter and instance types per ``DescribeInstanceTypes`` call (EC2's limit is 100).
@@ -62,12 +60,7 @@ class InstanceTypeOffer:
 def regions() -> list[str]:
     """The regions the product offers: every region of the AWS partition where SageMaker runs (botocore's
     endpoint data), sorted."""
-    return list(_sagemaker_regions())
-
-
-@functools.cache
-def _sagemaker_regions() -> tuple[str, ...]:
-    return tuple(sorted(boto3.session.Session().get_available_regions("sagemaker")))
+    return list(aws.service_regions("sagemaker"))
 
 
 def availability_zones(region: str) -> list[Zone]:

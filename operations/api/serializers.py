@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import boto3
 from django.utils import timezone
 from rest_framework import serializers
 
 from accounts.api.fields import CapabilitiesField
 from accounts.models import User
+from cloud import aws
 from config.api.serializers import StrictSerializer
 from operations import actions
 from operations.models import TERMINAL_STATES, Operation, OperationLog, OperationPhase
@@ -73,7 +73,6 @@ class DemoOperationCreateSerializer(StrictSerializer):
                                    help_text="AWS region; the default region of the deployment when omitted.")
 
     def validate_region(self, value: str) -> str:
-        regions = boto3.session.Session().get_available_regions("eks")
-        if value not in regions:
+        if value not in aws.service_regions("eks"):
             raise serializers.ValidationError(f"{value!r} is not an AWS region with EKS.", code="unknown_region")
         return value
