@@ -30,6 +30,7 @@ CLOCK_SKEW_SECONDS = 5 * 60
 CLUSTER_ID_HEADER = "x-k8s-aws-id"
 SIGNED_HEADERS = ("host", CLUSTER_ID_HEADER)
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+_SIGNED_QUERY = ("X-Amz-Credential", "X-Amz-Date", "X-Amz-SignedHeaders", "X-Amz-Signature")
 
 #: The AWS side's answer to "whose key is this?": the credential, or ``None`` for a key it does not know.
 Identify = Callable[[str], Credential | None]
@@ -120,6 +121,8 @@ def authenticate(authorization: str | None, cluster_name: str, identify: Identif
     url = _presigned_url(authorization[len("Bearer "):].strip())
     assert url is not None
     query = dict(_query_pairs(urlsplit(url).query))
+    if any(key not in query for key in _SIGNED_QUERY):  # SigV4's parameter names are case-sensitive
+        raise unauthorized()
     access_key, date, _, service, terminator = query["X-Amz-Credential"].split("/")
     if service != "sts" or terminator != "aws4_request" or not query["X-Amz-Date"].startswith(date) \
             or set(query["X-Amz-SignedHeaders"].split(";")) - set(SIGNED_HEADERS):

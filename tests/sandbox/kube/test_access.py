@@ -36,11 +36,13 @@ def test_requests_without_a_get_token_token_are_unauthorized(make_api, token):
     assert status_of(raised.value)["reason"] == "Unauthorized"
 
 
-def test_stale_tokens_and_tokens_without_the_cluster_header_are_refused(make_api):
+def test_stale_forged_and_other_clusters_tokens_are_refused(make_api):
     stale = with_query(eks_token(CLUSTER), **{"X-Amz-Date": time.strftime("%Y%m%dT%H%M%SZ",
                                                                            time.gmtime(time.time() - 16 * 60))})
     unsigned_header = with_query(eks_token(CLUSTER), **{"X-Amz-SignedHeaders": "host"})
-    for token in (stale, unsigned_header):
+    forged = with_query(eks_token(CLUSTER), **{"X-Amz-Signature": "0" * 64})
+    extended = with_query(eks_token(CLUSTER), **{"X-Amz-Expires": "900"})
+    for token in (stale, unsigned_header, forged, extended, eks_token("another-cluster")):
         with pytest.raises(k8s.ApiException) as raised:
             k8s.CoreV1Api(make_api(token=token)).list_namespace()
         assert raised.value.status == 401
