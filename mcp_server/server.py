@@ -55,8 +55,8 @@ INSTRUCTIONS = (
     "`wait_for_operation` waits for that. Pass `idempotency_key` to a change you might have to repeat. Every tool "
     "that changes something takes `dry_run`: true runs all its checks and answers the plan (the operation's phases "
     "and the objects it would create, change or delete) without changing anything. For a whole "
-    "workflow (create a cluster, add an instance group, train a model), get its playbook: the prompt of that name, "
-    "or the resource instantstart://playbooks/<name>."
+    "workflow (create a cluster, add an instance group, train, download or deploy a model), get its playbook: the "
+    "prompt of that name, or the resource instantstart://playbooks/<name>."
 )
 #: The version the server reports in its ``initialize`` answer: the installed InstantStart package's.
 VERSION = importlib.metadata.version("instantstart")
