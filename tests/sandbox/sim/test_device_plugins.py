@@ -1,9 +1,10 @@
 """DaemonSets, device plugins and the health-monitoring agent: a node advertises GPUs, EFA and Neuron devices only
 while their plugin's pod runs on it, so a pod asking for a GPU on a cluster without the NVIDIA plugin stays Pending;
-a hardware fault changes a node's health label only where the agent runs."""
+a hardware fault changes a node's health label only where the agent runs; a device fault empties allocatable."""
 
 from __future__ import annotations
 
+import httpx
 import yaml
 from kubernetes import client as k8s
 
@@ -133,3 +134,14 @@ def test_a_hardware_fault_reaches_the_health_label_only_where_the_health_monitor
     (event,) = [event for event in core.list_event_for_all_namespaces().items
                 if event.reason == "XidHardwareFailure" and event.involved_object.name == name]
     assert event.type == "Warning" and "UnschedulablePendingReboot" in event.message
+
+    # A device fault (POST /_sandbox/device-faults): the plugin reports the node's EFA devices unhealthy.
+    efa = "vpc.amazonaws.com/efa"
+    fault = {"region": REGION, "cluster": "demo", "node": name, "resource": efa}
+    assert sandbox.control("POST", "device-faults", fault)["fault"] == fault
+    faulty = wait_for(lambda: core.read_node(name), lambda found: found.status.allocatable.get(efa) == "0")
+    assert faulty.status.capacity[efa] == "1" and faulty.status.allocatable["nvidia.com/gpu"] == "1"
+    for body, status in (({**fault, "cluster": "nope"}, 404), ({**fault, "node": "nope"}, 404),
+                         ({**fault, "resource": "example.com/widget"}, 400), ({"region": REGION}, 400)):
+        response = httpx.post(f"{sandbox.aws_url}/_sandbox/device-faults", json=body)
+        assert response.status_code == status and response.json()["error"], body
