@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import httpx
@@ -165,10 +165,9 @@ class SandboxHandle:
         return response.json()
 
 
-@pytest.fixture
-def sandbox(sandbox_world, monkeypatch) -> SandboxHandle:
-    """An empty sandbox world for this test, with boto3 pointed at it, time at 1/1000 of AWS's and botocore's
-    retry backoff shrunk a hundredfold (its logic unchanged)."""
+def sandbox_in_use(sandbox_world, monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxHandle]:
+    """An empty sandbox world with boto3 pointed at it, time at 1/1000 of AWS's and botocore's retry backoff shrunk a
+    hundredfold (its logic unchanged), until the generator ends (then the world is emptied again)."""
     handle = SandboxHandle(aws_url=sandbox_world.aws_url)
     handle.control("POST", "reset")
     handle.control("PUT", "clock", {"scale": 0.001})
@@ -185,3 +184,11 @@ def sandbox(sandbox_world, monkeypatch) -> SandboxHandle:
     handle.control("POST", "reset")
     aws.forget_clients()
     kube.forget_api_clients()
+
+
+@pytest.fixture
+def sandbox(sandbox_world, monkeypatch) -> Iterator[SandboxHandle]:
+    """An empty sandbox world for this test (:func:`sandbox_in_use`). A module whose tests share one world (e.g. one
+    cluster built once) uses a module-scoped fixture over :func:`sandbox_in_use` instead, and no test of it may ask
+    for this one (it would empty the shared world)."""
+    yield from sandbox_in_use(sandbox_world, monkeypatch)

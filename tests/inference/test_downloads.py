@@ -15,7 +15,6 @@ from clusters.shared_bucket import ensure_shared_bucket
 from inference.models import ModelDownload
 from operations.models import Operation
 from tests.clusters.sandbox import tracked_hyperpod_cluster
-from tests.training.sandbox import training_cluster
 
 DOWNLOADS = "/api/v1/model-downloads"
 TOKEN = "hf_sandbox_token_1234"
@@ -23,8 +22,9 @@ LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
 
 @pytest.fixture
-def cluster(cast, sandbox):
-    return training_cluster(cast.team, count=1, operator=False, ray=False)
+def cluster(shared_cluster):
+    """A GPU cluster built once for the module (``tests/inference/conftest.py``), the team's bucket prefix empty."""
+    return shared_cluster
 
 
 def _start(api, actor, **body) -> dict:
@@ -108,7 +108,7 @@ BAD = [
 
 
 @pytest.mark.django_db(transaction=True)
-def test_bad_input_is_refused_before_anything_is_created(api, cast, sandbox):
+def test_bad_input_is_refused_before_anything_is_created(api, cast, shared_sandbox):
     cluster = tracked_hyperpod_cluster(cast.team, cloud=False)
     bucket = ensure_shared_bucket(aws.client("s3", region=cluster.region), cluster.region)
     aws.client("s3", region=cluster.region).put_object(Bucket=bucket, Key=f"teams/{cast.team.slug}/models/taken/x",

@@ -12,14 +12,14 @@ from cloud import kube
 from inference.models import Endpoint
 from operations.models import Operation
 from tests import factories
-from tests.training.sandbox import training_cluster
 
 ENDPOINTS = "/api/v1/endpoints"
 
 
 @pytest.fixture
-def cluster(cast, sandbox):
-    return training_cluster(cast.team, instance_type="ml.g5.12xlarge", count=2, operator=False, ray=False)
+def cluster(shared_cluster):
+    """Two ``ml.g5.12xlarge`` nodes, built once for the module (``tests/inference/conftest.py``)."""
+    return shared_cluster
 
 
 def _deploy(api, actor, cluster, **body) -> dict:
@@ -102,7 +102,7 @@ def test_a_crashing_server_shows_its_reason_and_last_log_lines(api, cast, cluste
 
 
 @pytest.mark.django_db(transaction=True)
-def test_bad_input_is_refused_before_anything_is_created(api, cast, sandbox):
+def test_bad_input_is_refused_before_anything_is_created(api, cast, shared_sandbox):
     from tests.clusters.sandbox import tracked_hyperpod_cluster
 
     cluster = tracked_hyperpod_cluster(cast.team, cloud=False, instance_type="ml.g5.12xlarge")
