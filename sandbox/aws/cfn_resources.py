@@ -4,7 +4,8 @@
   ``PublicAccessBlockConfiguration``, ``LifecycleConfiguration`` and ``OwnershipControls``, so a stack's bucket
   answers ``GetPublicAccessBlock``, ``GetBucketLifecycleConfiguration`` and ``GetBucketOwnershipControls`` as in AWS.
 * ``AWS::S3::BucketPolicy``: moto has no such resource (it warns and skips it); here it puts the bucket's policy.
-* ``AWS::IAM::Role``: moto ignores ``ManagedPolicyArns``; CloudFormation attaches them.
+* ``AWS::IAM::Role``: moto ignores ``ManagedPolicyArns`` (CloudFormation attaches them) and stores each inline
+  ``Policies`` document as Python's ``repr`` of it (``GetRolePolicy`` then answers that text); here as JSON.
 
 The management environment's template (``deploy/cloudformation/``) uses all of them.
 """
@@ -55,8 +56,11 @@ def create_bucket(cls: type[FakeBucket], resource_name: str, cloudformation_json
 
 def create_role(cls: type[Role], resource_name: str, cloudformation_json: Any, account_id: str, region_name: str,
                 **kwargs: Any) -> Role:
-    """moto's role from a template, then its managed policies attached."""
+    """moto's role from a template, its inline policies kept as JSON, then its managed policies attached."""
     role: Role = _create_role(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+    for inline in cloudformation_json["Properties"].get("Policies", []):
+        document = inline["PolicyDocument"]
+        role.put_policy(inline["PolicyName"], document if isinstance(document, str) else json.dumps(document))
     backend = iam_backends[account_id][get_partition(region_name)]
     for arn in cloudformation_json["Properties"].get("ManagedPolicyArns", []):
         backend.attach_role_policy(arn, role.name)

@@ -1,5 +1,6 @@
 """The management environment's CloudFormation template: cfn-lint clean, and created in the sandbox's CloudFormation
-(moto's) with the resources and outputs docs/deploy.md promises."""
+(moto's) with the resources and outputs docs/deploy.md promises — its host role holding exactly the policy built from
+the code's AWS calls (tests/deploy/test_policy.py simulates that policy)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import boto3
 import yaml
 from cfnlint.api import lint_file
 
+from deploy import inventory, policy
 from deploy.policy import TEMPLATE_FILE
 
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/instantstart:0.1.0"
@@ -94,3 +96,5 @@ def test_the_stack_creates_in_the_sandbox(sandbox):
     attached = {policy["PolicyName"] for policy in iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"]}
     assert attached == {"AmazonSSMManagedInstanceCore", "AmazonEC2ContainerRegistryReadOnly"}
     assert iam.list_role_policies(RoleName=role)["PolicyNames"] == ["instantstart"]
+    granted = iam.get_role_policy(RoleName=role, PolicyName="instantstart")["PolicyDocument"]
+    assert granted == policy.policy(inventory.read_inventory().calls, partition="aws", account=account)
