@@ -36,7 +36,7 @@ from django.db import transaction
 from accounts import access, audit
 from accounts.models import User
 from cloud import aws
-from clusters import nodes
+from clusters import nodes, plans
 from clusters.instance_groups import mirror
 from clusters.models import Cluster, ClusterState
 from clusters.phases.common import cluster_of
@@ -307,5 +307,5 @@ _TIMEOUTS = {REBOOT: timedelta(hours=1), REPLACE: timedelta(hours=3), DELETE: ti
 
 PIPELINES: dict[str, Pipeline] = {action: Pipeline(kind=kind(action), phases=(
     Phase(slug=action, title=f"{_CALLS[action][3]} nodes", submit=_submit(action), poll=_poll(action),
-          timeout=_TIMEOUTS[action], poll_interval=15),
+          plan=plans.node_batch(action, _CALLS[action][1]), timeout=_TIMEOUTS[action], poll_interval=15),
 )) for action in ACTIONS}

@@ -5,12 +5,13 @@ the details (CIDRs, ids) when they run.
 ``cluster.create`` plans the network, the EKS control plane, the system node group, the active-cluster choice, the
 dependencies, the HyperPod cluster and the storage from the cluster's spec; ``cluster.delete`` plans the removal of
 what the cluster's rows say exists (an imported cluster's AWS clusters only when they were asked to go);
-``instance_group.add`` the compute subnet, the group and its autoscaling objects.
+``instance_group.add`` the compute subnet, the group and its autoscaling objects; an instance group's update and
+delete, and a node batch (reboot, replace, delete) the instance group or nodes they act on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -123,8 +124,8 @@ def hyperpod_delete(params: Params) -> list[Change]:
 def dependency_removal(params: Params) -> list[Change]:
     cluster = _cluster(params)
     return [change("delete", "aws" if row.kind == "addon" else "kubernetes",
-                   "EKS add-on" if row.kind == "addon" else "Kubernetes manifests", row.name, when="ours")
-            for row in cluster.dependencies.exclude(observed_state="absent")]
+                   "EKS add-on" if row.kind == "addon" else "Kubernetes manifests", row.component)
+            for row in cluster.dependencies.filter(managed=True).exclude(observed_state="absent")]
 
 
 def system_nodes_delete(params: Params) -> list[Change]:
@@ -174,8 +175,34 @@ def group_objects(params: Params) -> list[Change]:
                    when="managed autoscaling is on")]
 
 
+def group_update(params: Params) -> list[Change]:
+    return [change("update", "aws", "SageMaker HyperPod instance group", params["name"],
+                   changes=params.get("changed") or {})]
+
+
+def group_delete(params: Params) -> list[Change]:
+    return [change("delete", "aws", "SageMaker HyperPod instance group", params["name"])]
+
+
+def group_objects_delete(params: Params) -> list[Change]:
+    return [change("delete", "kubernetes", "HyperpodNodeClass / NodePool", params["name"],
+                   when="managed autoscaling made them")]
+
+
+def node_batch(action: str, call: str) -> Callable[[Params], list[Change]]:
+    """The plan of ``node.<action>``: one ``sagemaker:<call>`` naming every node it acts on."""
+
+    def plan(params: Params) -> list[Change]:
+        return [change("delete" if action == "delete" else "update", "aws", "SageMaker HyperPod node", node_id,
+                       call=f"sagemaker:{call}", cluster=params["hyperpod_name"]) for node_id in params["node_ids"]]
+
+    return plan
+
+
 CREATE = {"network": network, "eks": eks, "system-nodes": system_nodes, "activate": activate,
           "dependencies": dependency_install, "hyperpod": hyperpod, "storage": storage}
 DELETE = {"storage": storage_delete, "hyperpod": hyperpod_delete, "dependencies": dependency_removal,
           "system-nodes": system_nodes_delete, "eks": eks_delete, "network": network_delete}
 GROUP_ADD = {"placement": group_placement, "hyperpod": group_add, "autoscaling": group_objects}
+GROUP_UPDATE = {"hyperpod": group_update}
+GROUP_DELETE = {"autoscaling": group_objects_delete, "hyperpod": group_delete}

@@ -107,7 +107,8 @@ def note(*, action: str, target: str, before: dict[str, Any], after: dict[str, A
         preview.records.append(change(made, "instantstart", action, target, before=before, after=after))
 
 
-def plan(preview: Preview, *, operation: dict[str, Any] | None = None, withheld: Change | None = None) -> dict:
+def plan(preview: Preview, *, operation: dict[str, Any] | None = None,
+         withheld: Change | None = None) -> dict[str, Any]:
     """The body a dry run answers: ``dry_run`` (always true), a ``summary`` sentence, the ``operation`` that would
     start (or ``None``) and ``changes``: every change the operation's phases plan, the write a service would have
     sent, and the records it would have written."""

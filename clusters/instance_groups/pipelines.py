@@ -231,13 +231,13 @@ ADD = planned(Pipeline(kind=ADD_KIND, on_finished=_group_row_finished, phases=(
     Phase(slug="autoscaling", title="Autoscaling objects", submit=submit_apply_group_objects, poll=poll_done,
           timeout=timedelta(minutes=10), poll_interval=1),
 )), plans.GROUP_ADD)
-UPDATE = Pipeline(kind=UPDATE_KIND, phases=(
+UPDATE = planned(Pipeline(kind=UPDATE_KIND, phases=(
     Phase(slug="hyperpod", title="HyperPod instance group", submit=submit_update, poll=poll_update,
           timeout=timedelta(hours=3), poll_interval=30),
-))
-DELETE = Pipeline(kind=DELETE_KIND, phases=(
+)), plans.GROUP_UPDATE)
+DELETE = planned(Pipeline(kind=DELETE_KIND, phases=(
     Phase(slug="autoscaling", title="Autoscaling objects", submit=submit_remove_group_objects, poll=poll_done,
           timeout=timedelta(minutes=10), poll_interval=1),
     Phase(slug="hyperpod", title="HyperPod instance group", submit=submit_delete, poll=poll_delete,
           timeout=timedelta(hours=1), poll_interval=30),
-))
+)), plans.GROUP_DELETE)

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from accounts.models import AuditEvent
-from clusters.models import Cluster, ClusterState, InstanceGroup, NetworkPlan, Subnet
+from clusters.models import Cluster, ClusterDependency, ClusterState, InstanceGroup, NetworkPlan, Subnet
 from inference.models import Endpoint
 from operations.models import Operation
 from tests import factories
@@ -73,6 +73,7 @@ def test_a_cluster_delete_plan_names_what_would_be_deleted(api, cast):
     Subnet.objects.create(network=network, role="public", zone="us-west-2a", zone_id="usw2-az1", cidr="10.1.0.0/22",
                           subnet_id="subnet-1")
     factories.storage_volume(cluster, "shared", state="available", pv_name="pv-shared", pvc_name="shared")
+    ClusterDependency.objects.create(cluster=cluster, component="cert-manager", kind="addon", observed_state="active")
     response = api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/delete?dry_run=true", {"confirm": "alpha"})
     assert response.status_code == 200, response.content
     plan = response.json()
@@ -80,7 +81,8 @@ def test_a_cluster_delete_plan_names_what_would_be_deleted(api, cast):
         "storage", "hyperpod", "dependencies", "system-nodes", "eks", "network"]
     deleted = {(item["kind"], item["name"]) for item in plan["changes"] if item["action"] == "delete"}
     assert {("EC2 VPC", "vpc-1"), ("EC2 subnet", "subnet-1"), ("EC2 NAT gateway", "nat-1"), ("EKS cluster", "alpha"),
-            ("SageMaker HyperPod cluster", "alpha"), ("PersistentVolume", "pv-shared")} <= deleted
+            ("SageMaker HyperPod cluster", "alpha"), ("PersistentVolume", "pv-shared"),
+            ("EKS add-on", "cert-manager")} <= deleted
     cluster.refresh_from_db()
     assert cluster.state == ClusterState.ACTIVE and not Operation.objects.exists()
 
