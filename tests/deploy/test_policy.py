@@ -73,6 +73,9 @@ def test_the_reader_follows_clients_through_names_factories_and_parameters(tmp_p
                 pass
         def tags(region):
             return _eks(region).list_tags_for_resource(resourceArn="arn")
+        def wait(eks: BaseClient, s3):
+            eks.get_waiter("nodegroup_active").wait(clusterName="c", nodegroupName="n")
+            return s3.generate_presigned_url("get_object", Params={})
     '''))
     (package / "user.py").write_text(textwrap.dedent('''
         from product import gateway
@@ -83,7 +86,8 @@ def test_the_reader_follows_clients_through_names_factories_and_parameters(tmp_p
     '''))
     assert inventory.read_inventory(tmp_path).calls == {
         ApiCall("eks", "DescribeCluster"), ApiCall("eks", "ListTagsForResource"),
-        ApiCall("sagemaker", "ListClusterNodes"), ApiCall("iam", "ListRoles")}
+        ApiCall("sagemaker", "ListClusterNodes"), ApiCall("iam", "ListRoles"), ApiCall("eks", "DescribeNodegroup"),
+        ApiCall("s3", "GetObject")}
 
 
 def test_an_unknown_client_method_fails_loudly(tmp_path):
