@@ -25,7 +25,7 @@ from operations.approvals import selectors, services
 from operations.approvals.state_rules import approval_allows
 from operations.models import ApprovalRequest, ApprovalState
 from portal.forms import SerializerForm
-from portal.views import flash_error, perform, portal_view
+from portal.views import flash_error, portal_view
 
 #: How many decided requests the page shows below the pending ones.
 RECENT = 50
@@ -68,18 +68,22 @@ def approval_reject(request: PortalRequest, request_id: int) -> HttpResponse:
 @require_POST
 @portal_view
 def approval_policy(request: PortalRequest) -> HttpResponse:
-    """The current team's policy from the page's checkboxes (``actions``, repeated) and ``ttl_hours``."""
+    """The current team's policy from the page's checkboxes (``actions``: none checked clears it) and
+    ``ttl_hours``."""
     team = request.team
-    body = {"actions": request.POST.getlist("actions"), "ttl_hours": request.POST.get("ttl_hours") or None}
-    serializer = ApprovalPolicyUpdateSerializer(data={key: value for key, value in body.items() if value is not None})
-    if team is None or not serializer.is_valid():
-        messages.error(request, "Choose a current team and a number of hours between 1 and 168.")
+    if team is None:
+        messages.error(request, "Choose a current team first.")
         return redirect("approvals")
-    _policy, error = perform(lambda: services.approval_policy_update(
-        actor=request.user, team=team, source=request.source, approval_actions=serializer.validated_data["actions"],
-        ttl_hours=serializer.validated_data.get("ttl_hours")))
-    if error is not None:
-        flash_error(request, error)
+    data = request.POST.copy()
+    if "actions" not in data:
+        data.setlist("actions", [])
+    form = SerializerForm(ApprovalPolicyUpdateSerializer, data)
+    saved = form.submit(lambda **changes: services.approval_policy_update(
+        actor=request.user, team=team, source=request.source, approval_actions=changes.get("actions"),
+        ttl_hours=changes.get("ttl_hours")))
+    if saved is None:
+        assert form.error is not None  # submit() answers None only after an error
+        flash_error(request, form.error)
     else:
         messages.success(request, f"Approval policy of {team.name} saved.")
     return redirect("approvals")

@@ -12,12 +12,13 @@ from django.test import Client
 from django.utils import timezone
 
 from accounts.models import AuditEvent, Membership, Role
+from accounts.services import user_switch_team
 from config.context import Source
 from config.errors import PermissionDenied, ValidationFailed
 from mcp_server.auth import caller_for_secret
 from mcp_server.testing import call_tool, call_tool_as
 from operations.approvals import services
-from operations.models import ApprovalRequest, ApprovalState, Operation
+from operations.models import ApprovalPolicy, ApprovalRequest, ApprovalState, Operation
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -181,6 +182,14 @@ def test_the_portal_lists_and_approves(cast, token_for, approver):
     viewer = Client()
     viewer.force_login(cast.viewer)
     assert f'data-testid="approve-{approval.pk}"' not in viewer.get("/approvals/").content.decode()
+
+    user_switch_team(actor=approver, team=cast.team, source=Source.SYSTEM)
+    saved = client.post("/approvals/policy/", {"actions": ["node.delete", "node.reboot"], "ttl_hours": "2"},
+                        follow=True)
+    assert "Approval policy of Vision saved" in saved.content.decode()
+    policy = ApprovalPolicy.objects.get(team=cast.team)
+    assert (policy.actions, policy.ttl_hours) == (["node.delete", "node.reboot"], 2)
+    assert AuditEvent.objects.filter(action="approval_policy.update", actor=approver, source="portal").exists()
 
 
 def test_a_dry_run_is_not_held(cast, token_for):
