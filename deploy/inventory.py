@@ -19,7 +19,9 @@ Any other method called on a client raises :class:`UnknownClientCall`, so a new 
 silently. The MLflow gateway (``cloud.mlflow.MlflowClient.call``) signs REST requests for ``sagemaker-mlflow``; its
 literal paths are the data-plane calls (:data:`MLFLOW_PATHS`).
 
-Not product code, so not read: the offline sandbox, the tests, the benchmarks and this package (tooling).
+Not product code, so not read: the offline sandbox, the tests, the benchmarks and this package (tooling). Nor is the
+demo pipeline (:data:`SANDBOX_ONLY`): it runs only where ``OPERATIONS_DEMO`` is on, the sandbox by default, so
+production does not grant what only it calls (``s3:DeleteBucket``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from botocore import xform_name
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_PRODUCT = {"sandbox", "tests", "bench", "deploy"}
+SANDBOX_ONLY = {"operations.demo"}
 #: Client methods that are no AWS call.
 HARMLESS_METHODS = {"can_paginate", "close"}
 MLFLOW_SERVICE = "sagemaker-mlflow"
@@ -107,7 +110,9 @@ def product_modules(root: Path = ROOT) -> Iterator[tuple[str, Path]]:
             continue
         if not (root / parts[0] / "__init__.py").is_file():
             continue
-        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if name not in SANDBOX_ONLY:
+            yield name, path
 
 
 def _literal(node: ast.AST | None) -> str | None:
