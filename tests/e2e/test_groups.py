@@ -1,5 +1,6 @@
 """Instance groups in a real browser, against the sandbox: the change dialog sends only the field the user changed
-(the request is inspected), the group converges live on the cluster page, and saving without a change reports
+(the request is inspected), every group dialog's content fits its box at common widths, the group converges live
+on the cluster page, and saving without a change reports
 "No changes" without starting anything."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from operations.models import Operation
 from tests.clusters.conftest import live_cluster  # noqa: F401  (shared fixture)
-from tests.e2e.browser import BROWSER_MARKS
+from tests.e2e.browser import BROWSER_MARKS, assert_open_dialogs_fit
 from tests.e2e.test_clusters import sign_in
 from tests.e2e.test_operations import driver, portal_url  # noqa: F401  (shared fixtures)
 from tests.operations.conftest import drive, fast_polling  # noqa: F401  (what live_cluster uses)
@@ -35,6 +36,12 @@ def test_the_change_dialog_sends_only_what_changed_and_the_group_converges_live(
     page.goto(f"{portal_url}/clusters/{cluster.pk}/")
     expect(page.get_by_test_id("group-count-accelerated")).to_contain_text("2 / 2")
 
+    for width in (1280, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        for opener in page.locator("[data-group-dialog]").all():
+            opener.click()
+            assert_open_dialogs_fit(page)
+            page.locator("dialog[open] [data-dialog-close]").click()
     page.get_by_test_id("group-edit-accelerated").click()
     page.get_by_test_id("group-count-input-accelerated").fill("3")
     assert save_change(page, "accelerated") == {"instance_count": ["3"]}

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from clusters import node_actions  # noqa: F401  (registers the node pipelines, as clusters.apps does)
 from operations.models import Operation
 from tests import matrix  # noqa: F401  (loads tests.matrix_nodes after the names it builds on)
-from tests.e2e.browser import BROWSER_MARKS
+from tests.e2e.browser import BROWSER_MARKS, assert_open_dialogs_fit
 from tests.e2e.test_clusters import sign_in
 from tests.e2e.test_operations import driver, portal_url  # noqa: F401  (shared fixtures)
 from tests.matrix_nodes import running_node, sandbox_nodes_cluster
@@ -36,6 +36,7 @@ def test_an_operator_reboots_a_node_from_the_nodes_page(cast, sandbox, driver, p
     dialog = page.locator("#replace-dialog")
     expect(dialog).to_be_visible()
     expect(dialog.get_by_test_id("data-loss-warning")).to_contain_text("instance store and root volume is lost")
+    assert_open_dialogs_fit(page)
     dialog.get_by_role("button", name="Keep them").click()
     expect(dialog).to_be_hidden()
     assert not Operation.objects.exists()
