@@ -3,8 +3,8 @@
 Its prerequisites per AWS: the pod identity agent, cert-manager, the Mountpoint S3 and FSx CSI drivers and
 metrics-server (the add-on fails without the CSI drivers). Its controller runs as ``hyperpod-inference-operator-
 controller`` in ``hyperpod-inference-system``; its role may read this cluster's HyperPod nodes and the team's
-prefix of the shared bucket (where model artifacts are), nothing else. Roles for gated JumpStart models, the load
-balancer controller and KEDA are not made: endpoints (next issue) add what they need.
+prefix of the shared bucket (where model artifacts are), nothing else. Roles for gated JumpStart models and KEDA are
+not made; the AWS Load Balancer Controller, with its role, is a feature of its own (:mod:`.load_balancer`).
 """
 
 from __future__ import annotations

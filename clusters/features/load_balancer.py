@@ -12,8 +12,8 @@ load balancer. Not an EKS add-on — AWS installs it with a Helm chart — so en
 
 Disabling is refused while Services of type LoadBalancer that the controller serves exist (``load_balancer_in_use``:
 their load balancers would be orphaned in AWS); otherwise it deletes our objects, the association and the role.
-The cluster's dependency rows show the controller too (``clusters.dependencies``), and a refresh applies again what
-was lost of ours.
+The cluster's dependency rows show the controller too (``clusters.dependencies``; its row is recorded, ours, when
+enabling finishes), so a refresh applies again what was lost of its objects.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from cloud import aws, kube, kube_manifests
+from clusters import dependencies
 from clusters import load_balancer_chart as chart
 from clusters.features import identity
 from clusters.features.base import FeatureObservation
@@ -162,6 +163,7 @@ def poll_enable(ctx: StepContext, cluster: Cluster) -> Progress:
         chart.apply(cluster, api)
         return Progress.waiting("Applying the controller's objects")
     if status.running:
+        dependencies.record(cluster, [dependencies.observe_load_balancer_controller(cluster)])
         return Progress.finished(f"AWS Load Balancer Controller {status.ready}/{status.replicas} ready")
     if status.stuck:
         raise PhaseFailed(f"The AWS Load Balancer Controller does not start: {status.problem}", code="feature_failed",

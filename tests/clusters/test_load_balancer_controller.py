@@ -76,6 +76,11 @@ def test_enable_runs_the_controller_with_its_identity_and_disable_leaves_nothing
     seen = dependencies.observe_load_balancer_controller(cluster)
     assert (seen.state, seen.managed, seen.version) == ("active", True, "v3.5.0")
     require_load_balancer_controller(cluster)
+    core.delete_namespaced_service(chart.WEBHOOK_SERVICE, "kube-system")
+    refreshed = api(cast.admin).post(f"/api/v1/clusters/{cluster.pk}/refresh", {})
+    assert refreshed.status_code == 200, refreshed.content
+    assert core.read_namespaced_service(chart.WEBHOOK_SERVICE, "kube-system").metadata.labels[
+        "app.kubernetes.io/managed-by"] == "instantstart"
 
     core.create_namespaced_service("default", {"metadata": {"name": "chat", "annotations": {LB_TYPE: "external"}},
                                                "spec": {"type": "LoadBalancer", "selector": {"app": "chat"},
