@@ -338,6 +338,7 @@ def test_feature_change_bad_input_same_code_on_every_face(data, field, code, cas
 @pytest.mark.parametrize(("recipe", "config", "field", "code"), [
     ("tensorflow", {"script": "train.py"}, "recipe", "unknown_recipe"),
     ("pytorch", {"script": "../outside.py"}, "script", "path_outside_shared_bucket"),
+    ("pytorch", {"script": "missing.py"}, "script", "script_not_found"),
     ("pytorch", {"script": "train.py", "gpus_per_node": 9}, "gpus_per_node", "too_many_gpus"),
     ("ms-swift", {"command_type": "dpo", "config": "model: m"}, "command_type", "unknown_command_type"),
     ("llama-factory", {"project": "proj", "config": "stage: [sft"}, "config", "invalid_yaml"),

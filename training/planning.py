@@ -10,7 +10,8 @@ for ``CustomObjectsApi.create_namespaced_custom_object``. It raises:
   ``unknown_field``, ``required``, ``invalid``, ``min_value``/``max_value``, ``invalid_choice``,
   ``unknown_command_type``, ``invalid_yaml``,
   ``missing_config_key``, ``invalid_override``, ``invalid_env``, ``invalid_pattern`` (a log pattern that does not
-  compile), ``path_outside_shared_bucket``, and the cluster constraints of ``training.constraints``
+  compile), ``path_outside_shared_bucket``, ``script_not_found`` (the ``script`` is not a file of the team's
+  shared bucket: ``HeadObject``), and the cluster constraints of ``training.constraints``
   (``unknown_instance_group``, ``too_many_gpus``, ``too_many_efa``, ``elastic_*``, ``tiered_checkpointing_off``…);
 - ``OperatorMissing`` (409 ``operator_missing``) when the cluster does not serve the path's CRD — asked last, so a
   submission with field errors never needs the cluster's API server.
@@ -33,7 +34,7 @@ from clusters.models import Cluster
 from clusters.ownership import kube_labels, team_namespace
 from clusters.shared_bucket import shared_bucket_name, team_prefix
 from config.errors import InvalidFields, ValidationFailed
-from training import constraints, manifests
+from training import constraints, manifests, shared_files
 from training.models import TrainingPath
 from training.recipes import RECIPES
 from training.recipes.base import LaunchContext, Recipe
@@ -161,6 +162,9 @@ def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any]
         problems.raise_if_any()
     shared = SharedBucket(shared_bucket_name(cluster.region), team_prefix(cluster.team.slug))
     values = _clean_inputs(spec, config, shared, problems)
+    if values.get("script") and not shared_files.file_exists(cluster, values["script"]):
+        problems.add("script", "script_not_found", f"{shared.uri_of(values['script'])} does not exist: upload the "
+                     "script to the team's shared bucket first (the Browse panel's Upload, or aws s3 cp).")
     if values.get("image"):
         values["image"] = spec.default_image(cluster.region) if values["image"] == spec.image \
             else values["image"].replace("{region}", cluster.region)

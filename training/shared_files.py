@@ -1,6 +1,7 @@
 """Browsing the team's part of the shared bucket (the recipes' data contract): what pods see under the shared
 mount is ``s3://<shared bucket>/teams/<slug>/``, so the portal lists that prefix to let people pick code, data and
-model paths. One folder per call (``Delimiter="/"``), at most :data:`PAGE` entries."""
+model paths. One folder per call (``Delimiter="/"``), at most :data:`PAGE` entries; :func:`file_exists` asks
+whether one file is there (a submitted job's script must be)."""
 
 from __future__ import annotations
 
@@ -54,3 +55,16 @@ def listing(cluster: Cluster, path: str) -> dict[str, Any]:
     entries = [{**entry, "path": f"{mount_path}/{entry['name']}"} for entry in folders + files]
     return {"bucket": bucket, "prefix": prefix, "path": mount_path, "entries": entries,
             "truncated": bool(page.get("IsTruncated"))}
+
+
+def file_exists(cluster: Cluster, mount_path: str) -> bool:
+    """Whether the file at ``mount_path`` (absolute, under the mount) is an object of the team's prefix of the
+    cluster region's shared bucket (``HeadObject``; a missing bucket is a missing file)."""
+    key = team_prefix(cluster.team.slug) + posixpath.relpath(mount_path, SHARED_MOUNT)
+    try:
+        aws.client("s3", region=cluster.region).head_object(Bucket=shared_bucket_name(cluster.region), Key=key)
+    except ClientError as error:
+        if aws.error_is(error, "404", "NoSuchKey", "NotFound", "NoSuchBucket"):
+            return False
+        raise
+    return True

@@ -49,7 +49,8 @@ def _advertising(cluster: Cluster, count: int) -> bool:
 def training_cluster(team, *, instance_type: str = "ml.g5.12xlarge", count: int = 2, operator: bool = True,
                      ray: bool = True) -> Cluster:
     """An active cluster of ``team`` (group ``workers``: ``count`` × ``instance_type``, every node joined) with the
-    training operator when ``operator``, KubeRay when ``ray``, and the team's ``shared`` volume bound."""
+    training operator when ``operator``, KubeRay when ``ray``, and the team's ``shared`` volume bound, holding
+    ``train.py`` (the script the tests submit)."""
     cluster = tracked_hyperpod_cluster(team, instance_type=instance_type, count=count)
     api = kube.api_client(cluster.eks_name, region=cluster.region)
     core = storage.core_api(cluster)
@@ -59,7 +60,9 @@ def training_cluster(team, *, instance_type: str = "ml.g5.12xlarge", count: int 
         install_training_operator(cluster)
     if ray:
         kuberay.apply(cluster, api)
-    bucket = ensure_shared_bucket(aws.client("s3", region=cluster.region), cluster.region)
+    s3 = aws.client("s3", region=cluster.region)
+    bucket = ensure_shared_bucket(s3, cluster.region)
+    s3.put_object(Bucket=bucket, Key=f"{team_prefix(team.slug)}train.py", Body=b"print('training')\n")
     volume = factories.storage_volume(cluster, shared=True, bucket=bucket, prefix=team_prefix(team.slug).rstrip("/"),
                                       namespace=storage.ensure_namespace(core, cluster), state=StorageState.AVAILABLE)
     storage.apply_volume(core, volume)

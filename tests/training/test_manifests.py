@@ -25,7 +25,7 @@ from clusters.inspection.catalog import InstanceTypeOffer
 from clusters.models import Cluster, ClusterFeature, FeatureState
 from sandbox.kube import crds, customresources, validation
 from tests import factories
-from training import constraints
+from training import constraints, shared_files
 from training.planning import plan_job, with_env
 from training.recipes import SHARED_MOUNT
 
@@ -45,7 +45,7 @@ OFFERS = {"ml.m5.xlarge": _offer("ml.m5.xlarge", 0, 0), "ml.p5.48xlarge": _offer
           "ml.g5.12xlarge": _offer("ml.g5.12xlarge", 4, 1)}
 
 VALID = {
-    "pytorch": {"script": "code/train.py", "args": ["--steps", "100"]},
+    "pytorch": {"script": "train.py", "args": ["--steps", "100"]},
     "llama-factory": {"project": "llama-factory", "config": "model_name_or_path: Qwen/Qwen2.5-0.5B\nstage: sft\n"
                                                             "finetuning_type: lora\n"},
     "ms-swift": {"command_type": "sft", "config": "model: Qwen/Qwen2.5-0.5B\ntrain_type: lora\n"},
@@ -56,10 +56,12 @@ VALID = {
 
 def build_fake_cluster(make_team, monkeypatch) -> Cluster:
     """An active cluster row of team ``vision`` with groups ``controller`` (CPU), ``gpu`` (2 × ml.p5.48xlarge:
-    8 GPUs, 32 EFA) and ``spot`` (spot ml.g5.12xlarge); EC2 facts and the CRD check are stubbed."""
+    8 GPUs, 32 EFA) and ``spot`` (spot ml.g5.12xlarge); EC2 facts, the CRD check and the script's ``HeadObject``
+    are stubbed (every script exists)."""
     monkeypatch.setenv("INSTANTSTART_SHARED_BUCKET", BUCKET)
     monkeypatch.setattr(constraints, "instance_facts", lambda region, instance_type: OFFERS.get(instance_type))
     monkeypatch.setattr(constraints, "operator_served", lambda cluster, path: True)
+    monkeypatch.setattr(shared_files, "file_exists", lambda cluster, mount_path: True)
     cluster = factories.cluster(make_team("Vision"))
     for name, instance_type, capacity_type, count in [("controller", "ml.m5.xlarge", "on-demand", 1),
                                                        ("gpu", "ml.p5.48xlarge", "on-demand", 2),

@@ -41,7 +41,7 @@ def test_defaults_are_filled_and_resubmitting_them_plans_the_same_job(fake_clust
         ("gpu", "ml.p5.48xlarge", 1, 8)
     assert plan.namespace == "team-vision" and plan.service_account == "default"
     config = plan.config
-    assert config["script"] == f"{SHARED_MOUNT}/code/train.py"
+    assert config["script"] == f"{SHARED_MOUNT}/train.py"
     assert (config["gpus_per_node"], config["efa_per_node"], config["processes_per_node"]) == (8, 32, 8)
     assert (config["max_retries"], config["restarts_before_full_job_restart"], config["eval_period_seconds"],
             config["max_full_job_restarts"], config["hang_detection"], config["checkpoints"]) == \
