@@ -18,7 +18,7 @@ from accounts import access
 from accounts.requests import PortalRequest
 from clusters import actions, node_actions, nodes, selectors
 from clusters.api.node_serializers import NODE_ACTIONS, NodeBatchSerializer, NodeQuery, NodeReplaceSerializer
-from clusters.models import Cluster
+from clusters.models import Cluster, ClusterState
 from config.api.exceptions import error_body
 from config.errors import ApplicationError
 from operations import selectors as operation_selectors
@@ -66,8 +66,13 @@ def _render(request: PortalRequest, cluster: Cluster, *, form: SerializerForm | 
 
 @portal_view
 def node_list(request: PortalRequest, cluster_id: int) -> HttpResponse:
-    """The nodes of one cluster; ``?instance_group=``, ``?status=`` (repeatable) and ``?cursor=`` as in REST."""
-    return _render(request, selectors.cluster_get(actor=request.user, cluster_id=cluster_id))
+    """The nodes of one cluster; ``?instance_group=``, ``?status=`` (repeatable) and ``?cursor=`` as in REST.
+    A deleted cluster has no nodes to ask AWS about: the user is sent to its page (its history) with a note."""
+    cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    if cluster.state == ClusterState.DELETED:
+        messages.info(request, f"{cluster.name} is deleted: it has no nodes any more. Its history is below.")
+        return redirect("cluster-detail", cluster.pk)
+    return _render(request, cluster)
 
 
 @require_POST

@@ -23,13 +23,15 @@ from accounts.selectors import team_list
 from clusters import actions, selectors, services, state_rules
 from clusters.api.group_serializers import GROUP_ACTIONS
 from clusters.api.serializers import VOLUME_ACTIONS, ClusterDeleteSerializer, VolumeCreateSerializer
-from clusters.models import Cluster, ClusterOrigin, StorageKind
+from clusters.models import Cluster, ClusterOrigin, ClusterState, StorageKind
 from operations import selectors as operation_selectors
 from operations.models import ACTIVE_STATES
 from portal.forms import SerializerForm
 from portal.views import MAX_LIVE_TEAMS, act, flash_error, next_url, perform, portal_view, template_capabilities
 
 ALL_TEAMS = "all"
+#: ``?show=`` of the clusters list that lists the deleted clusters (history) instead of the current ones.
+SHOW_DELETED = "deleted"
 #: Most operations the detail page lists (the operations page has them all).
 RECENT_OPERATIONS = 10
 CLUSTER_ACTIONS = [actions.CLUSTER_ACTIVATE, actions.CLUSTER_REFRESH, actions.CLUSTER_DELETE, actions.STORAGE_CREATE,
@@ -47,11 +49,16 @@ def _with_capabilities(actor: Any, rows: list[Any], names: list[str],
 @portal_view
 def cluster_list(request: PortalRequest) -> HttpResponse:
     """The current team's clusters (``?team=all``: every team of the user; ``?team=<id>``: that team), with the
-    user's active cluster of each team marked. Queries: a fixed number plus one per team shown."""
+    user's active cluster of each team marked; ``?show=deleted``: the deleted ones instead, kept as history.
+    Queries: a fixed number plus one per team shown."""
     teams = list(team_list(actor=request.user).order_by("name"))
     scope = request.GET.get("team") or (str(request.team.pk) if request.team else ALL_TEAMS)
     shown = [team for team in teams if scope == ALL_TEAMS or str(team.pk) == scope]
-    clusters = list(selectors.cluster_list(actor=request.user).filter(team__in=shown).order_by("team__name", "name"))
+    show_deleted = request.GET.get("show") == SHOW_DELETED
+    every = selectors.cluster_list(actor=request.user, include_deleted=True).filter(team__in=shown)
+    deleted = every.filter(state=ClusterState.DELETED)
+    clusters = list((deleted if show_deleted else every.exclude(state=ClusterState.DELETED))
+                    .order_by("team__name", "name"))
     active = {team.pk: selectors.active_cluster(actor=request.user, team=team)
               for team in {cluster.team for cluster in clusters}}
     active_ids = {cluster.pk for cluster in active.values() if cluster is not None}
@@ -60,6 +67,7 @@ def cluster_list(request: PortalRequest) -> HttpResponse:
     current = request.team if request.team in shown else (shown[0] if len(shown) == 1 else None)
     return render(request, "clusters/list.html", {
         "section": "clusters", "clusters": clusters, "teams": teams, "scope": scope, "current": current,
+        "show_deleted": show_deleted, "deleted_count": 0 if show_deleted or clusters else deleted.count(),
         "can_create": current is not None and access.can(request.user, actions.CLUSTER_CREATE, current),
         "can_import": current is not None and access.can(request.user, actions.CLUSTER_IMPORT, current),
         "live_teams": ",".join(str(team.pk) for team in shown[:MAX_LIVE_TEAMS]),
@@ -78,6 +86,9 @@ def _render_detail(request: PortalRequest, cluster: Cluster, *, volume_form: Ser
                    status: int = 200) -> HttpResponse:
     operations = list(operation_selectors.with_phases(
         selectors.cluster_operations(actor=request.user, cluster=cluster))[:RECENT_OPERATIONS])
+    if cluster.state == ClusterState.DELETED:
+        return render(request, "clusters/deleted.html", {
+            "section": "clusters", "cluster": cluster, "operations": operations}, status=status)
     current = next((operation for operation in operations if operation.state in ACTIVE_STATES),
                    operations[0] if operations else None)
     network, subnets = _network(cluster)

@@ -234,6 +234,34 @@ def test_refresh_errors_are_flashed_with_their_code(cast, make_cluster):
     assert not has_form(page, "cluster-refresh", cluster.pk), "a deleted cluster offers no actions"
 
 
+def test_a_deleted_cluster_shows_its_history_and_no_controls_and_stays_listed_behind_a_filter(cast, make_cluster):
+    from operations.services import operation_start
+
+    cluster = make_cluster("gone", state=ClusterState.DELETED)
+    Cluster.objects.filter(pk=cluster.pk).update(hyperpod_name="gone-hp")
+    factories.instance_group(cluster, "workers", status="InService")
+    operation_start(actor=cast.admin, team=cast.team, kind="cluster.delete", title="Delete cluster gone",
+                    params={"cluster_id": cluster.pk}, source=Source.PORTAL, target=cluster)
+    client = login(cast.admin, team=cast.team)
+
+    page = client.get(reverse("cluster-detail", args=[cluster.pk]))
+    body = text(page)
+    assert page.status_code == 200 and 'data-testid="cluster-deleted"' in body and "badge-cluster-deleted" in body
+    assert "cluster-operations" in body and "Delete cluster gone" in body
+    for control in ("group-edit-workers", "group-delete-workers", "cluster-nodes-link", "group-add", "cluster-delete",
+                    "cluster-refresh", "volume-add"):
+        assert f'data-testid="{control}"' not in body, control
+    assert "InService" not in body
+
+    nodes = client.get(reverse("cluster-nodes", args=[cluster.pk]))
+    assert nodes.status_code == 302 and nodes.url == reverse("cluster-detail", args=[cluster.pk])
+    assert "gone is deleted: it has no nodes any more" in text(client.get(nodes.url))
+
+    current = client.get(reverse("clusters"))
+    assert rows(current) == [] and "1 deleted cluster kept as history" in text(current)
+    assert rows(client.get(reverse("clusters") + "?show=deleted")) == [cluster.pk]
+
+
 def test_another_teams_cluster_is_not_found_everywhere(cast, make_cluster):
     cluster = make_cluster("alpha", state=ClusterState.ACTIVE)
     _furnish(cluster)

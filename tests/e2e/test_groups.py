@@ -1,7 +1,8 @@
 """Instance groups in a real browser, against the sandbox: the change dialog sends only the field the user changed
 (the request is inspected), every group dialog's content fits its box at common widths, the group converges live
 on the cluster page, and saving without a change reports
-"No changes" without starting anything."""
+"No changes" without starting anything. Once deleted, the cluster's page shows its history without controls, its
+nodes page sends back there, and the Clusters list shows it under "Deleted clusters"."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from urllib.parse import parse_qs
 import pytest
 from playwright.sync_api import Page, expect
 
+from clusters.models import Cluster, ClusterState
 from operations.models import Operation
 from tests.clusters.conftest import live_cluster  # noqa: F401  (shared fixture)
 from tests.e2e.browser import BROWSER_MARKS, assert_open_dialogs_fit
@@ -57,3 +59,14 @@ def test_the_change_dialog_sends_only_what_changed_and_the_group_converges_live(
     assert save_change(page, "accelerated") == {}
     expect(page.get_by_text("No changes: group accelerated already is as asked.")).to_be_visible()
     assert Operation.objects.filter(kind="instance_group.update").count() == 1
+
+    Cluster.objects.filter(pk=cluster.pk).update(state=ClusterState.DELETED)  # as the delete pipeline leaves it
+    page.reload()
+    expect(page.get_by_test_id("cluster-deleted")).to_be_visible()
+    expect(page.locator("[data-group-dialog], [data-testid=cluster-nodes-link], [data-testid=cluster-delete]")
+           ).to_have_count(0)
+    page.goto(f"{portal_url}/clusters/{cluster.pk}/nodes/")
+    expect(page.get_by_text(f"{cluster.name} is deleted: it has no nodes any more.")).to_be_visible()
+    page.goto(f"{portal_url}/clusters/")
+    page.get_by_test_id("cluster-show").select_option("deleted")
+    expect(page.locator(f"[data-cluster-row='{cluster.pk}']")).to_be_visible()
