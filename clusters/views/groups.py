@@ -29,11 +29,13 @@ OPTIONAL = ("ebs_volume_gib", "threads_per_core", "training_plan_arn", "zone")
 
 
 def _add_context(request: PortalRequest, cluster, form: SerializerForm) -> dict:
+    """The add form's choices: the region's available zones, and the instance types the chosen zone offers (the
+    form's zone, else the cluster's; every zone's when neither is set), accelerated ones first."""
     zone = cluster.spec.get("zone", "")
-    return {"section": "clusters", "cluster": cluster, "form": form,
-            "zones": [found.name for found in catalog.availability_zones(cluster.region)
-                      if found.state == "available"],
-            "offers": sorted(catalog.catalog(cluster.region).values(),
+    zones = [found.name for found in catalog.availability_zones(cluster.region) if found.state == "available"]
+    chosen = form.values.get("zone") or zone
+    return {"section": "clusters", "cluster": cluster, "form": form, "zones": zones,
+            "offers": sorted(catalog.instance_types(cluster.region, chosen if chosen in zones else None),
                              key=lambda offer: (offer.accelerator_count == 0, offer.name)),
             "plans": capacity.training_plans(cluster.region), "default_zone": zone,
             "capacity_types": CapacityType.choices, "interface_modes": InterfaceMode.choices}
@@ -41,13 +43,15 @@ def _add_context(request: PortalRequest, cluster, form: SerializerForm) -> dict:
 
 @portal_view
 def group_add(request: PortalRequest, cluster_id: int) -> HttpResponse:
-    """GET: the add-group form, its choices read from the region (zones, offered types with EFA, training plans).
+    """GET: the add-group form, its choices read from the region (zones, the types the zone offers with EFA,
+    training plans); ``?zone=`` picks the zone (the page re-reads its type list when the zone changes).
     POST: ``services.group_add``; errors come back next to their fields."""
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
     access.require(request.user, actions.INSTANCE_GROUP_CREATE, cluster)
     if request.method != "POST":
         form = SerializerForm(InstanceGroupCreateSerializer, initial={
-            "zone": cluster.spec.get("zone", ""), "instance_type": cluster.spec.get("instance_type", ""),
+            "zone": request.GET.get("zone") or cluster.spec.get("zone", ""),
+            "instance_type": cluster.spec.get("instance_type", ""),
             "instance_count": 1, "capacity_type": CapacityType.ON_DEMAND,
             "interface_mode": InterfaceMode.STANDARD})
         return render(request, "clusters/groups/add.html", _add_context(request, cluster, form))

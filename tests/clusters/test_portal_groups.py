@@ -25,6 +25,9 @@ def test_the_add_page_offers_the_regions_choices_and_adds_a_group(cast, sandbox)
     page = signed_in(cast.admin).get(url).content.decode()
     assert 'value="us-west-2b"' in page and 'value="ml.p5.48xlarge"' in page and "EFA" in page
     assert 'value="efa-only"' in page and 'value="training-plan"' in page
+    in_zone = {zone: signed_in(cast.admin).get(url, {"zone": f"us-west-2{zone}"}).content.decode() for zone in "ab"}
+    assert 'value="ml.trn1.32xlarge"' not in in_zone["a"], "only the types the chosen zone offers (as the wizard)"
+    assert 'value="ml.trn1.32xlarge"' in in_zone["b"] and 'value="us-west-2b" selected' in in_zone["b"]
 
     response = signed_in(cast.admin).post(url, {
         "name": "spot", "instance_type": "ml.g5.8xlarge", "instance_count": "1", "capacity_type": "spot",
