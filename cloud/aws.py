@@ -23,7 +23,7 @@ from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
-from cloud import dry_run
+from cloud import dry_run, metrics
 from cloud.errors import classify, provider_error
 from config.errors import ApplicationError, CloudError
 
@@ -71,7 +71,7 @@ def _cached_client(service: str, region: str, credentials: Credentials | None) -
         region_name=region,
         botocore_session=core,
     )
-    return dry_run.guard_aws_client(session.client(service, config=client_config()))
+    return metrics.count_calls(dry_run.guard_aws_client(session.client(service, config=client_config())))
 
 
 def client(service: str, *, region: str, credentials: Credentials | None = None) -> BaseClient:

@@ -9,6 +9,7 @@
 | ``INSTANTSTART_ALLOWED_HOSTS`` | ``localhost,127.0.0.1,[::1],testserver`` |
 | ``INSTANTSTART_SANDBOX`` | on (the offline sandbox stands in for AWS and Kubernetes) |
 | ``INSTANTSTART_THROTTLE_TOKEN`` | ``1200/min`` per API token or user |
+| ``INSTANTSTART_METRICS_TOKEN`` | empty: ``/metrics`` answers 404 (docs/deploy.md, "Metrics") |
 | ``INSTANTSTART_VAR_DIR`` | ``var/`` beside ``manage.py`` |
 | ``INSTANTSTART_TRAINING_LOG_RETENTION_DAYS`` | 30 (stored training log lines of finished jobs) |
 """
@@ -90,6 +91,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.health.ProbeMiddleware",
+    "config.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RequestContextMiddleware",
@@ -317,6 +319,8 @@ INSTANTSTART_FIRST_ADMIN_USERNAME = os.environ.get("INSTANTSTART_ADMIN_USERNAME"
 INSTANTSTART_FIRST_ADMIN_PASSWORD = os.environ.get("INSTANTSTART_ADMIN_PASSWORD", "")
 INSTANTSTART_TOKEN_DEFAULT_DAYS = int(os.environ.get("INSTANTSTART_TOKEN_DEFAULT_DAYS", "90"))
 INSTANTSTART_TOKEN_MAX_DAYS = int(os.environ.get("INSTANTSTART_TOKEN_MAX_DAYS", "365"))
+#: The bearer token a Prometheus scraper sends to ``/metrics`` (config.metrics); empty: the endpoint answers 404.
+INSTANTSTART_METRICS_TOKEN = os.environ.get("INSTANTSTART_METRICS_TOKEN", "")
 #: How long a team invitation (and its link) can be accepted.
 INSTANTSTART_INVITATION_DAYS = int(os.environ.get("INSTANTSTART_INVITATION_DAYS", "7"))
 #: Who may create teams (docs/architecture.md, "Platform policy"): ``platform_admins`` (the default: a newcomer asks a

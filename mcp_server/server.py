@@ -31,7 +31,7 @@ from mcp_types import Resource as McpResource
 from mcp_types import Tool as McpTool
 from pydantic.networks import AnyUrl
 
-from config import playbooks
+from config import metrics, playbooks
 from config.errors import (
     ApplicationError,
     NotAuthenticated,
@@ -407,7 +407,14 @@ class CatalogServer(MCPServer):
         tool = self._catalog.get(name)
         if tool is None:
             return await super().call_tool(name, arguments, context)
-        return await tool.call(self._caller or _caller_of(context), arguments, context)
+        try:
+            result = await tool.call(self._caller or _caller_of(context), arguments, context)
+        except Exception:
+            metrics.MCP_TOOL_CALLS.labels(name, "exception").inc()
+            raise
+        outcome = "error" if isinstance(result, CallToolResult) and result.is_error else "ok"
+        metrics.MCP_TOOL_CALLS.labels(name, outcome).inc()
+        return result
 
     async def list_prompts(self) -> list[McpPrompt]:
         return [McpPrompt(name=book.name, title=book.title, description=book.description, arguments=[

@@ -25,6 +25,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 
 from accounts import access
+from config import metrics
 from operations import actions
 from operations.logs import line_payload
 from operations.models import TERMINAL_STATES, Operation, OperationLog
@@ -93,6 +94,7 @@ class OperationConsumer(FollowingConsumer):
             return
         self.last_seq = line["seq"]
         await self.send_json({"type": "log", "lines": [line]})
+        metrics.LOG_LINES_STREAMED.labels("operation").inc()
 
     async def _track_end(self, state: str) -> None:
         """Send ``end`` once per arrival in a terminal state, after the lines stored so far (a terminal change is
@@ -112,6 +114,7 @@ class OperationConsumer(FollowingConsumer):
             if lines:
                 self.last_seq = lines[-1]["seq"]
                 await self.send_json({"type": "log", "lines": lines})
+                metrics.LOG_LINES_STREAMED.labels("operation").inc(len(lines))
             if len(lines) < LOG_BATCH:
                 return
 

@@ -19,6 +19,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from config import metrics
 from config.errors import Conflict
 from config.realtime import publish_on_commit, team_group
 from operations.models import (
@@ -27,6 +28,7 @@ from operations.models import (
     TERMINAL_STATES,
     Operation,
     OperationPhase,
+    OperationState,
     PhaseState,
 )
 from operations.pipeline import pipeline_for
@@ -70,6 +72,7 @@ def move(operation: Operation, to: str, *, lease: str | None = None, conflict_co
         _apply(operation, changes)
         if to in TERMINAL_STATES:
             _run_finish_hook(operation)
+    _count_operation(operation, current, to)
     publish(operation)
     return operation
 
@@ -103,14 +106,26 @@ def move_phase(phase: OperationPhase, to: str, *, lease: str | None = None, **ch
         raise StateChanged(f"The phase {phase.slug} is {current}; it cannot become {to}.",
                        code="phase_state_conflict")
     changes = {**changes, "state": to}
-    if to in (PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED, PhaseState.COMPENSATED):
+    ended = to in (PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED, PhaseState.COMPENSATED)
+    if ended:
         changes.setdefault("finished_at", timezone.now())
     with transaction.atomic():
         _fence(phase.operation_id, lease)
         if not OperationPhase.objects.filter(pk=phase.pk, state=current).update(**changes):
             raise StateChanged(f"The phase {phase.slug} changed meanwhile.", code="phase_state_conflict")
     _apply(phase, changes)
+    if ended and phase.started_at is not None and phase.finished_at is not None:
+        metrics.PHASE_DURATION.labels(phase.operation.kind, phase.slug, to).observe(
+            (phase.finished_at - phase.started_at).total_seconds())
     return phase
+
+
+def _count_operation(operation: Operation, was: str, to: str) -> None:
+    """Metrics: a worker starting a pending operation, and every arrival in a terminal state."""
+    if was == OperationState.PENDING and to == OperationState.RUNNING:
+        metrics.OPERATIONS_STARTED.labels(operation.kind).inc()
+    if to in TERMINAL_STATES:
+        metrics.OPERATIONS_FINISHED.labels(operation.kind, to).inc()
 
 
 def save_phase(phase: OperationPhase, *, lease: str, **changes: Any) -> OperationPhase:

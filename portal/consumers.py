@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from accounts import access
 from accounts.models import ApiToken
+from config import metrics
 from config.api.parsers import MAX_JSON_DEPTH, json_depth
 
 #: How long a subscription is trusted before access is asked again (membership, token revocation).
@@ -72,6 +73,8 @@ class FollowingConsumer(AsyncJsonWebsocketConsumer, metaclass=abc.ABCMeta):
         for group in self.joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        self.counted = metrics.WEBSOCKETS.labels(type(self).__name__)
+        self.counted.inc()
         await self.subscribed()
 
     async def close(self, code: int | bool | None = None, reason: str | None = None) -> None:
@@ -85,6 +88,8 @@ class FollowingConsumer(AsyncJsonWebsocketConsumer, metaclass=abc.ABCMeta):
         await super().accept(subprotocol, headers)
 
     async def disconnect(self, code: int) -> None:
+        if hasattr(self, "counted"):
+            self.counted.dec()
         for group in getattr(self, "joined", []):
             await self.channel_layer.group_discard(group, self.channel_name)
 

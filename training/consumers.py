@@ -33,6 +33,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 
 from accounts import access
+from config import metrics
 from portal.consumers import FollowingConsumer
 from training.actions import LOGS
 from training.logs import hub, store
@@ -143,6 +144,7 @@ class TrainingLogConsumer(FollowingConsumer):
         self.last_seq = batch.last_seq
         if lines:
             await self.send_json({"type": "lines", "lines": lines})
+            metrics.LOG_LINES_STREAMED.labels("training").inc(len(lines))
 
     async def _end(self, state: str) -> None:
         """Send what is missing up to the final ``seq``, then ``end``, then close."""
@@ -158,6 +160,7 @@ class TrainingLogConsumer(FollowingConsumer):
             lines, last_seq, more = await self._lines_after(self.last_seq)
             if lines:
                 await self.send_json({"type": "lines", "lines": lines})
+                metrics.LOG_LINES_STREAMED.labels("training").inc(len(lines))
             self.last_seq = max(self.last_seq, last_seq)
             if not more:
                 return
