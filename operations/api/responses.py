@@ -18,6 +18,7 @@ from accounts import access
 from accounts.models import Team
 from accounts.requests import ApiRequest
 from config.api import dry_run
+from config.context import Source
 from operations import selectors
 from operations.api.approval_serializers import STATUS_TOOL, ApprovalRequestSerializer
 from operations.api.serializers import OperationSerializer
@@ -46,8 +47,9 @@ def approval_hold(request: ApiRequest, action: str, target: Model) -> Response |
     """The ``202 approval_required`` answer when the team's policy holds ``action`` for an agent's call (through
     MCP) on ``target``; ``None`` when the view goes on (every other face, the approved replay, an action not held,
     a dry run: it changes nothing and previews what an approval would run). Destructive views ask it after reading
-    their input and before calling their service."""
-    if dry_run.requested(request):
+    their input and before calling their service. Only an agent's call reads the body: a body-less POST from any
+    other face must not be refused for its content type."""
+    if dry_run.requested(request) or request.source != Source.MCP:
         return None
     team_id = access.team_id_of(target)
     assert team_id is not None  # every approvable action's target is owned by a team
