@@ -15,8 +15,10 @@ import os
 import time
 from collections.abc import Callable
 
+from celery.signals import task_postrun, task_prerun
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from kombu.exceptions import OperationalError as KombuOperationalError
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -27,6 +29,8 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.multiprocess import MultiProcessCollector
+
+from config.celery import app as celery_app
 
 HTTP_REQUESTS = Counter("instantstart_http_requests", "HTTP requests by route (the URL pattern), method and status.",
                         ["route", "method", "status"])
@@ -45,6 +49,10 @@ WEBSOCKETS = Gauge("instantstart_websocket_connections", "Open (accepted) WebSoc
                    ["consumer"], multiprocess_mode="livesum")
 LOG_LINES_STREAMED = Counter("instantstart_log_lines_streamed", "Log lines sent to WebSocket subscribers, by stream.",
                              ["stream"])
+TASK_DURATION = Histogram("instantstart_celery_task_duration_seconds", "Celery task run time by task and final state.",
+                          ["task", "state"])
+QUEUE_DEPTH = Gauge("instantstart_celery_queue_depth", "Messages waiting in the Celery queue, read at each scrape.",
+                    ["queue"], multiprocess_mode="mostrecent")
 #: The route label of a request no URL pattern matched (404s, probes): raw paths would make the label unbounded.
 UNMATCHED = "<unmatched>"
 
@@ -65,7 +73,21 @@ def metrics(request: HttpRequest) -> HttpResponse:
     sent = request.headers.get("Authorization", "").removeprefix("Bearer ")
     if not hmac.compare_digest(sent.encode(), token.encode()):
         return HttpResponse(status=401, headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
+    _read_queue_depth()
     return HttpResponse(generate_latest(_registry()), content_type=CONTENT_TYPE_LATEST)
+
+
+def _read_queue_depth() -> None:
+    """Set :data:`QUEUE_DEPTH` from the broker; an unreachable broker leaves the last value (``/readyz`` reports
+    the broker's health)."""
+    queue = celery_app.conf.task_default_queue
+    try:
+        with celery_app.connection_for_read() as connection:
+            connection.ensure_connection(max_retries=1, timeout=2)
+            # Declaring the default queue (as every worker does) answers its length, every priority included.
+            QUEUE_DEPTH.labels(queue).set(connection.default_channel.queue_declare(queue).message_count)
+    except (OSError, KombuOperationalError):
+        return
 
 
 def route_of(request: HttpRequest) -> str:
@@ -87,3 +109,18 @@ class MetricsMiddleware:
         HTTP_REQUESTS.labels(route, request.method, str(response.status_code)).inc()
         HTTP_LATENCY.labels(route, request.method).observe(time.perf_counter() - started)
         return response
+
+
+_task_started: dict[str, float] = {}
+
+
+@task_prerun.connect
+def _task_prerun(task_id: str, **_: object) -> None:
+    _task_started[task_id] = time.perf_counter()
+
+
+@task_postrun.connect
+def _task_postrun(task_id: str, task: object, state: str | None = None, **_: object) -> None:
+    started = _task_started.pop(task_id, None)
+    if started is not None:
+        TASK_DURATION.labels(getattr(task, "name", "?"), state or "").observe(time.perf_counter() - started)

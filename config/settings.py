@@ -350,8 +350,9 @@ SYSTEM_NODES_COUNT = int(os.environ.get("INSTANTSTART_SYSTEM_NODES_COUNT", "2"))
 
 # Training logs (docs/training-logs.md): stored lines of jobs finished longer ago than this are purged hourly.
 INSTANTSTART_TRAINING_LOG_RETENTION_DAYS = int(os.environ.get("INSTANTSTART_TRAINING_LOG_RETENTION_DAYS", "30"))
-#: Modules with tasks that ``autodiscover_tasks`` (``<app>.tasks``) does not find.
-CELERY_IMPORTS = ["training.logs.tasks"]
+#: Modules with tasks that ``autodiscover_tasks`` (``<app>.tasks``) does not find, and config.metrics (whose signal
+#: handlers time every task).
+CELERY_IMPORTS = ["training.logs.tasks", "config.metrics"]
 
 CELERY_BEAT_SCHEDULE = {
     "purge-idempotency-records": {"task": "operations.tasks.purge_idempotency_records", "schedule": 3600.0},

@@ -46,6 +46,8 @@ def test_metrics_count_requests_operations_cloud_calls_and_tool_calls(sandbox, c
     assert value(families, "instantstart_mcp_tool_calls_total", tool="get_operation", outcome="ok") >= 1
     assert "instantstart_cloud_throttles" in families
     assert "instantstart_websocket_connections" in families
+    assert [sample for sample in families["instantstart_celery_queue_depth"] if sample.labels == {"queue": "celery"}]
+    assert "instantstart_celery_task_duration_seconds" in families
 
 
 def test_metrics_answer_only_the_bearer_of_the_token(client, cast, settings):
