@@ -26,6 +26,7 @@ class NodeBatchSerializer(StrictSerializer):
 
     node_ids = serializers.ListField(
         child=serializers.CharField(max_length=256), allow_empty=True,
+        error_messages={"required": "Tick at least one node in the table (or give node_ids), then choose the action."},
         help_text="Instance ids (i-…) of the cluster's nodes, as `list_cluster_nodes` gives them.")
 
 

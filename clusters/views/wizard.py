@@ -21,7 +21,7 @@ from rest_framework import serializers
 from accounts import access
 from accounts.models import Team
 from accounts.requests import PortalRequest
-from accounts.selectors import team_chosen
+from accounts.selectors import team_chosen, team_list
 from cloud.aws import default_region
 from clusters import actions, inspection, services
 from clusters.api.serializers import ClusterCreateSerializer
@@ -52,6 +52,12 @@ def _team(request: PortalRequest, values: QueryDict) -> Team | None:
     if team_id is not None:
         return team_chosen(actor=request.user, team_id=team_id)
     return request.team
+
+
+def _may_create(request: PortalRequest, team: Team | None) -> bool:
+    """Whether the user may create a cluster in ``team``, or (no team chosen yet) in any of their teams."""
+    teams = [team] if team is not None else list(team_list(actor=request.user))
+    return any(access.can(request.user, actions.CLUSTER_CREATE, candidate) for candidate in teams)
 
 
 def _choices(values: QueryDict, upto: str) -> dict[str, Any]:
@@ -123,6 +129,11 @@ def cluster_wizard(request: PortalRequest) -> HttpResponse:
     (``config.plans.run``), and the wizard again with the plan under the review."""
     values = request.POST if request.method == "POST" else request.GET
     team = _team(request, values)
+    if request.method != "POST" and not _may_create(request, team):
+        role = str(getattr(access.least_role(actions.CLUSTER_CREATE), "label", "member")).lower()
+        messages.error(request, f"Only team {role}s create clusters: ask one of your team's {role}s (its page on "
+                                "Teams lists them) to create one, or to give you that role.")
+        return redirect("clusters")
     if team is not None:
         access.require(request.user, actions.CLUSTER_CREATE, team)
     if request.method != "POST":

@@ -91,6 +91,8 @@ def test_the_portal_starts_a_batch_and_shows_the_same_codes_as_rest(cast, sandbo
         assert portal.status_code == rest.status_code == 400
         assert {"validation_failed", code} <= portal_codes(portal)
     assert not Operation.objects.exists()
+    nothing_ticked = browser.post(reverse("cluster-nodes-reboot", args=[cluster.pk]), {}).content.decode()
+    assert "Tick at least one node in the table" in nothing_ticked
 
     response = browser.post(reverse("cluster-nodes-replace", args=[cluster.pk]),
                             {"node_ids": [node], "confirm_data_loss": "true"}, follow=True)

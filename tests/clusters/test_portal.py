@@ -282,8 +282,16 @@ def test_operators_get_403_for_admin_actions(cast, make_cluster):
     cluster = make_cluster("alpha", state=ClusterState.ACTIVE)
     client = login(cast.operator, team=cast.team)
     assert client.get(reverse("cluster-delete", args=[cluster.pk])).status_code == 403
-    assert client.get(reverse("cluster-create")).status_code == 403
+    assert client.post(reverse("cluster-create")).status_code == 403
     assert client.get(reverse("cluster-import")).status_code == 403
+
+
+def test_an_operator_opening_the_wizard_is_told_who_creates_clusters(cast):
+    for team in (cast.team, None):
+        client = login(cast.operator, team=team)
+        response = client.get(reverse("cluster-create"), follow=True)
+        assert response.redirect_chain == [(reverse("clusters"), 302)]
+        assert "Only team admins create clusters: ask one of your team's admins" in text(response)
 
 
 # --- delete -------------------------------------------------------------------------------------------------------
