@@ -20,3 +20,14 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)
+
+
+class RefusalsWithoutTraceback(logging.Filter):
+    """On ``django.request``: a 4xx answer (a 403 for a permission the user lacks, a 404) is an expected refusal, so
+    its record keeps its one line and loses the traceback Django attaches; 5xx records keep theirs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if 400 <= getattr(record, "status_code", 500) < 500:
+            record.exc_info = None
+            record.exc_text = None
+        return True

@@ -310,9 +310,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "config.logging.JsonFormatter"}},
+    "filters": {"refusals": {"()": "config.logging.RefusalsWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": os.environ.get("INSTANTSTART_LOG_LEVEL", "INFO")},
-    "loggers": {"django.server": {"level": "WARNING"}, "mcp": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
+    "loggers": {"django.server": {"level": "WARNING"}, "mcp": {"level": "WARNING"}, "axes": {"level": "WARNING"},
+                "django.request": {"filters": ["refusals"]}},
 }
 
 INSTANTSTART_FIRST_ADMIN_USERNAME = os.environ.get("INSTANTSTART_ADMIN_USERNAME", "admin")

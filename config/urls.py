@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from config import views
 from config.api.views import api_not_found
 from config.metrics import metrics
 
@@ -22,6 +23,7 @@ api_v1: list[URLPattern | URLResolver] = [
 
 urlpatterns = [
     path("metrics", metrics, name="metrics"),
+    path("favicon.ico", views.favicon),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

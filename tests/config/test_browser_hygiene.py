@@ -95,3 +95,18 @@ def test_over_tls_the_answers_carry_hsts_and_secure_cookies(settings, cast):
     response = Client().get("/login/", secure=True)
     assert response.headers["Strict-Transport-Security"] == "max-age=600"
     assert response.cookies[settings.CSRF_COOKIE_NAME]["secure"] is True
+
+
+@pytest.mark.django_db
+def test_the_favicon_is_served_where_browsers_ask_for_it():
+    response = Client().get("/favicon.ico")
+    assert response.status_code == 301 and response.url.endswith("favicon.svg")
+
+
+def test_a_refusal_is_logged_in_one_line_without_a_traceback(cast, caplog):
+    browser = Client()
+    browser.force_login(cast.operator)
+    with caplog.at_level("WARNING", logger="django.request"):
+        assert browser.get(reverse("cluster-import")).status_code == 403
+    refused = [record for record in caplog.records if getattr(record, "status_code", None) == 403]
+    assert refused and all(record.exc_info is None for record in refused), refused
