@@ -290,6 +290,10 @@ SPECTACULAR_SETTINGS = {
         "EngineEnum": "inference.models.Engine",
         "ExposureEnum": "inference.models.Exposure",
         "ModelSourceEnum": "inference.models.ModelSource",
+        "SourceEnum": "config.context.Source",
+        "RoleEnum": "accounts.models.Role",
+        "JobStateEnum": "training.models.JobState",
+        "InvitationStateEnum": "accounts.models.InvitationState",
     },
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}},
     "POSTPROCESSING_HOOKS": [
