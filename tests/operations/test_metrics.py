@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cloud import aws
 from mcp_server.testing import call_tool
 from operations import demo
 
@@ -32,6 +33,8 @@ def test_metrics_count_requests_operations_cloud_calls_and_tool_calls(sandbox, c
     client.force_login(cast.admin)
     assert client.get(f"/api/v1/operations/{operation.pk}").status_code == 200
     assert call_tool(token_for(cast.admin), "get_operation", {"operation_id": str(operation.pk)})[0] is False
+    sandbox.control("POST", "faults", {"target": "sagemaker:ListClusters", "kind": "throttle", "count": 1})
+    aws.client("sagemaker", region="us-west-2").list_clusters()
 
     families = samples(client)
     assert value(families, "instantstart_http_requests_total", route="api/v1/operations/<id:operation_id>",
@@ -44,7 +47,7 @@ def test_metrics_count_requests_operations_cloud_calls_and_tool_calls(sandbox, c
                  outcome="succeeded") >= 1
     assert value(families, "instantstart_cloud_calls_total", service="eks", operation="CreateCluster", error="") >= 1
     assert value(families, "instantstart_mcp_tool_calls_total", tool="get_operation", outcome="ok") >= 1
-    assert "instantstart_cloud_throttles" in families
+    assert value(families, "instantstart_cloud_throttles_total", service="sagemaker", operation="ListClusters") >= 1
     assert "instantstart_websocket_connections" in families
     assert [sample for sample in families["instantstart_celery_queue_depth"] if sample.labels == {"queue": "celery"}]
     assert "instantstart_celery_task_duration_seconds" in families
