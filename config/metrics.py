@@ -61,7 +61,7 @@ def _registry() -> CollectorRegistry:
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         return REGISTRY
     registry = CollectorRegistry()
-    MultiProcessCollector(registry)
+    MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # prometheus-client leaves it unannotated
     return registry
 
 
@@ -85,7 +85,8 @@ def _read_queue_depth() -> None:
         with celery_app.connection_for_read() as connection:
             connection.ensure_connection(max_retries=1, timeout=2)
             # Declaring the default queue (as every worker does) answers its length, every priority included.
-            QUEUE_DEPTH.labels(queue).set(connection.default_channel.queue_declare(queue).message_count)
+            channel = connection.default_channel
+            QUEUE_DEPTH.labels(queue).set(channel.queue_declare(queue).message_count)  # type: ignore[attr-defined]
     except (OSError, KombuOperationalError):
         return
 
