@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -84,10 +85,26 @@ def ec2_type(instance_type: str) -> str:
     return instance_type.removeprefix(HYPERPOD_PREFIX)
 
 
+#: Sizes named by a word, smallest first, before ``xlarge`` (1) and ``<n>xlarge`` (n).
+_NAMED_SIZES = {"nano": 0.1, "micro": 0.2, "small": 0.3, "medium": 0.4, "large": 0.5}
+_XLARGE = re.compile(r"^(\d*)xlarge$")
+
+
+def name_order(name: str) -> tuple[str, float, str]:
+    """Sort key of an instance type: by family, then by size as a number (``2xlarge`` before ``12xlarge``);
+    sizes it does not know (``metal``…) come last in their family."""
+    family, _, size = ec2_type(name).rpartition(".")
+    times = _XLARGE.match(size)
+    rank = int(times.group(1) or 1) if times else _NAMED_SIZES.get(size, float("inf"))
+    return family, rank, size
+
+
 def instance_types(region: str, zone: str | None = None) -> list[InstanceTypeOffer]:
-    """The HyperPod instance types offered in ``region`` (in ``zone`` when given), by name."""
+    """The HyperPod instance types offered in ``region`` (in ``zone`` when given), by family and size
+    (:func:`name_order`)."""
     offers = catalog(region).values()
-    return sorted((offer for offer in offers if zone is None or zone in offer.zones), key=lambda offer: offer.name)
+    return sorted((offer for offer in offers if zone is None or zone in offer.zones),
+                  key=lambda offer: name_order(offer.name))
 
 
 def catalog(region: str) -> dict[str, InstanceTypeOffer]:

@@ -36,7 +36,7 @@ def _add_context(request: PortalRequest, cluster, form: SerializerForm) -> dict:
     chosen = form.values.get("zone") or zone
     return {"section": "clusters", "cluster": cluster, "form": form, "zones": zones,
             "offers": sorted(catalog.instance_types(cluster.region, chosen if chosen in zones else None),
-                             key=lambda offer: (offer.accelerator_count == 0, offer.name)),
+                             key=lambda offer: (offer.accelerator_count == 0, *catalog.name_order(offer.name))),
             "plans": capacity.training_plans(cluster.region), "default_zone": zone,
             "capacity_types": CapacityType.choices, "interface_modes": InterfaceMode.choices}
 

@@ -7,6 +7,7 @@ import pytest
 from botocore.session import get_session
 
 from clusters import inspection
+from clusters.inspection import catalog
 from clusters.models import Cluster, ClusterState
 from tests.clusters.test_import import REGION, make_eks, make_hyperpod, make_network
 
@@ -120,3 +121,9 @@ def test_import_candidates_pair_eks_with_hyperpod_and_hide_other_teams(sandbox, 
     again = {candidate.eks_name: candidate for candidate in inspection.import_candidates(REGION, team=cast.team,
                                                                                        actor=cast.superuser)}
     assert again["outside-one"].tracked and again["outside-one"].tracked_by_team
+
+
+def test_instance_types_sort_by_family_then_size_as_a_number():
+    names = ["ml.g5.12xlarge", "ml.g5.2xlarge", "ml.c5.large", "ml.g5.xlarge", "ml.g5.48xlarge", "ml.c5.medium"]
+    assert sorted(names, key=catalog.name_order) == [
+        "ml.c5.medium", "ml.c5.large", "ml.g5.xlarge", "ml.g5.2xlarge", "ml.g5.12xlarge", "ml.g5.48xlarge"]
