@@ -75,4 +75,17 @@ MODEL_TOOLS: tuple[ToolSpec, ...] = (
             "under /mnt/shared: sub-folders and files with size and modification time."
         ),
     ),
+    ToolSpec(
+        name="upload_shared_file",
+        operation_id="cluster_shared_files_upload",
+        action=training_actions.UPLOAD,
+        destructive=True,
+        status_tool="list_shared_files",
+        description=(
+            "Sign an upload of one file (`path` under /mnt/shared, e.g. code/train.py) into the team's part of the "
+            "shared bucket, for small files such as a training script: PUT its bytes to `put_url` (curl -T FILE "
+            "URL) or POST `fields` plus the file to `url`, within `expires_in` seconds. An existing file is "
+            "replaced. A path leaving the team's folder answers `path_outside_shared_bucket`."
+        ),
+    ),
 )

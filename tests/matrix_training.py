@@ -78,4 +78,6 @@ CASES = [
     Case("training_jobs_cancel", OPERATORS, params=running_job),
     Case("training_jobs_resubmit", OPERATORS, params=finished_job, body={}, sandbox=True),
     Case("cluster_shared_files_list", MEMBERS, params=cluster_of_team, sandbox=True),
+    Case("cluster_shared_files_upload", OPERATORS, params=cluster_of_team, body={"path": "code/train.py"},
+         sandbox=True),
 ]

@@ -1,6 +1,7 @@
 """The training app's permission actions (``accounts.access``) and its audit-only action names.
 
-Members read jobs and their logs; operators submit, resubmit and cancel jobs; admins create or attach the team's
+Members read jobs and their logs; operators submit, resubmit and cancel jobs and upload files into the team's
+part of the shared bucket; admins create or attach the team's
 MLflow tracking server.
 """
 
@@ -10,6 +11,7 @@ VIEW = "training_job.view"
 LOGS = "training_job.logs"
 SUBMIT = "training_job.submit"
 CANCEL = "training_job.cancel"
+UPLOAD = "shared_file.upload"
 MLFLOW_VIEW = "mlflow.view"
 MLFLOW_MANAGE = "mlflow.manage"
 
@@ -24,6 +26,7 @@ TEAM_ACTIONS: dict[str, Role] = {
     LOGS: Role.VIEWER,
     SUBMIT: Role.OPERATOR,
     CANCEL: Role.OPERATOR,
+    UPLOAD: Role.OPERATOR,
     MLFLOW_VIEW: Role.VIEWER,
     MLFLOW_MANAGE: Role.ADMIN,
 }

@@ -15,4 +15,6 @@ urlpatterns = [
     path("training/jobs/<id:job_id>/cancel/", jobs.job_cancel, name="training-job-cancel"),
     path("training/jobs/<id:job_id>/resubmit/", jobs.job_resubmit, name="training-job-resubmit"),
     path("training/clusters/<id:cluster_id>/shared-files/", shared.shared_browser, name="training-shared-files"),
+    path("training/clusters/<id:cluster_id>/shared-files/upload", shared.shared_upload,
+         name="training-shared-upload"),
 ]

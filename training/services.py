@@ -1,4 +1,4 @@
-"""Training-job writes: submit, cancel, resubmit.
+"""Training-job writes: submit, cancel, resubmit; and presigned uploads into the team's part of the shared bucket.
 
 Each service authorizes through ``accounts.access`` (operators submit and cancel), validates everything *before*
 anything is written or sent to the cluster (:func:`training.planning.plan_job`: recipe fields, shared-bucket paths,
@@ -22,7 +22,7 @@ from config.errors import Conflict, ValidationFailed
 from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_cancel, operation_start
-from training import actions, mlflow, planning
+from training import actions, mlflow, planning, shared_files
 from training.lifecycle import pipeline
 from training.models import TERMINAL_JOB_STATES, JobState, TrainingJob
 
@@ -134,3 +134,13 @@ def training_job_resubmit(*, actor: User, job: TrainingJob, source: str, name: s
     return training_job_submit(actor=actor, cluster=job.cluster, recipe=job.recipe, config=dict(job.config),
                                source=source, name=name or resubmit_name(job), idempotency_key=idempotency_key,
                                resubmitted_from=job)
+
+
+def shared_file_upload(*, actor: User, cluster: Cluster, path: str, source: str) -> dict[str, Any]:
+    """Sign an upload of the file ``path`` into the team's part of ``cluster``'s shared bucket (operators;
+    ``training.shared_files.upload_form``) and audit it; ``path_outside_shared_bucket`` for a path leaving it."""
+    access.require(actor, actions.UPLOAD, cluster)
+    upload = shared_files.upload_form(cluster, path)
+    audit.record(actor=actor, source=source, action=actions.UPLOAD, target=cluster, team=cluster.team,
+                 after={"bucket": upload["bucket"], "key": upload["key"]})
+    return upload

@@ -1,7 +1,8 @@
 """Browsing the team's part of the shared bucket (the recipes' data contract): what pods see under the shared
 mount is ``s3://<shared bucket>/teams/<slug>/``, so the portal lists that prefix to let people pick code, data and
 model paths. One folder per call (``Delimiter="/"``), at most :data:`PAGE` entries; :func:`file_exists` asks
-whether one file is there (a submitted job's script must be)."""
+whether one file is there (a submitted job's script must be); :func:`upload_form` signs an upload of one file
+straight to S3 (presigned ``POST`` form and ``PUT`` URL), so files never pass through InstantStart."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from config.errors import ValidationFailed
 from training.recipes import SHARED_MOUNT
 
 PAGE = 1000
+#: How long a presigned upload stays valid, and the largest file it accepts (S3's single-request limit).
+UPLOAD_SECONDS = 900
+UPLOAD_MAX_BYTES = 5 * 1024**3
 
 
 def folder_of(path: str) -> str:
@@ -68,3 +72,29 @@ def file_exists(cluster: Cluster, mount_path: str) -> bool:
             return False
         raise
     return True
+
+
+def file_of(path: str) -> str:
+    """``path`` (a file, relative to the mount or absolute under it) relative to the mount;
+    ``path_outside_shared_bucket`` for anything that leaves it, ``required`` for none or a folder."""
+    relative = folder_of(path)
+    if not relative or (path or "").strip().endswith("/"):
+        raise ValidationFailed.for_field("path", "required", "Name the file to upload, e.g. code/train.py.")
+    return relative
+
+
+def upload_form(cluster: Cluster, path: str) -> dict[str, Any]:
+    """A presigned upload of the file ``path`` into the team's prefix of the cluster region's shared bucket: ``url``
+    and ``fields`` for a multipart ``POST`` (the file goes last, as form field ``file``), or ``put_url`` for a
+    ``PUT`` of the bytes; valid :data:`UPLOAD_SECONDS`, at most :data:`UPLOAD_MAX_BYTES`."""
+    relative = file_of(path)
+    bucket = shared_bucket_name(cluster.region)
+    key = team_prefix(cluster.team.slug) + relative
+    s3 = aws.client("s3", region=cluster.region)
+    post = s3.generate_presigned_post(Bucket=bucket, Key=key, ExpiresIn=UPLOAD_SECONDS,
+                                      Conditions=[["content-length-range", 0, UPLOAD_MAX_BYTES]])
+    put_url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": key},
+                                        ExpiresIn=UPLOAD_SECONDS)
+    return {"bucket": bucket, "key": key, "path": f"{SHARED_MOUNT}/{relative}", "url": post["url"],
+            "fields": post["fields"], "put_url": put_url, "expires_in": UPLOAD_SECONDS,
+            "max_bytes": UPLOAD_MAX_BYTES}

@@ -108,3 +108,20 @@ class SharedListingSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="The folder listed, as pods see it.")
     entries = SharedEntrySerializer(many=True)
     truncated = serializers.BooleanField()
+
+
+class SharedUploadRequestSerializer(StrictSerializer):
+    path = serializers.CharField(max_length=1024, help_text="The file to upload, relative to the shared mount "
+                                                            "(code/train.py) or absolute under it.")
+
+
+class SharedUploadSerializer(serializers.Serializer):
+    bucket = serializers.CharField()
+    key = serializers.CharField(help_text="The object the upload writes.")
+    path = serializers.CharField(help_text="The file as pods see it.")
+    url = serializers.URLField(help_text="POST here a multipart form: every field of `fields`, then the file "
+                                         "as field `file`.")
+    fields = serializers.DictField(child=serializers.CharField())
+    put_url = serializers.URLField(help_text="Or PUT the file's bytes here (curl -T FILE URL).")
+    expires_in = serializers.IntegerField(help_text="Seconds the upload stays valid.")
+    max_bytes = serializers.IntegerField(help_text="The largest file accepted.")

@@ -13,4 +13,6 @@ urlpatterns = [
          name="api-training-job-resubmit"),
     path("clusters/<id:cluster_id>/shared-files", job_views.SharedFilesView.as_view(),
          name="api-cluster-shared-files"),
+    path("clusters/<id:cluster_id>/shared-files/uploads", job_views.SharedUploadView.as_view(),
+         name="api-cluster-shared-files-upload"),
 ]

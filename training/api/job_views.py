@@ -1,4 +1,5 @@
-"""Training-job REST endpoints: recipes, submit, list, detail, cancel, resubmit, the shared-bucket browser.
+"""Training-job REST endpoints: recipes, submit, list, detail, cancel, resubmit, the shared-bucket browser and its
+presigned uploads.
 Mutations answer ``202`` with the job and the operation that follows it."""
 
 from __future__ import annotations
@@ -137,3 +138,16 @@ class SharedFilesView(APIView):
         cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
         access.require(request.user, actions.VIEW, cluster)
         return Response(shared_files.listing(cluster, request.query_params.get("path", "")))
+
+
+class SharedUploadView(APIView):
+    @extend_schema(operation_id="cluster_shared_files_upload", request=s.SharedUploadRequestSerializer,
+                   responses={200: s.SharedUploadSerializer}, tags=TAGS)
+    @idempotent()
+    def post(self, request, cluster_id: int):
+        """Sign an upload of one file into the team's part of the shared bucket (operators): the file then goes
+        straight to S3 (presigned POST form or PUT URL), never through InstantStart."""
+        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+        data = validated(s.SharedUploadRequestSerializer, request)
+        return Response(services.shared_file_upload(actor=request.user, cluster=cluster, path=data["path"],
+                                                    source=request.source))

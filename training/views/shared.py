@@ -1,7 +1,8 @@
 """The shared-bucket browser of the submit form: one folder of the team's part of the cluster region's shared bucket
 (``training.shared_files.listing``, the same listing as ``GET /api/v1/clusters/<id>/shared-files``), rendered as an
 htmx partial. A folder link re-loads the partial one level down; a file (or "Use this folder") fills the input named
-by ``?target=`` (``static/js/training-submit.js``).
+by ``?target=`` (``static/js/training-submit.js``). **Upload** asks :func:`shared_upload` for a presigned POST per
+file (``training.services.shared_file_upload``, as REST does) and the browser sends the file straight to S3.
 """
 
 from __future__ import annotations
@@ -9,15 +10,15 @@ from __future__ import annotations
 import posixpath
 import re
 
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from accounts import access
 from accounts.requests import PortalRequest
 from clusters import selectors as cluster_selectors
 from config.errors import ApplicationError
-from portal.views import portal_view
-from training import actions, shared_files
+from portal.views import perform, portal_view
+from training import actions, services, shared_files
 from training.recipes import SHARED_MOUNT
 
 _TARGET = re.compile(r"^[a-z][a-z0-9_-]{0,80}$")
@@ -40,4 +41,14 @@ def shared_browser(request: PortalRequest, cluster_id: int) -> HttpResponse:
         parent = posixpath.dirname(listing["path"])
     return render(request, "training/jobs/_shared_browser.html",
                   {"cluster": cluster, "listing": listing, "error": error, "target": target, "parent": parent,
-                   "mount": SHARED_MOUNT}, status=400 if error else 200)
+                   "mount": SHARED_MOUNT, "can_upload": access.can(request.user, actions.UPLOAD, cluster)},
+                  status=400 if error else 200)
+
+
+@portal_view
+def shared_upload(request: PortalRequest, cluster_id: int) -> HttpResponse:
+    """``POST path=``: the presigned upload of that file as JSON (200), or the error body (400)."""
+    cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    upload, error = perform(lambda: services.shared_file_upload(actor=request.user, cluster=cluster,
+                                                                 path=request.POST.get("path", ""), source="portal"))
+    return JsonResponse(error or upload, status=400 if error else 200)
