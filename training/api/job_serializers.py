@@ -121,7 +121,8 @@ class SharedUploadSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="The file as pods see it.")
     url = serializers.URLField(help_text="POST here a multipart form: every field of `fields`, then the file "
                                          "as field `file`.")
-    fields = serializers.DictField(child=serializers.CharField())
+    # DRF's metaclass takes declared fields out of the class, so this does not shadow Serializer.fields at run time.
+    fields = serializers.DictField(child=serializers.CharField())  # type: ignore[assignment]
     put_url = serializers.URLField(help_text="Or PUT the file's bytes here (curl -T FILE URL).")
     expires_in = serializers.IntegerField(help_text="Seconds the upload stays valid.")
     max_bytes = serializers.IntegerField(help_text="The largest file accepted.")
