@@ -41,6 +41,13 @@ def team_chosen(*, actor: User, team_id: int | str | None) -> Team:
     return team_get(actor=actor, team_id=team_id)
 
 
+def sole_team(*, actor: User) -> Team | None:
+    """The one team ``actor`` is a member of, when there is exactly one (the portal's team for a user who has
+    not chosen one)."""
+    teams = list(Team.objects.filter(memberships__user=actor)[:2])
+    return teams[0] if len(teams) == 1 else None
+
+
 def membership_list(*, actor: User, team: Team) -> QuerySet[Membership]:
     return access.visible(actor, Membership).filter(team=team).select_related("user", "team")
 

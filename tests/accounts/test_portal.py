@@ -119,7 +119,10 @@ def test_dashboard_for_a_member_summarises_the_current_team(cast):
     assert "team.create" in page
 
 
-def test_member_without_a_current_team_is_asked_to_choose_one(cast):
+def test_a_member_of_one_team_lands_in_it_and_of_two_is_asked_to_choose(cast, make_team):
+    page = text(login(cast.viewer).get(reverse("dashboard")))
+    assert 'data-testid="member-count">3<' in page and "Choose a team to work in" not in page
+    Membership.objects.create(team=make_team("Second"), user=cast.viewer, role=Role.VIEWER)
     page = text(login(cast.viewer).get(reverse("dashboard")))
     assert "Choose a team to work in" in page
     assert f'<option value="{cast.team.pk}"' in page
