@@ -154,13 +154,18 @@ def sandbox_world(tmp_path_factory):
     world.stop()
 
 
+#: One HTTP client for the sandbox's control API: ``httpx.request`` builds a client, and with it a TLS context
+#: that reads the CA bundle, on every call — a tenth of a permission-matrix test's time, twice per test.
+SANDBOX_CONTROL = httpx.Client(timeout=10)
+
+
 @dataclass
 class SandboxHandle:
     aws_url: str
 
     def control(self, method: str, path: str, body=None):
         """Call the sandbox's control API (``/_sandbox/<path>``); raises on an error status."""
-        response = httpx.request(method, f"{self.aws_url}/_sandbox/{path}", json=body, timeout=10)
+        response = SANDBOX_CONTROL.request(method, f"{self.aws_url}/_sandbox/{path}", json=body)
         response.raise_for_status()
         return response.json()
 

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import httpx
-
 from cloud import aws
+from tests.conftest import SANDBOX_CONTROL
 from tests.sandbox.aws.helpers import lifecycle_scripts
 
 #: ``clusters.hyperpod_chart``'s device-plugin components.
@@ -162,9 +161,9 @@ def instant_clock() -> Iterator[None]:
     """Sandbox time scale 0 inside the block — every AWS and Kubernetes transition is due at its next observation —
     and the scale it had afterwards. For building fixtures whose timing the test does not look at."""
     url = f"{os.environ['AWS_ENDPOINT_URL']}/_sandbox/clock"
-    before = httpx.get(url).json()["scale"]
-    httpx.put(url, json={"scale": 0}).raise_for_status()
+    before = SANDBOX_CONTROL.get(url).json()["scale"]
+    SANDBOX_CONTROL.put(url, json={"scale": 0}).raise_for_status()
     try:
         yield
     finally:
-        httpx.put(url, json={"scale": before}).raise_for_status()
+        SANDBOX_CONTROL.put(url, json={"scale": before}).raise_for_status()
