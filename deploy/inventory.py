@@ -13,7 +13,8 @@ A *client expression* is one of:
   block names the call it wraps, and the tests check each of those is in the inventory.
 
 On a client expression, ``.<operation>(…)`` is that operation, ``get_paginator("op")`` and
-``generate_presigned_url("op")`` name one, ``get_waiter("w")`` means the waiter's operation, and
+``generate_presigned_url("op")`` name one, S3's ``generate_presigned_post(…)`` is a ``PutObject`` (a browser's form
+upload), ``get_waiter("w")`` means the waiter's operation, and
 ``getattr(<client>, name)`` with a computed name means every literal operation name of that service in the module.
 Any other method called on a client raises :class:`UnknownClientCall`, so a new way of calling AWS cannot be missed
 silently. The MLflow gateway (``cloud.mlflow.MlflowClient.call``) signs REST requests for ``sagemaker-mlflow``; its
@@ -281,6 +282,8 @@ class _Reader:
             return
         if func.attr == "get_waiter" and node.args and (waiter := _literal(node.args[0])):
             yield ApiCall(service, _waiter_operation(service, waiter))
+        elif func.attr == "generate_presigned_post" and service == "s3":
+            yield self._operation(module, node, service, "put_object")
         elif func.attr in ("get_paginator", "generate_presigned_url", "get_waiter") and node.args:
             yield from self._named(module, node, service, node.args[0])
         else:
