@@ -83,7 +83,7 @@ def test_a_new_member_sets_their_current_team(cast, token_for):
 def test_scale_instance_group_offers_only_what_it_accepts():
     tool = bind_catalog()["scale_instance_group"]
     assert set(tool.input_schema["properties"]) == {"cluster_id", "name", "instance_count", "deep_health_checks",
-                                                    "idempotency_key"}
+                                                    "idempotency_key", "dry_run"}
     assert {"zone", "instance_type"} <= set(tool.operation.input_schema["properties"]), (
         "REST still takes them, to refuse a change by name (immutable_field, tests/test_contract.py)")
 
