@@ -1,5 +1,6 @@
 """Django admin for platform superusers: operations are read-only here (state changes go through the services, so
-they are authorized, audited and enqueued); idempotency records likewise."""
+they are authorized, audited and enqueued); idempotency records and approval requests and policies likewise (they
+are decided and changed on the Approvals page or through REST)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from django.contrib import admin
 from django.db.models import Model
 from django.http import HttpRequest
 
-from operations.models import IdempotencyRecord, Operation, OperationLog, OperationPhase
+from operations.models import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    IdempotencyRecord,
+    Operation,
+    OperationLog,
+    OperationPhase,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin[Any]):
@@ -69,3 +77,20 @@ class IdempotencyRecordAdmin(ReadOnlyAdmin):
     list_select_related = ["user"]
     list_filter = ["method", "status_code"]
     search_fields = ["key", "path", "user__username"]
+
+
+@admin.register(ApprovalRequest)
+class ApprovalRequestAdmin(ReadOnlyAdmin):
+    list_display = ["id", "team", "action", "target_repr", "state", "requested_by", "decided_by", "expires_at",
+                    "created_at"]
+    list_select_related = ["team", "requested_by", "decided_by"]
+    list_filter = ["state", "action"]
+    search_fields = ["team__name", "requested_by__username", "target_repr", "action"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(ApprovalPolicy)
+class ApprovalPolicyAdmin(ReadOnlyAdmin):
+    list_display = ["team", "actions", "ttl_hours", "updated_at"]
+    list_select_related = ["team"]
+    search_fields = ["team__name"]

@@ -69,15 +69,42 @@ class DryRunMiddleware:
         return JsonResponse(plan)
 
 
+#: The body of a dry run's ``200`` (``config.plans.plan``).
+DRY_RUN_PLAN_SCHEMA = {
+    "type": "object",
+    "required": ["dry_run", "summary", "operation", "changes"],
+    "properties": {
+        "dry_run": {"type": "boolean", "enum": [True]},
+        "summary": {"type": "string"},
+        "operation": {"type": "object", "nullable": True, "additionalProperties": True},
+        "changes": {"type": "array", "items": {"type": "object", "additionalProperties": True}},
+    },
+}
+
+
 def add_dry_run_parameter(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: add ``components.parameters.DryRun`` and reference it from every
-    mutating operation under ``/api/v1/`` (MCP tools derive their ``dry_run`` argument from it)."""
-    result.setdefault("components", {}).setdefault("parameters", {})["DryRun"] = DRY_RUN_PARAMETER
+    mutating operation under ``/api/v1/`` (MCP tools derive their ``dry_run`` argument from it), and document the
+    plan a dry run answers as that operation's ``200`` (beside the real answer's schema when that is a ``200``
+    too)."""
+    components = result.setdefault("components", {})
+    components.setdefault("parameters", {})["DryRun"] = DRY_RUN_PARAMETER
+    components.setdefault("schemas", {})["DryRunPlan"] = DRY_RUN_PLAN_SCHEMA
     reference = {"$ref": "#/components/parameters/DryRun"}
+    plan = {"$ref": "#/components/schemas/DryRunPlan"}
     for path, item in result.get("paths", {}).items():
         if not path.startswith("/api/v1/"):
             continue
         for method, operation in item.items():
-            if method.upper() in MUTATING_METHODS:
-                operation.setdefault("parameters", []).append(reference)
+            if method.upper() not in MUTATING_METHODS:
+                continue
+            operation.setdefault("parameters", []).append(reference)
+            responses = operation.setdefault("responses", {})
+            ok = responses.get("200")
+            if ok is None:
+                responses["200"] = {"description": "The plan of a dry run (`?dry_run=true`); nothing was changed.",
+                                    "content": {"application/json": {"schema": plan}}}
+            elif "application/json" in ok.get("content", {}):
+                body = ok["content"]["application/json"]
+                body["schema"] = {"anyOf": [body["schema"], plan]}
     return result
