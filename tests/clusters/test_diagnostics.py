@@ -22,7 +22,10 @@ HEALTH = "sagemaker.amazonaws.com/node-health-status"
 def test_node_diagnosis_finds_a_failed_health_check_and_a_missing_efa_device(api, cast, sandbox, token_for):
     cluster = tracked_hyperpod_cluster(cast.team, count=2)
     sagemaker = aws.client("sagemaker", region=cluster.region)
-    groups = sagemaker.describe_cluster(ClusterName=cluster.hyperpod_name)["InstanceGroups"]
+    with instant_clock():  # UpdateCluster is refused until the cluster is InService
+        described = wait_for(lambda: sagemaker.describe_cluster(ClusterName=cluster.hyperpod_name),
+                             lambda found: found["ClusterStatus"] == "InService", timeout=20)
+    groups = described["InstanceGroups"]
     sagemaker.update_cluster(ClusterName=cluster.hyperpod_name, NodeRecovery="None", InstanceGroups=[
         {"InstanceCount": group["TargetCount"], **{key: group[key] for key in (
             "InstanceGroupName", "InstanceType", "ExecutionRole", "LifeCycleConfig", "ThreadsPerCore") if key in group}}
