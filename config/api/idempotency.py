@@ -90,12 +90,14 @@ def idempotent(*, redact: tuple[str, ...] = ()) -> Callable[
     ) -> Callable[Concatenate[_View, _Request, _Args], Response]:
         def wrapper(view: _View, request: _Request, /, *args: _Args.args, **kwargs: _Args.kwargs) -> Response:
             key = request.headers.get(HEADER)
-            if key is None or plans.active():  # a dry run neither consumes nor replays a key
+            if key is None:
                 return method(view, request, *args, **kwargs)
             if not key or len(key) > MAX_KEY_LENGTH:
                 raise ValidationFailed.for_field(
                     HEADER, "invalid", f"Use a non-empty key of at most {MAX_KEY_LENGTH} characters."
                 )
+            if plans.active():  # a dry run checks the key's form but neither consumes nor replays it
+                return method(view, request, *args, **kwargs)
             claimed = _claim(request, key)
             if isinstance(claimed, Response):
                 return claimed
