@@ -209,6 +209,10 @@ class Endpoint(models.Model):
     exposure = models.CharField(max_length=16, choices=Exposure.choices, default=Exposure.CLUSTER_IP)
     #: The sealed Hugging Face token for a gated Hub model (``config.sealing``); never leaves the backend.
     hf_token = models.TextField(blank=True)
+    #: The SGLang router in front of a multi-replica SGLang endpoint's workers (its policy and knobs); ``{}``: none.
+    router = models.JSONField(default=dict, blank=True)
+    #: KEDA autoscaling on the serving engine's own metric (trigger, target, bounds, timing); ``{}``: off.
+    autoscaling = models.JSONField(default=dict, blank=True)
     #: The Deployment and Service sent to the cluster (a pool endpoint: the Service only).
     manifest = models.JSONField(default=dict, blank=True)
 
