@@ -112,6 +112,18 @@ class Engine(models.TextChoices):
 class ModelSource(models.TextChoices):
     SHARED = "shared", "Team's shared bucket"
     HUB = "hub", "Hugging Face Hub"
+    #: A folder of the cluster's FSx for Lustre file system (managed endpoints only).
+    FSX = "fsx", "FSx for Lustre"
+    #: A SageMaker JumpStart model id (managed endpoints only: a ``JumpStartModel``).
+    JUMPSTART = "jumpstart", "SageMaker JumpStart"
+
+
+class EndpointKind(models.TextChoices):
+    """Who runs the endpoint's pods: InstantStart's own Deployment, or the HyperPod inference operator (an
+    ``InferenceEndpointConfig``, or a ``JumpStartModel`` for a JumpStart model)."""
+
+    SELF_MANAGED = "self_managed", "Self-managed"
+    MANAGED = "managed", "Managed (HyperPod inference operator)"
 
 
 class Exposure(models.TextChoices):
@@ -149,7 +161,7 @@ class ModelPool(models.Model):
     engine = models.CharField(max_length=8, choices=Engine.choices)
     image = models.CharField(max_length=512)
     command = models.JSONField(default=list, blank=True)
-    model_source = models.CharField(max_length=8, choices=ModelSource.choices)
+    model_source = models.CharField(max_length=16, choices=ModelSource.choices)
     model = models.CharField(max_length=1024)
     instance_group = models.CharField(max_length=63)
     instance_type = models.CharField(max_length=32)
@@ -191,11 +203,14 @@ class Endpoint(models.Model):
     pool = models.ForeignKey(ModelPool, null=True, blank=True, on_delete=models.PROTECT, related_name="endpoints")
     name = models.CharField(max_length=40)
     namespace = models.CharField(max_length=63)
+    kind = models.CharField(max_length=16, choices=EndpointKind.choices, default=EndpointKind.SELF_MANAGED)
     engine = models.CharField(max_length=8, choices=Engine.choices)
     image = models.CharField(max_length=512)
+    #: The server's command; a managed endpoint's: the worker's ``args`` (the image's entrypoint runs them).
     command = models.JSONField(default=list, blank=True)
-    model_source = models.CharField(max_length=8, choices=ModelSource.choices)
-    #: A path under ``/mnt/shared`` (``shared``) or a Hub repo id (``hub``).
+    model_source = models.CharField(max_length=16, choices=ModelSource.choices)
+    #: A path under ``/mnt/shared`` (``shared``), a Hub repo id (``hub``), a folder of the FSx file system
+    #: (``fsx``) or a JumpStart model id (``jumpstart``).
     model = models.CharField(max_length=1024)
     #: The name the server answers to in ``/v1/models`` and expects in requests' ``model``.
     served_model_name = models.CharField(max_length=200)
@@ -213,8 +228,23 @@ class Endpoint(models.Model):
     router = models.JSONField(default=dict, blank=True)
     #: KEDA autoscaling on the serving engine's own metric (trigger, target, bounds, timing); ``{}``: off.
     autoscaling = models.JSONField(default=dict, blank=True)
-    #: The Deployment and Service sent to the cluster (a pool endpoint: the Service only).
+    #: The Deployment and Service sent to the cluster (a pool endpoint: the Service only); a managed endpoint's:
+    #: ``{"config": <InferenceEndpointConfig or JumpStartModel>}``.
     manifest = models.JSONField(default=dict, blank=True)
+    #: Managed only — the operator's tiered KV cache (``l1``, ``l1_size_gib``, ``l2_backend``, ``l2_url``); ``{}``:
+    #: the operator's default (L1 on).
+    kv_cache = models.JSONField(default=dict, blank=True)
+    #: Managed only — intelligent routing (``strategy``, ``session_key``); ``{}``: off.
+    routing = models.JSONField(default=dict, blank=True)
+    #: Managed only — the operator's ``autoScalingSpec`` decisions (``min_replicas``, ``max_replicas``,
+    #: ``polling_interval``, ``cooldown_period``, ``query``, ``target_value``); ``{}``: fixed ``replicas``.
+    operator_autoscaling = models.JSONField(default=dict, blank=True)
+    #: Managed only — the path requests are sent to (``invocationEndpoint``) and where the operator writes the TLS
+    #: certificate it generates (``tlsCertificateOutputS3Uri``).
+    invocation_path = models.CharField(max_length=200, blank=True)
+    tls_output_uri = models.CharField(max_length=1024, blank=True)
+    #: Managed only — the SageMaker endpoint the operator registers (``""``: none).
+    sagemaker_endpoint = models.CharField(max_length=63, blank=True)
 
     state = models.CharField(max_length=16, choices=EndpointState.choices, default=EndpointState.DEPLOYING)
     status_reason = models.TextField(blank=True)
