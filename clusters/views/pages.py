@@ -23,7 +23,9 @@ from accounts.selectors import team_list
 from clusters import actions, selectors, services, state_rules
 from clusters.api.group_serializers import GROUP_ACTIONS
 from clusters.api.serializers import VOLUME_ACTIONS, ClusterDeleteSerializer, VolumeCreateSerializer
-from clusters.models import Cluster, ClusterOrigin, ClusterState, StorageKind
+from clusters.inspection import catalog
+from clusters.models import Cluster, ClusterOrigin, ClusterState, InterfaceMode, StorageKind
+from config.errors import CloudError
 from operations import selectors as operation_selectors
 from operations.models import ACTIVE_STATES
 from portal.forms import SerializerForm
@@ -74,6 +76,25 @@ def cluster_list(request: PortalRequest) -> HttpResponse:
     })
 
 
+#: What a standard-mode group's network is when its instance type has no EFA: ENA alone.
+ENA_ONLY_LABEL = "Standard (ENA; this type has no EFA)"
+
+
+def _with_network_labels(cluster: Cluster, groups: list[Any]) -> list[Any]:
+    """``groups``, each with ``network_label``: its interface mode as the instance type makes it — a standard group of
+    a type without EFA (``ml.g5.2xlarge``) is ENA only, not "EFA with ENA". The EFA facts come from the region's
+    instance-type catalog (kept in process); when it cannot be read the mode's own label is shown."""
+    try:
+        offers = catalog.catalog(cluster.region) if groups else {}
+    except CloudError:
+        offers = {}
+    for group in groups:
+        offer = offers.get(group.instance_type)
+        without_efa = offer is not None and not offer.efa_supported and group.interface_mode == InterfaceMode.STANDARD
+        group.network_label = ENA_ONLY_LABEL if without_efa else group.get_interface_mode_display()
+    return groups
+
+
 def _network(cluster: Cluster):
     try:
         network = cluster.network
@@ -98,8 +119,9 @@ def _render_detail(request: PortalRequest, cluster: Cluster, *, volume_form: Ser
         "dependencies": list(selectors.dependency_list(cluster=cluster)),
         "volumes": _with_capabilities(request.user, list(selectors.volume_list(actor=request.user, cluster=cluster)),
                                       VOLUME_ACTIONS, state_rules.volume_allows),
-        "groups": _with_capabilities(request.user, list(selectors.group_list(actor=request.user, cluster=cluster)),
-                                     GROUP_ACTIONS, state_rules.group_allows),
+        "groups": _with_network_labels(cluster, _with_capabilities(
+            request.user, list(selectors.group_list(actor=request.user, cluster=cluster)), GROUP_ACTIONS,
+            state_rules.group_allows)),
         "operations": operations, "current_operation": current,
         "is_active_choice": active is not None and active.pk == cluster.pk,
         "caps": template_capabilities(access.capabilities(request.user, cluster, CLUSTER_ACTIONS,

@@ -40,6 +40,20 @@ def phase_duration(phase: OperationPhase) -> str:
     return format_duration(max(0.0, (end - phase.started_at).total_seconds()))
 
 
+#: The reference key a phase's submit step records the provider status under; the poll step's later status
+#: (``status_reason``, shown as "Provider status") supersedes it.
+SUBMITTED_STATUS = "status"
+
+
+@register.filter
+def phase_reference(phase: OperationPhase) -> list[tuple[str, Any]]:
+    """The phase's provider references as sorted ``(key, value)`` pairs, without the status recorded at submit once
+    the phase reports a newer one, so a page never shows "CREATING" beside "ACTIVE" (``operation-progress.js`` drops
+    it the same way)."""
+    return sorted((key, value) for key, value in (phase.reference or {}).items()
+                  if not (key == SUBMITTED_STATUS and phase.status_reason))
+
+
 @register.filter
 def reference_value(value: Any) -> str:
     """A provider reference value as text: lists joined by commas, objects (also inside lists) as JSON — the same

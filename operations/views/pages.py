@@ -57,12 +57,13 @@ def _render_list(request: PortalRequest, *, demo_form: SerializerForm | None = N
     demo_teams = [team for team in teams if access.can(request.user, actions.OPERATION_DEMO, team)]
     if demo_form is None and settings.OPERATIONS_DEMO and demo_teams:
         current = next((team for team in demo_teams if team == request.team), demo_teams[0])
-        demo_form = SerializerForm(DemoOperationCreateSerializer, initial={"team": str(current.pk)})
+        demo_form = SerializerForm(DemoOperationCreateSerializer,
+                                   initial={"team": str(current.pk), "region": default_region()})
     context: dict[str, Any] = {
         "section": "operations", "teams": teams, "scope": scope or ALL_TEAMS, "filters": request.GET,
         "states": OperationState.choices, "operations": [], "error": None, "next_link": None,
         "filtered": any(request.GET.get(name) for name in NARROWING_PARAMS if name != "cursor"),
-        "demo_form": demo_form, "demo_teams": demo_teams, "default_region": default_region(),
+        "demo_form": demo_form, "demo_teams": demo_teams,
     }
     filterset = OperationFilter(query, queryset=selectors.with_phases(selectors.operation_list(actor=request.user)),
                                 request=request)

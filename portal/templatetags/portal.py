@@ -84,6 +84,18 @@ def ago(value: datetime | None) -> str:
 
 
 @register.filter
+def iso_time(value: Any) -> datetime | None:
+    """An ISO 8601 string kept in JSON (``"2026-12-02T09:41:07.123456+00:00"``) as a datetime, for ``date`` and
+    ``ago``; ``None`` for anything else, so a page shows "—" rather than raw text."""
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+@register.filter
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=str)
 

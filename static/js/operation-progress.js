@@ -121,7 +121,11 @@
 
     var reference = item.querySelector('[data-field="reference"]');
     if (reference) {
-      var keys = Object.keys(phase.reference || {}).sort();
+      /* The status recorded at submit is superseded by the phase's newer provider status (progress.py's
+         phase_reference). */
+      var keys = Object.keys(phase.reference || {}).sort().filter(function (key) {
+        return !(key === "status" && phase.status_reason);
+      });
       reference.textContent = "";
       keys.forEach(function (key) {
         var dt = document.createElement("dt");
