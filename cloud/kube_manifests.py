@@ -27,6 +27,7 @@ KINDS = {
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
     "Deployment": ("/apis/apps/v1", "deployments", True),
     "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
+    "APIService": ("/apis/apiregistration.k8s.io/v1", "apiservices", False),
 }
 
 

@@ -60,6 +60,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
        short=("pdb",), subresources=STATUS),
     _t("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True,
        "V2HorizontalPodAutoscaler", short=("hpa",), subresources=STATUS, categories=("all",)),
+    _t("apiregistration.k8s.io", "v1", "APIService", "apiservices", False, "V1APIService", subresources=STATUS),
 )
 
 #: Namespaces every EKS cluster starts with; the first three cannot be deleted.

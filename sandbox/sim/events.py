@@ -15,10 +15,12 @@ from sandbox.sim.context import Context
 
 
 def record(ctx: Context, obj: dict[str, Any], reason: str, message: str, *, kind: str = "Normal",
-           source: str = "sandbox-simulator") -> None:
-    """Emit (or repeat) the event ``reason`` about ``obj``."""
+           source: str = "sandbox-simulator", distinct: bool = False) -> None:
+    """Emit (or repeat) the event ``reason`` about ``obj``; ``distinct``: events with another message are other
+    events (client-go's correlator keys on the message too, so each rescale of an HPA is an event of its own)."""
     namespace = objects.namespace(obj) or "default"
-    suffix = hashlib.sha256(f"{objects.uid(obj)}/{reason}".encode()).hexdigest()[:16]
+    key = f"{objects.uid(obj)}/{reason}" + (f"/{message}" if distinct else "")
+    suffix = hashlib.sha256(key.encode()).hexdigest()[:16]
     event_name = f"{objects.name(obj)}.{suffix}"
     now = objects.timestamp()
     existing = ctx.store.find("events", event_name, namespace)

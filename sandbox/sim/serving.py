@@ -8,8 +8,12 @@ prompt (the same prompt always gets the same answer, ``max_tokens`` words long, 
 ``GET /metrics`` in Prometheus text with the real servers' names — vLLM ``vllm:num_requests_running``,
 ``vllm:num_requests_waiting``, ``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``,
 ``vllm:request_success_total``, ``vllm:gpu_cache_usage_perc``; SGLang ``sglang:num_running_reqs``,
-``sglang:num_queue_reqs``, ``sglang:prompt_tokens_total``, ``sglang:generation_tokens_total`` — counting the
-requests each pod received. Any other image answers the same API (``owned_by`` its image).
+``sglang:num_queue_reqs``, ``sglang:prompt_tokens_total``, ``sglang:generation_tokens_total``,
+``sglang:gen_throughput`` (generated tokens per second over the last :data:`THROUGHPUT_WINDOW` seconds) — counting
+the requests each pod received. A server runs at most its batch size of streamed requests at once (vLLM
+``--max-num-seqs``, SGLang ``--max-running-requests``; :data:`DEFAULT_BATCH` without the flag); more wait their turn
+and count as waiting (``vllm:num_requests_waiting``, ``sglang:num_queue_reqs``). Any other image answers the same
+API (``owned_by`` its image).
 
 **Failures** (the kubelet, ``sandbox.sim.pods``, asks :func:`pull_fails` and :func:`hold`):
 
@@ -37,6 +41,9 @@ from sandbox.sim.context import Context
 
 MAX_WORDS = 64
 DEFAULT_WORDS = 16
+DEFAULT_BATCH = 256
+BATCH_FLAGS = ("--max-num-seqs", "--max-running-requests")
+THROUGHPUT_WINDOW = 10.0
 BACKOFF_SECONDS = 10.0
 PULL_FAILURE = "does-not-exist"
 WORDS = ("the", "model", "answers", "from", "the", "sandbox", "with", "words", "chosen", "by", "your", "prompt",
@@ -45,6 +52,7 @@ WORDS = ("the", "model", "answers", "from", "the", "sandbox", "with", "words", "
 
 _lock = threading.Lock()
 _counters: dict[str, dict[str, float]] = {}
+_generated: dict[str, list[tuple[float, int]]] = {}
 
 
 def engine(pod: dict[str, Any]) -> str:
@@ -179,6 +187,42 @@ def _count(key: str, **deltas: float) -> None:
             counters[name] = counters.get(name, 0.0) + delta
 
 
+def batch_size(pod: dict[str, Any]) -> int:
+    """How many requests the server runs at once (its batch-size flag, else :data:`DEFAULT_BATCH`)."""
+    command = _command(pod)
+    for flag in BATCH_FLAGS:
+        if flag in command and command.index(flag) + 1 < len(command) and command[command.index(flag) + 1].isdigit():
+            return max(int(command[command.index(flag) + 1]), 1)
+    return DEFAULT_BATCH
+
+
+def _take_slot(key: str, batch: int) -> None:
+    """Wait (as a queued request) until fewer than ``batch`` requests run, then run."""
+    _count(key, inflight=1)
+    while True:
+        with _lock:
+            counters = _counters[key]
+            if counters.get("running", 0.0) < batch:
+                counters["running"] = counters.get("running", 0.0) + 1
+                return
+        time.sleep(max(clock.duration(0.02), 0.005))
+
+
+def _record_generated(key: str, count: int) -> None:
+    now, window = clock.now(), clock.duration(THROUGHPUT_WINDOW)
+    with _lock:
+        recent = [entry for entry in _generated.get(key, []) if now - entry[0] <= window]
+        _generated[key] = [*recent, (now, count)]
+
+
+def _throughput(key: str) -> float:
+    """Tokens generated per (simulated) second over the last :data:`THROUGHPUT_WINDOW` simulated seconds."""
+    now, window = clock.now(), clock.duration(THROUGHPUT_WINDOW)
+    with _lock:
+        recent = [tokens for at, tokens in _generated.get(key, []) if now - at <= window]
+    return round(sum(recent) / THROUGHPUT_WINDOW, 3)
+
+
 def _words(prompt: str, count: int) -> list[str]:
     seed = hashlib.sha256(prompt.encode()).digest()
     return [WORDS[(seed[index % len(seed)] + index) % len(WORDS)] for index in range(count)]
@@ -226,21 +270,24 @@ def answer(key: str, pod: dict[str, Any], method: str, route: str,
             message = f"The model `{body.get('model')}` does not exist."
             return 404, "application/json", json.dumps({"object": "error", "message": message,
                                                         "type": "NotFoundError", "code": 404}).encode()
-        return _complete("chat" if route.endswith("chat/completions") else "text", key, model, body)
+        return _complete("chat" if route.endswith("chat/completions") else "text", key, model, body,
+                         batch_size(pod))
     return 404, "application/json", json.dumps({"detail": "Not Found"}).encode()
 
 
-def _complete(kind: str, key: str, model: str, body: dict[str, Any]) -> tuple[int, str, bytes | Iterator[bytes]]:
+def _complete(kind: str, key: str, model: str, body: dict[str, Any],
+              batch: int = DEFAULT_BATCH) -> tuple[int, str, bytes | Iterator[bytes]]:
     prompt = _prompt(body)
     count = max(1, min(int(body.get("max_tokens") or DEFAULT_WORDS), MAX_WORDS))
     words = _words(prompt, count)
     prompt_tokens = len(prompt.split())
     identity = f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{hashlib.sha256(prompt.encode()).hexdigest()[:24]}"
     _count(key, prompt_tokens=prompt_tokens, generation_tokens=count, requests=1)
+    _record_generated(key, count)
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count}
     if body.get("stream"):
         def stream() -> Iterator[bytes]:
-            _count(key, running=1)
+            _take_slot(key, batch)
             try:
                 for index, word in enumerate(words):
                     yield _chunk(kind, identity, model, index, word if index == 0 else f" {word}", None)
@@ -248,7 +295,7 @@ def _complete(kind: str, key: str, model: str, body: dict[str, Any]) -> tuple[in
                 yield _chunk(kind, identity, model, count, None if kind == "chat" else "", "length")
                 yield b"data: [DONE]\n\n"
             finally:
-                _count(key, running=-1)
+                _count(key, running=-1, inflight=-1)
         return 200, "text/event-stream", stream()
     text = " ".join(words)
     choice = ({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
@@ -264,15 +311,17 @@ def metrics(key: str, pod: dict[str, Any]) -> str:
         counters = dict(_counters.get(key, {}))
     model = model_name(pod)
     running, prompt = counters.get("running", 0.0), counters.get("prompt_tokens", 0.0)
+    waiting = max(counters.get("inflight", 0.0) - running, 0.0)
     generated, requests = counters.get("generation_tokens", 0.0), counters.get("requests", 0.0)
     if engine(pod) == "sglang":
         label = f'model_name="{model}"'
-        rows = [("sglang:num_running_reqs", "gauge", running), ("sglang:num_queue_reqs", "gauge", 0.0),
+        rows = [("sglang:num_running_reqs", "gauge", running), ("sglang:num_queue_reqs", "gauge", waiting),
                 ("sglang:prompt_tokens_total", "counter", prompt),
-                ("sglang:generation_tokens_total", "counter", generated)]
+                ("sglang:generation_tokens_total", "counter", generated),
+                ("sglang:gen_throughput", "gauge", _throughput(key))]
     else:
         label = f'model_name="{model}"'
-        rows = [("vllm:num_requests_running", "gauge", running), ("vllm:num_requests_waiting", "gauge", 0.0),
+        rows = [("vllm:num_requests_running", "gauge", running), ("vllm:num_requests_waiting", "gauge", waiting),
                 ("vllm:gpu_cache_usage_perc", "gauge", min(running * 0.05, 1.0)),
                 ("vllm:prompt_tokens_total", "counter", prompt),
                 ("vllm:generation_tokens_total", "counter", generated),
