@@ -3,7 +3,8 @@
 An app declares its permission actions in ``<app>/actions.py`` (``TEAM_ACTIONS``), its operation pipelines in
 ``<app>/pipelines.py`` (``PIPELINES``) and what it runs on clusters in ``<app>/usage.py`` (``WORKLOAD_SOURCES``,
 ``GROUP_PIN_SOURCES``). The app that owns each registry asks :func:`declared` from its ``AppConfig.ready`` — so a new
-app is wired in by adding the module, never by editing another app's ``ready``.
+app is wired in by adding the module, never by editing another app's ``ready``. The team's home (the dashboard) asks
+for ``<app>/home.py``'s ``HOME_PANELS`` the same way when it renders (``portal.home``).
 """
 
 from __future__ import annotations

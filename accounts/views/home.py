@@ -7,13 +7,16 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import access, actions, selectors, services
 from accounts.api.serializers import MeUpdateSerializer
 from accounts.requests import PortalRequest
+from config import discovery
 from portal.forms import SerializerForm
+from portal.home import Attention, HomePanel
 from portal.views import flash_error, next_url, portal_view
 
 RECENT_EVENTS = 8
@@ -41,18 +44,35 @@ SECTIONS = {
 
 @portal_view
 def dashboard(request: PortalRequest) -> HttpResponse:
-    """The current team at a glance, or a call to action when the user has no team yet."""
+    """The team's home: what needs attention, then the panels the apps declare (``portal.home``: operations in
+    flight, clusters, training jobs, endpoints) and the recent activity; a call to action without a team. A fixed
+    number of queries whatever the team holds."""
     team = request.team
     context: dict[str, Any] = {"section": "dashboard", "team": None, "sections": SECTIONS,
                                "invitations": selectors.my_invitation_list(actor=request.user)}
     if team is not None:
+        sources = [source for declared in discovery.declared("home", "HOME_PANELS") for source in declared]
+        panels: list[HomePanel] = sorted((source(request.user, team) for source in sources),
+                                         key=lambda panel: panel.order)
         context |= {
             "team": selectors.team_get(actor=request.user, team_id=team.pk),
             "my_role": access.role_in(request.user, team),
             "recent_events": selectors.audit_event_list(actor=request.user).filter(team=team)[:RECENT_EVENTS],
             "can_view_audit": access.can(request.user, actions.AUDIT_VIEW, team),
+            "attention": _attention(panels),
+            "wide_panels": [_rendered(request, panel) for panel in panels if panel.wide],
+            "panels": [_rendered(request, panel) for panel in panels if not panel.wide],
         }
     return render(request, "accounts/dashboard.html", context)
+
+
+def _attention(panels: list[HomePanel]) -> list[Attention]:
+    """Every panel's attention items, the bad ones first (each group in the panels' order)."""
+    return sorted((item for panel in panels for item in panel.attention), key=lambda item: item.level != "bad")
+
+
+def _rendered(request: PortalRequest, panel: HomePanel) -> str:
+    return render_to_string(panel.template, panel.context, request=request)
 
 
 @portal_view
