@@ -4,7 +4,7 @@
    replaced by its new rendering — the server's templates stay the one source of markup. Changes come in bursts
    (one frame per phase step), so refreshes are coalesced: at most one request in flight, one more queued.
    If the fetched page follows another operation than this one (a delete or retry started elsewhere), the page
-   reloads so its progress panel follows the new one. */
+   reloads so its progress panel follows the new one. A region with an open dialog waits until the dialog closes. */
 (function () {
   "use strict";
 
@@ -42,10 +42,23 @@
       Array.prototype.forEach.call(document.querySelectorAll("[data-live-region][id]"), function (region) {
         var replacement = fresh.getElementById(region.id);
         if (!replacement) return;
+        var open = region.querySelector("dialog[open]");
+        if (open) { refreshWhenClosed(open); return; }
         var node = document.importNode(replacement, true);
         region.replaceWith(node);
         if (window.htmx) window.htmx.process(node);
       });
+    }
+
+    /* A region holding an open dialog (a group's Change…) is left as it is — replacing it would close the dialog
+       and drop what the user typed — and the page is read again once the dialog closes. */
+    function refreshWhenClosed(dialog) {
+      if (dialog.dataset.refreshOnClose) return;
+      dialog.dataset.refreshOnClose = "1";
+      dialog.addEventListener("close", function () {
+        delete dialog.dataset.refreshOnClose;
+        schedule();
+      }, {once: true});
     }
 
     function refresh() {

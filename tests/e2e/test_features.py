@@ -26,7 +26,7 @@ def active_cluster(cast) -> Cluster:
 
 
 def open_panel(page: Page, base: str, cluster: Cluster) -> None:
-    page.goto(f"{base}/clusters/{cluster.pk}/")
+    page.goto(f"{base}/clusters/{cluster.pk}/#features")  # the tab holding the features panel
     expect(page.get_by_test_id("feature-state-autoscaling")).to_have_text("disabled")
 
 

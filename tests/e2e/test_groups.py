@@ -1,17 +1,20 @@
 """Instance groups in a real browser, against the sandbox: the change dialog sends only the field the user changed
 (the request is inspected), every group dialog's content fits its box at common widths, the group converges live
-on the cluster page, and saving without a change reports
+on the cluster page, a re-render of the page while the dialog is open keeps it open with what was typed, and
+saving without a change reports
 "No changes" without starting anything. Once deleted, the cluster's page shows its history without controls, its
 nodes page sends back there, and the Clusters list shows it under "Deleted clusters"."""
 
 from __future__ import annotations
 
+import threading
 from urllib.parse import parse_qs
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from clusters.models import Cluster, ClusterState
+from config.realtime import publish_now, team_group
 from operations.models import Operation
 from tests.clusters.conftest import live_cluster  # noqa: F401  (shared fixture)
 from tests.e2e.browser import BROWSER_MARKS, assert_open_dialogs_fit
@@ -20,6 +23,14 @@ from tests.e2e.test_operations import driver, portal_url  # noqa: F401  (shared 
 from tests.operations.conftest import drive, fast_polling  # noqa: F401  (what live_cluster uses)
 
 pytestmark = [*BROWSER_MARKS, pytest.mark.django_db(transaction=True)]
+
+
+def publish_from_another_thread(group: str, event_type: str, payload: dict) -> None:
+    """Push a feed frame as a change elsewhere would (this thread runs Playwright's event loop, which
+    ``async_to_sync`` cannot share)."""
+    thread = threading.Thread(target=publish_now, args=(group, event_type, payload))
+    thread.start()
+    thread.join(timeout=10)
 
 
 def save_change(page: Page, group: str) -> dict[str, list[str]]:
@@ -35,7 +46,7 @@ def test_the_change_dialog_sends_only_what_changed_and_the_group_converges_live(
         cast, sandbox, driver, portal_url, page, live_cluster):  # noqa: F811
     cluster = live_cluster()
     sign_in(page, portal_url, "ada")
-    page.goto(f"{portal_url}/clusters/{cluster.pk}/")
+    page.goto(f"{portal_url}/clusters/{cluster.pk}/#groups")  # the tab holding the groups
     expect(page.get_by_test_id("group-count-accelerated")).to_contain_text("2 / 2")
 
     for width in (1280, 1920):
@@ -55,7 +66,15 @@ def test_the_change_dialog_sends_only_what_changed_and_the_group_converges_live(
     expect(page.get_by_test_id("group-count-accelerated")).to_contain_text("3 / 3", timeout=60_000)
     driver.wait()
 
-    page.reload()  # the live feed re-renders the groups once more as the operation ends, closing an open dialog
+    page.get_by_test_id("group-edit-accelerated").click()
+    page.get_by_test_id("group-count-input-accelerated").fill("4")
+    with page.expect_response(lambda response: response.request.headers.get("x-live-refresh") == "1"):
+        publish_from_another_thread(team_group(cast.team.pk), "audit.event", {"action": "instance_group.update"})
+    page.wait_for_timeout(300)  # the page applies what it fetched
+    expect(page.locator("dialog[open]")).to_have_count(1)
+    expect(page.get_by_test_id("group-count-input-accelerated")).to_have_value("4")
+    with page.expect_request(lambda request: request.headers.get("x-live-refresh") == "1"):
+        page.locator("dialog[open] [data-dialog-close]").click()  # the deferred re-render runs once it closes
     expect(page.get_by_test_id("group-count-accelerated")).to_contain_text("3 / 3")
     page.get_by_test_id("group-edit-accelerated").click()
     assert save_change(page, "accelerated") == {}
