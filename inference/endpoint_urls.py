@@ -10,6 +10,8 @@ urlpatterns = [
     path("inference/endpoints/<id:endpoint_id>/", endpoints.endpoint_detail, name="inference-endpoint"),
     path("inference/endpoints/<id:endpoint_id>/update/", endpoints.endpoint_update,
          name="inference-endpoint-update"),
+    path("inference/endpoints/<id:endpoint_id>/autoscaling/", endpoints.endpoint_autoscaling,
+         name="inference-endpoint-autoscaling"),
     path("inference/endpoints/<id:endpoint_id>/delete/", endpoints.endpoint_delete,
          name="inference-endpoint-delete"),
     path("inference/endpoints/<id:endpoint_id>/playground/", endpoints.endpoint_playground,

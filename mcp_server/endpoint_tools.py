@@ -1,5 +1,5 @@
 """MCP tools for inference endpoints: deploy a serving container, list (all, or those behind a load balancer),
-inspect, scale or update, delete, and call the model."""
+inspect, scale or update, autoscale with KEDA, delete, and call the model."""
 
 from __future__ import annotations
 
@@ -69,6 +69,33 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         destructive=True,
         status_tool="get_endpoint",
         description="Delete an endpoint: its Service and Deployment go and its pods stop; it ends `deleted`." + _FOLLOW,
+    ),
+    ToolSpec(
+        name="set_endpoint_autoscaling",
+        operation_id="endpoint_autoscaling_update",
+        action=actions.ENDPOINT_UPDATE,
+        idempotent=True,
+        status_tool="get_endpoint",
+        description=(
+            "Turn KEDA autoscaling of a self-managed endpoint on, or change it (fields left out stay): `metric` "
+            "waiting_requests, running_requests or tokens_per_second (the engine's own Prometheus metric), "
+            "`target` per replica, `min_replicas`/`max_replicas`, `scale_to_zero` (allows min_replicas 0), "
+            "`activation` (the value that wakes a scaled-to-zero endpoint), `cooldown_seconds`, `polling_seconds`, "
+            "`prometheus_url` (only for vLLM tokens per second). KEDA is installed on the cluster the first time. "
+            "Refusals name the field: `min_replicas_above_max`, `metric_not_exported`, `scale_to_zero_not_allowed`, "
+            "`prometheus_url_required`. `get_endpoint`'s `observed.autoscaling` shows current/desired replicas, the "
+            "metric against its target and the scaling history." + _FOLLOW
+        ),
+    ),
+    ToolSpec(
+        name="disable_endpoint_autoscaling",
+        operation_id="endpoint_autoscaling_disable",
+        action=actions.ENDPOINT_UPDATE,
+        status_tool="get_endpoint",
+        description=(
+            "Turn an endpoint's autoscaling off: its ScaledObject is deleted and the endpoint returns to its own "
+            "`replicas`." + _FOLLOW
+        ),
     ),
     ToolSpec(
         name="list_endpoint_models",

@@ -72,6 +72,13 @@ def deleted_endpoint(cast, actor) -> dict:
     return {"endpoint_id": _endpoint(cast, state="deleted").pk}
 
 
+def autoscaled_endpoint(cast, actor) -> dict:
+    settings = {"metric": "waiting_requests", "metric_name": "vllm:num_requests_waiting", "target": 4.0,
+                "activation": 0.0, "min_replicas": 1, "max_replicas": 3, "scale_to_zero": False,
+                "cooldown_seconds": 300, "polling_seconds": 30, "prometheus_url": ""}
+    return {"endpoint_id": _endpoint(cast, autoscaling=settings).pk}
+
+
 def deploy_body(cast, actor) -> dict:
     return {"cluster": _cluster(cast).pk, "name": "matrix", "model": "models/m", "gpus": 1}
 
@@ -98,6 +105,9 @@ CASES += [
     Case("endpoints_retrieve", MEMBERS, params=deleted_endpoint),
     Case("endpoints_update", OPERATORS, params=stored_endpoint, body={"replicas": 2}),
     Case("endpoints_delete", OPERATORS, params=stored_endpoint),
+    Case("endpoint_autoscaling_update", OPERATORS, params=stored_endpoint,
+         body={"metric": "waiting_requests", "target": 4, "max_replicas": 3}),
+    Case("endpoint_autoscaling_disable", OPERATORS, params=autoscaled_endpoint),
     Case("endpoint_models_list", MEMBERS, params=serving_endpoint, sandbox=True),
     Case("endpoint_chat", MEMBERS, params=serving_endpoint, sandbox=True,
          body={"messages": [{"role": "user", "content": "hi"}]}),

@@ -26,8 +26,8 @@ class EndpointSerializer(serializers.ModelSerializer):
         fields = ["id", "team", "cluster", "cluster_name", "name", "namespace", "engine", "image", "command",
                   "model_source", "model", "served_model_name", "instance_group", "instance_type", "gpus",
                   "tensor_parallel", "pipeline_parallel", "replicas", "ready_replicas", "port", "exposure",
-                  "pool", "pool_name", "state", "status_reason", "hostname", "url", "operation", "created_by",
-                  "created_at", "updated_at", "deleted_at", "capabilities"]
+                  "autoscaling", "pool", "pool_name", "state", "status_reason", "hostname", "url", "operation",
+                  "created_by", "created_at", "updated_at", "deleted_at", "capabilities"]
 
     def get_url(self, endpoint: Endpoint) -> str:
         if endpoint.hostname:
@@ -80,6 +80,29 @@ class EndpointUpdateSerializer(StrictSerializer):
     image = serializers.CharField(max_length=512, required=False, help_text="Roll out this image.")
     command = serializers.ListField(child=serializers.CharField(max_length=1000), required=False, max_length=200,
                                     help_text="Roll out this command.")
+
+
+class AutoscalingSerializer(StrictSerializer):
+    """KEDA autoscaling of a self-managed endpoint; fields left out keep their current (or default) value."""
+
+    metric = serializers.CharField(max_length=100, required=False, help_text=(
+        "waiting_requests, running_requests or tokens_per_second (the engine's own metric: vLLM "
+        "vllm:num_requests_waiting, vllm:num_requests_running, rate of vllm:generation_tokens_total; SGLang "
+        "sglang:num_queue_reqs, sglang:num_running_reqs, sglang:gen_throughput), or one of those metric names."))
+    target = serializers.FloatField(min_value=0.001, max_value=1_000_000, required=False,
+                                    help_text="The metric's value per replica KEDA aims at.")
+    activation = serializers.FloatField(min_value=0, max_value=1_000_000, required=False,
+                                        help_text="Above this value a scaled-to-zero endpoint wakes (default 0).")
+    min_replicas = serializers.IntegerField(min_value=0, max_value=64, required=False, help_text="Default 1.")
+    max_replicas = serializers.IntegerField(min_value=1, max_value=64, required=False, help_text="Default 4.")
+    scale_to_zero = serializers.BooleanField(required=False, help_text="Allow min_replicas 0 (no GPU used while "
+                                             "idle; the first request after waits for a replica to load).")
+    cooldown_seconds = serializers.IntegerField(min_value=0, max_value=86_400, required=False,
+                                                help_text="Quiet time before scaling in (default 300, at most 3600).")
+    polling_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False,
+                                               help_text="How often KEDA reads the metric (default 30).")
+    prometheus_url = serializers.URLField(max_length=500, required=False, allow_blank=True, help_text=(
+        "The Prometheus server scraping the endpoint (needed for a counter's rate: vLLM tokens per second)."))
 
 
 class EndpointOperationSerializer(serializers.Serializer):

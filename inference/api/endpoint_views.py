@@ -19,7 +19,7 @@ from config.api.serializers import validated
 from inference import actions, selectors
 from inference.api import endpoint_serializers as s
 from inference.api.download_views import cluster_named
-from inference.endpoints import calls, services
+from inference.endpoints import calls, scaling, services
 from inference.endpoints.plan import Request
 from inference.models import Endpoint, EndpointState, Exposure
 from operations.api.responses import approval_hold, operation_response
@@ -109,6 +109,36 @@ class EndpointDeleteView(APIView):
             return held
         endpoint, operation = services.endpoint_delete(actor=request.user, endpoint=endpoint, origin=request.source,
                                                        idempotency_key=request.headers.get(HEADER))
+        return endpoint_response(request, endpoint, operation)
+
+
+class EndpointAutoscalingView(APIView):
+    @extend_schema(operation_id="endpoint_autoscaling_update", request=s.AutoscalingSerializer,
+                   responses={202: s.EndpointOperationSerializer}, tags=TAGS)
+    @idempotent()
+    def put(self, request, endpoint_id: int):
+        """Turn KEDA autoscaling on, or change it (operators): the engine's own metric, its target per replica,
+        min/max replicas, scale-to-zero, cooldown and polling interval; KEDA is installed on the cluster the first
+        time. Refused on its field: ``min_replicas_above_max``, ``metric_not_exported``,
+        ``scale_to_zero_not_allowed``, ``prometheus_url_required``, ``pool_endpoint``."""
+        endpoint = selectors.endpoint_get(actor=request.user, endpoint_id=endpoint_id)
+        data = validated(s.AutoscalingSerializer, request)
+        endpoint, operation = scaling.autoscaling_set(actor=request.user, endpoint=endpoint, requested=data,
+                                                      origin=request.source,
+                                                      idempotency_key=request.headers.get(HEADER))
+        return endpoint_response(request, endpoint, operation)
+
+
+class EndpointAutoscalingDisableView(APIView):
+    @extend_schema(operation_id="endpoint_autoscaling_disable", request=None,
+                   responses={202: s.EndpointOperationSerializer}, tags=TAGS)
+    @idempotent()
+    def post(self, request, endpoint_id: int):
+        """Turn autoscaling off (operators): the ScaledObject goes and the endpoint returns to its own replicas."""
+        endpoint = selectors.endpoint_get(actor=request.user, endpoint_id=endpoint_id)
+        endpoint, operation = scaling.autoscaling_disable(actor=request.user, endpoint=endpoint,
+                                                          origin=request.source,
+                                                          idempotency_key=request.headers.get(HEADER))
         return endpoint_response(request, endpoint, operation)
 
 

@@ -18,11 +18,11 @@ from clusters.features.catalog import LOAD_BALANCER_CONTROLLER
 from clusters.models import Cluster
 from config import sealing
 from config.errors import ApplicationError, Conflict, InvalidFields, ValidationFailed
-from inference import actions
+from inference import actions, state_rules
 from inference import objects as inference_objects
-from inference.endpoints import observe, pipeline
+from inference.endpoints import autoscaling, managed_pipeline, managed_services, observe, pipeline
 from inference.endpoints.plan import Request, engine_of, objects, plan
-from inference.models import Endpoint, EndpointState, Exposure
+from inference.models import Endpoint, EndpointKind, EndpointState, Exposure
 from inference.services import require_active
 from operations import idempotency
 from operations.models import Operation
@@ -116,11 +116,7 @@ def _start(actor: User, endpoint: Endpoint, kind: str, title: str, extra: dict[s
 
 
 def _changeable(endpoint: Endpoint) -> None:
-    if endpoint.state == EndpointState.DELETED:
-        raise Conflict(f"Endpoint {endpoint.name} was deleted; deploy it again instead.", code="endpoint_deleted")
-    if endpoint.state in BUSY:
-        raise Conflict(f"Endpoint {endpoint.name} is {endpoint.get_state_display().lower()}; wait for that to "
-                       "finish.", code="endpoint_busy")
+    state_rules.require_changeable(endpoint)
 
 
 def endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, replicas: int | None = None,
@@ -128,6 +124,10 @@ def endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, replicas: i
                     idempotency_key: str | None = None) -> tuple[Endpoint, Operation]:
     """Scale (``replicas``) and/or roll out a new ``image`` or ``command``; only what differs is changed
     (``no_changes`` when nothing does). A pool endpoint is scaled by assigning workers, not here."""
+    if endpoint.kind == EndpointKind.MANAGED:
+        return managed_services.managed_endpoint_update(actor=actor, endpoint=endpoint, origin=origin,
+                                                        idempotency_key=idempotency_key, replicas=replicas,
+                                                        image=image, args=command)
     access.require(actor, actions.ENDPOINT_UPDATE, endpoint)
     replayed = idempotency.replayed(endpoint.team, idempotency_key)
     if replayed is not None:
@@ -140,7 +140,11 @@ def endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, replicas: i
                      "assign workers on the pool instead.")
         problems.raise_if_any()
     changes: dict[str, Any] = {}
-    if replicas is not None and replicas != endpoint.replicas:
+    if replicas is not None and replicas != endpoint.replicas and endpoint.autoscaling:
+        problems.add("replicas", "autoscaling_enabled", "KEDA sets this endpoint's replicas (between "
+                     f"{endpoint.autoscaling['min_replicas']} and {endpoint.autoscaling['max_replicas']}); change "
+                     "its autoscaling bounds, or turn autoscaling off first.")
+    elif replicas is not None and replicas != endpoint.replicas:
         changes["replicas"] = replicas
     if image and image != endpoint.image:
         changes["image"] = image
@@ -181,27 +185,34 @@ def endpoint_delete(*, actor: User, endpoint: Endpoint, origin: str,
         before = {"state": endpoint.state}
         endpoint.state, endpoint.status_reason = EndpointState.DELETING, "Deleting"
         endpoint.save(update_fields=["state", "status_reason", "updated_at"])
-        operation = _start(actor, endpoint, pipeline.DELETE, f"Delete {endpoint.name}", {}, origin, idempotency_key)
+        kind = managed_pipeline.DELETE if endpoint.kind == EndpointKind.MANAGED else pipeline.DELETE
+        operation = _start(actor, endpoint, kind, f"Delete {endpoint.name}", {}, origin, idempotency_key)
         audit.record(actor=actor, source=origin, action=actions.ENDPOINT_DELETE, target=endpoint,
                      team=endpoint.team, before=before, after={"state": endpoint.state})
     return endpoint, operation
 
 
 def endpoint_refresh(endpoint: Endpoint) -> Endpoint:
-    """Read the endpoint's objects now and keep what they show (replicas, pods, events, crash logs, hostname); a
-    ready endpoint with fewer ready replicas than desired becomes ``degraded``, and back. Nothing is read for a
-    deleted endpoint, nor when the cluster cannot be reached (the last observation stays)."""
+    """Read the endpoint's objects now and keep what they show (replicas, pods, events, crash logs, hostname, its
+    autoscaling under ``observed["autoscaling"]``); a ready endpoint with fewer ready replicas than desired becomes
+    ``degraded``, and back (an autoscaled one only when a pod is stuck, or none is ready while some are wanted).
+    Nothing is read for a deleted endpoint, nor when the cluster cannot be reached (the last observation stays)."""
     if endpoint.state == EndpointState.DELETED:
         return endpoint
+    if endpoint.kind == EndpointKind.MANAGED:
+        return managed_services.managed_endpoint_refresh(endpoint)
     try:
         seen = observe.look(endpoint)
+        scaling = autoscaling.observed(endpoint)
     except ApplicationError:
         return endpoint
-    endpoint.ready_replicas, endpoint.observed = seen.ready, seen.as_json()
+    endpoint.ready_replicas, endpoint.observed = seen.ready, {**seen.as_json(), "autoscaling": scaling}
     endpoint.hostname = seen.hostname or endpoint.hostname
     fields = ["ready_replicas", "observed", "hostname", "updated_at"]
     if endpoint.state in (EndpointState.READY, EndpointState.DEGRADED):
-        healthy = seen.exists and seen.ready >= seen.desired
+        # An autoscaled endpoint scaling out (or to zero) is healthy while no pod is stuck.
+        healthy = seen.exists and (seen.ready >= seen.desired or (bool(endpoint.autoscaling)
+                                   and not observe.problem(seen) and (seen.ready > 0 or seen.desired == 0)))
         endpoint.state = EndpointState.READY if healthy else EndpointState.DEGRADED
         endpoint.status_reason = f"{seen.ready}/{seen.desired} replicas ready" + (
             f"; {observe.problem(seen)}" if observe.problem(seen) else "")

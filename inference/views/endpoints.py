@@ -1,6 +1,6 @@
 """Endpoints in the portal: the list with readiness, the deploy form with per-engine defaults, an endpoint's page
-(replicas, pods, events, crash logs, URL, the server's metrics, Scale, Update and Delete), and the playground that
-streams the model's answer token by token.
+(replicas, pods, events, crash logs, URL, the server's metrics, its KEDA autoscaling panel, Scale, Update and
+Delete), and the playground that streams the model's answer token by token.
 
 Reads go through ``inference.selectors`` (the page reads the cluster live through ``services.endpoint_refresh``);
 every change runs the same service as REST with ``origin="portal"``. The playground posts to
@@ -28,14 +28,16 @@ from clusters.models import ClusterState
 from config.context import Source as Face
 from config.errors import ApplicationError, ValidationFailed
 from inference import actions, selectors, state_rules
-from inference.api.endpoint_serializers import ENDPOINT_ACTIONS, EndpointDeploySerializer
-from inference.endpoints import calls, services
+from inference.api.endpoint_serializers import ENDPOINT_ACTIONS, AutoscalingSerializer, EndpointDeploySerializer
+from inference.endpoints import calls, scaling, services
 from inference.endpoints.plan import IMAGES, Request
-from inference.models import Engine, Exposure, ModelSource
+from inference.models import Endpoint, Engine, Exposure, ModelSource
 from portal.forms import SerializerForm
 from portal.views import act, portal_view
 
 LIST_LIMIT = 200
+AUTOSCALING_METRICS = [("waiting_requests", "Waiting requests"), ("running_requests", "Running requests"),
+                       ("tokens_per_second", "Tokens per second")]
 
 
 @portal_view
@@ -99,17 +101,48 @@ def _metrics(endpoint) -> dict[str, float]:
         return {}
 
 
+def _detail_context(request: PortalRequest, endpoint: Endpoint) -> dict[str, Any]:
+    caps = access.capabilities(request.user, endpoint, ENDPOINT_ACTIONS, state_rules.endpoint_allows)
+    return {"section": "inference", "endpoint": endpoint, "can_update": caps[actions.ENDPOINT_UPDATE],
+            "can_delete": caps[actions.ENDPOINT_DELETE], "can_call": caps[actions.ENDPOINT_CALL],
+            "metrics": _metrics(endpoint), "command": " ".join(endpoint.command),
+            "autoscaling_form": SerializerForm(AutoscalingSerializer), "autoscaling_metrics": AUTOSCALING_METRICS}
+
+
 @portal_view
 def endpoint_detail(request: PortalRequest, endpoint_id: int) -> HttpResponse:
     """An endpoint read live; ``?partial=1`` renders the status block alone (the htmx refresh)."""
     endpoint = services.endpoint_refresh(selectors.endpoint_get(actor=request.user, endpoint_id=endpoint_id))
-    caps = access.capabilities(request.user, endpoint, ENDPOINT_ACTIONS, state_rules.endpoint_allows)
-    context = {"section": "inference", "endpoint": endpoint, "can_update": caps[actions.ENDPOINT_UPDATE],
-               "can_delete": caps[actions.ENDPOINT_DELETE], "can_call": caps[actions.ENDPOINT_CALL],
-               "metrics": _metrics(endpoint), "command": " ".join(endpoint.command)}
+    context = _detail_context(request, endpoint)
     if request.GET.get("partial"):
         return render(request, "inference/endpoints/_status.html", context)
     return render(request, "inference/endpoints/detail.html", context)
+
+
+@require_POST
+@portal_view
+def endpoint_autoscaling(request: PortalRequest, endpoint_id: int) -> HttpResponse:
+    """The autoscaling panel: turn it on or change it (the fields filled in; the page again with each field's
+    error, status of the REST error), or turn it off (``disable``)."""
+    endpoint = selectors.endpoint_get(actor=request.user, endpoint_id=endpoint_id)
+    back = reverse("inference-endpoint", args=[endpoint.pk])
+    if request.POST.get("disable"):
+        return act(request, lambda: scaling.autoscaling_disable(actor=request.user, endpoint=endpoint,
+                                                                 origin=Face.PORTAL),
+                   to=back, success=f"Turning autoscaling of {endpoint.name} off.")
+    data = request.POST.copy()
+    for name in list(data):
+        if not data.get(name):
+            data.pop(name)
+    data.setdefault("scale_to_zero", "false")
+    form = SerializerForm(AutoscalingSerializer, data)
+    done = form.submit(lambda **values: scaling.autoscaling_set(actor=request.user, endpoint=endpoint,
+                                                                requested=values, origin=Face.PORTAL))
+    if done is None:
+        context = {**_detail_context(request, endpoint), "autoscaling_form": form}
+        return render(request, "inference/endpoints/detail.html", context, status=form.status)
+    messages.success(request, f"Autoscaling {endpoint.name}.")
+    return redirect(back)
 
 
 @require_POST
