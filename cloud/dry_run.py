@@ -2,10 +2,11 @@
 
 While :func:`withholding` is active (in this thread's context), every AWS call that is not a read — its operation
 name does not start with one of :data:`READ_PREFIXES`, the rule the sandbox's request log uses — and every
-Kubernetes request that is not a ``GET``/``HEAD`` (writes, and ``POST``s through the service proxy alike) raises
-:class:`WriteWithheld` before anything is sent. Reads go through, so a dry run makes the same checks as the real
-call. ``WriteWithheld`` derives from ``BaseException`` on purpose: no ``except Exception`` on its way up (a service,
-a view, DRF's handler) can swallow it and carry on as if the write had happened.
+Kubernetes request that is not a ``GET``/``HEAD`` nor a server-side dry run (``dryRun=All``) — writes, and ``POST``s
+through the service proxy alike — raises :class:`WriteWithheld` before anything is sent. Reads go through, so a dry
+run makes the same checks as the real call. ``WriteWithheld`` derives from ``BaseException`` on purpose: no
+``except Exception`` on its way up (a service, a view, DRF's handler) can swallow it and carry on as if the write
+had happened.
 
 The guard is installed on every client the gateways build (:func:`guard_aws_client`, :class:`GuardedApiClient`);
 work a request hands to another thread does not inherit the context and is not guarded.
@@ -29,6 +30,8 @@ READ_PREFIXES = ("Describe", "List", "Get", "Search", "Head", "Lookup", "Query",
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: What precedes ``/api``/``/apis`` in an API server URL (the sandbox serves each cluster under a prefix).
 _API_PATH = re.compile(r"^.*?/(?=apis?/)")
+#: A request the API server only checks (``dryRun=All``: validated and admitted, never persisted) is not a write.
+_SERVER_DRY_RUN = re.compile(r"(^|&)dryRun=All(&|$)")
 _active: contextvars.ContextVar[bool] = contextvars.ContextVar("instantstart_dry_run", default=False)
 
 
@@ -79,7 +82,7 @@ class GuardedApiClient(k8s.ApiClient):
 
     def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None, *args: Any,
                  **kwargs: Any) -> Any:
-        if active() and method.upper() not in _READ_METHODS:
+        if active() and method.upper() not in _READ_METHODS and not _SERVER_DRY_RUN.search(urlsplit(url).query):
             path = urlsplit(url).path
             raise WriteWithheld({"provider": "kubernetes", "action": "call", "kind": method.upper(),
                                  "name": _API_PATH.sub("/", path, count=1),

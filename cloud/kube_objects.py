@@ -65,6 +65,27 @@ def create_once(api: k8s.ApiClient, kind: Kind, namespace: str, body: dict[str, 
     return found, found is not None and ((found.get("metadata") or {}).get("labels") or {}).get(label) == owner
 
 
+def check_create(api: k8s.ApiClient, kind: Kind, namespace: str, body: dict[str, Any]) -> None:
+    """Ask the API server whether it would create ``body``: a server-side dry run (``dryRun=All``), which runs the
+    CRD's schema and validation rules and the admission chain and persists nothing. A refusal raises as every
+    other (``kube_invalid`` with the API server's field causes)."""
+    with kube.translated(f"create {kind} (dry run)"):
+        k8s.CustomObjectsApi(api).create_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural,
+                                                                  body, dry_run="All")
+
+
+def patch(api: k8s.ApiClient, kind: Kind, namespace: str, name: str, body: dict[str, Any], *,
+          dry_run: bool = False) -> dict[str, Any]:
+    """A JSON merge patch of the object (only the fields ``body`` names change; ``None`` removes one); returns
+    the object as the API server stored it — or, with ``dry_run``, as it would store it (``dryRun=All``: validated,
+    not persisted)."""
+    with kube.translated(f"patch {kind}"):
+        patched = k8s.CustomObjectsApi(api).patch_namespaced_custom_object(kind.group, kind.version, namespace,
+                                                                          kind.plural, name, body,
+                                                                          dry_run="All" if dry_run else None)
+    return cast(dict[str, Any], patched)
+
+
 def list_labelled(api: k8s.ApiClient, kind: Kind, namespace: str, label: str, value: str) -> list[dict[str, Any]]:
     """The objects of ``kind`` in ``namespace`` whose ``label`` is ``value`` (``[]``: none)."""
     with kube.translated(f"list {kind}"):

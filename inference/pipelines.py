@@ -1,5 +1,5 @@
 """Every pipeline of the inference app (registered with the engine when the apps are ready): a model download,
-an endpoint's (self-managed or managed) deploy, update, autoscaling and delete, and a model pool's create and delete."""
+an endpoint's deploy, update, autoscaling and delete, and a model pool's create and delete."""
 
 from inference.downloads import pipeline as downloads
 from inference.endpoints import managed_pipeline as managed

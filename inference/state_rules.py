@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from config.errors import Conflict
 from inference import actions
 from inference.models import Endpoint, EndpointState, ModelDownload
+
+#: States in which an operation of an endpoint is running.
+ENDPOINT_BUSY = frozenset({EndpointState.DEPLOYING, EndpointState.UPDATING, EndpointState.DELETING})
 
 
 def download_allows(action: str, download: ModelDownload) -> bool:
@@ -25,3 +29,13 @@ def endpoint_allows(action: str, endpoint: Endpoint) -> bool:
     if action == actions.ENDPOINT_CALL:
         return endpoint.state != EndpointState.DELETED and endpoint.ready_replicas > 0
     return True
+
+
+def require_changeable(endpoint: Endpoint) -> None:
+    """A change applies to an endpoint that is not deleted (``endpoint_deleted``) and has no operation running
+    (``endpoint_busy``)."""
+    if endpoint.state == EndpointState.DELETED:
+        raise Conflict(f"Endpoint {endpoint.name} was deleted; deploy it again instead.", code="endpoint_deleted")
+    if endpoint.state in ENDPOINT_BUSY:
+        raise Conflict(f"Endpoint {endpoint.name} is {endpoint.get_state_display().lower()}; wait for that to "
+                       "finish.", code="endpoint_busy")

@@ -1,6 +1,7 @@
 """Calling an endpoint's model: OpenAI-compatible requests sent through the Kubernetes API server's service proxy
-(``/api/v1/namespaces/<ns>/services/<name>:80/proxy/…``), so an in-cluster endpoint answers with no port-forward
-and no public exposure, with the same EKS credentials as every other cluster call.
+(``/api/v1/namespaces/<ns>/services/<name>:80/proxy/…``; a managed endpoint's: the routing Service the inference
+operator made, ``<name>-routing``, which applies its intelligent routing), so an in-cluster endpoint answers with no
+port-forward and no public exposure, with the same EKS credentials as every other cluster call.
 
 :func:`chat` returns the server's whole ``chat.completion``; :func:`chat_stream` yields the text deltas of a
 streamed one (server-sent events) as they arrive; :func:`models` is the server's ``GET /v1/models``. A Service with
@@ -19,8 +20,8 @@ from kubernetes.client.exceptions import ApiException
 from cloud import kube
 from config.errors import CloudError, Conflict
 from inference import objects
-from inference.endpoints import manifests
-from inference.models import Endpoint
+from inference.endpoints import managed, manifests
+from inference.models import Endpoint, EndpointKind
 
 TIMEOUT = 120.0
 
@@ -36,8 +37,8 @@ class ModelCallFailed(CloudError):
 
 
 def _path(endpoint: Endpoint, route: str) -> str:
-    return (f"/api/v1/namespaces/{endpoint.namespace}/services/{endpoint.name}:{manifests.SERVICE_PORT}/proxy"
-            f"{route}")
+    service = managed.routing_service(endpoint) if endpoint.kind == EndpointKind.MANAGED else endpoint.name
+    return f"/api/v1/namespaces/{endpoint.namespace}/services/{service}:{manifests.SERVICE_PORT}/proxy{route}"
 
 
 def _send(endpoint: Endpoint, method: str, route: str, body: dict[str, Any] | None = None) -> Any:

@@ -177,14 +177,15 @@ def poll_drain(ctx: StepContext) -> Progress:
 
 
 def endpoint_finished(operation: Operation) -> None:
-    """The endpoint follows its operation: a deploy or update that succeeded → ``ready``; one that failed →
-    ``failed`` (its objects stay, to be inspected, changed or deleted); a delete → ``deleted``; a cancelled deploy
-    (its objects undone) → ``deleted``."""
+    """The endpoint (self-managed or managed: the operation kind's last word is the verb) follows its operation: a
+    deploy or update that succeeded → ``ready``; one that failed → ``failed`` (its objects stay, to be inspected,
+    changed or deleted); a delete → ``deleted``; a cancelled deploy (its objects undone) → ``deleted``."""
     endpoint = Endpoint.objects.select_for_update().get(pk=operation.params["endpoint_id"])
-    if (operation.kind == DELETE and operation.state == OperationState.SUCCEEDED) or \
-            (operation.kind == DEPLOY and operation.state == OperationState.CANCELLED):
+    verb = operation.kind.rsplit(".", 1)[-1]
+    if (verb == "delete" and operation.state == OperationState.SUCCEEDED) or \
+            (verb == "deploy" and operation.state == OperationState.CANCELLED):
         endpoint.state, endpoint.deleted_at, endpoint.hf_token = EndpointState.DELETED, timezone.now(), ""
-        endpoint.status_reason = "Deleted" if operation.kind == DELETE else "Deploy cancelled"
+        endpoint.status_reason = "Deleted" if verb == "delete" else "Deploy cancelled"
     elif operation.state == OperationState.SUCCEEDED:
         endpoint.state, endpoint.status_reason = EndpointState.READY, "Every replica is ready"
     elif operation.state == OperationState.FAILED:
@@ -196,8 +197,9 @@ def endpoint_finished(operation: Operation) -> None:
 
 
 def endpoint_retried(operation: Operation) -> None:
-    working = {DEPLOY: EndpointState.DEPLOYING, UPDATE: EndpointState.UPDATING, DELETE: EndpointState.DELETING}
-    Endpoint.objects.filter(pk=operation.params["endpoint_id"]).update(state=working[operation.kind])
+    working = {"deploy": EndpointState.DEPLOYING, "update": EndpointState.UPDATING, "delete": EndpointState.DELETING}
+    verb = operation.kind.rsplit(".", 1)[-1]
+    Endpoint.objects.filter(pk=operation.params["endpoint_id"]).update(state=working[verb])
 
 
 ROLLOUT = Phase("rollout", "Roll out the replicas", submit_rollout, poll_rollout, timeout=ROLLOUT_TIMEOUT,

@@ -29,8 +29,6 @@ from operations.models import Operation
 from operations.services import operation_start
 
 LB_CONTROLLER = "aws-load-balancer-controller"
-#: States in which an operation of the endpoint is running.
-BUSY = frozenset({EndpointState.DEPLOYING, EndpointState.UPDATING, EndpointState.DELETING})
 
 
 def endpoint_deploy(*, actor: User, cluster: Cluster, request: Request, origin: str,
