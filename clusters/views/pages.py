@@ -23,8 +23,10 @@ from accounts.selectors import team_list
 from clusters import actions, selectors, services, state_rules
 from clusters.api.group_serializers import GROUP_ACTIONS
 from clusters.api.serializers import VOLUME_ACTIONS, ClusterDeleteSerializer, VolumeCreateSerializer
+from clusters.features import leftovers
 from clusters.inspection import catalog
 from clusters.models import Cluster, ClusterOrigin, ClusterState, InterfaceMode, StorageKind
+from clusters.ownership import iam_name
 from config.errors import CloudError
 from operations import selectors as operation_selectors
 from operations.models import ACTIVE_STATES
@@ -165,6 +167,18 @@ def cluster_refresh(request: PortalRequest, cluster_id: int) -> HttpResponse:
     return redirect("cluster-detail", cluster_id=cluster.pk)
 
 
+def _delete_scope(request: PortalRequest, cluster: Cluster) -> dict[str, Any]:
+    """What the delete page lists: the instance groups (with their nodes) and volumes the delete removes, the feature
+    roles it removes when they exist and carry the cluster's tags, and the shared bucket it keeps."""
+    volumes = list(selectors.volume_list(actor=request.user, cluster=cluster))
+    return {
+        "doomed_groups": list(selectors.group_list(actor=request.user, cluster=cluster)),
+        "doomed_volumes": volumes,
+        "feature_roles": [iam_name(cluster, purpose) for purpose in leftovers.ROLE_PURPOSES],
+        "shared_bucket": next((volume.bucket for volume in volumes if volume.shared and volume.bucket), ""),
+    }
+
+
 @portal_view
 def cluster_delete(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """GET asks for the cluster's name (and, for an imported cluster, platform admins whether to delete its cloud
@@ -173,7 +187,7 @@ def cluster_delete(request: PortalRequest, cluster_id: int) -> HttpResponse:
     cluster = selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
     access.require(request.user, actions.CLUSTER_DELETE, cluster)
     context = {"section": "clusters", "cluster": cluster, "imported": cluster.origin == ClusterOrigin.IMPORTED,
-               "may_delete_resources": access.can_administer_platform(request.user)}
+               "may_delete_resources": access.can_administer_platform(request.user), **_delete_scope(request, cluster)}
     if request.method != "POST":
         form = SerializerForm(ClusterDeleteSerializer, initial={"delete_resources": False})
         return render(request, "clusters/delete.html", {**context, "form": form})

@@ -23,14 +23,14 @@ from accounts.models import Team
 from accounts.requests import PortalRequest
 from accounts.selectors import team_chosen, team_list
 from cloud.aws import default_region
-from clusters import actions, inspection, services
+from clusters import actions, inspection, preflight, services
 from clusters.api.serializers import ClusterCreateSerializer
 from clusters.inspection.capacity import hyperpod_usage
 from clusters.models import CapacityType
 from config import plans
 from config.api.exceptions import error_body
 from config.converters import database_id
-from config.errors import ApplicationError
+from config.errors import ApplicationError, InvalidFields
 from portal.forms import SerializerForm, json_from_form
 from portal.views import portal_view
 
@@ -105,13 +105,24 @@ def _review(values: QueryDict) -> dict[str, Any]:
     return {"answers": serializer.validated_data}
 
 
+def _quota_overrun(answers: dict[str, Any]) -> list[dict[str, str]]:
+    """The preflight's quota check on the reviewed answers (``[{"code", "message"}]``, empty when they fit), so the
+    review says what Create would refuse."""
+    failures = InvalidFields()
+    preflight.check_quota(ClusterCreateSerializer.spec(answers), True, failures)
+    return failures.fields.get("instance_count", [])
+
+
 def _context(team: Team | None, values: QueryDict, *, upto: str, form: SerializerForm | None = None) -> dict:
     context: dict[str, Any] = {
         "section": "clusters", "team": team, "values": values, "default_region": default_region(),
         "capacity_types": CapacityType.choices, "form": form, "field_errors": {}, "other_errors": []}
     context |= _choices(values, upto)
     if upto == "review" and context["reached"] == "capacity" and not context["step_errors"]:
-        context |= {"review": _review(values), "reached": "review"}
+        review = _review(values)
+        if "answers" in review:
+            review["quota"] = _quota_overrun(review["answers"])
+        context |= {"review": review, "reached": "review"}
     context["shown_steps"] = STEPS[: STEPS.index(context["reached"]) + 1] if context["reached"] in STEPS else ()
     if form is not None and form.error:
         shown = {"region", *context["shown_steps"]}
@@ -123,11 +134,12 @@ def _context(team: Team | None, values: QueryDict, *, upto: str, form: Serialize
 
 @portal_view
 def cluster_wizard(request: PortalRequest) -> HttpResponse:
-    """GET: the wizard with every step whose predecessors are chosen (``?review=1`` adds the review). POST: create
+    """GET: the wizard with every step whose predecessors are chosen (``?review=1`` adds the review), the region
+    preset to the deployment's (``cloud.aws.default_region``) until one is chosen. POST: create
     the cluster and open its detail page, where the create operation's phases move live; errors re-render the
     wizard with each field's code next to it. POST with ``preview``: the same checks as a dry run
     (``config.plans.run``), and the wizard again with the plan under the review."""
-    values = request.POST if request.method == "POST" else request.GET
+    values: QueryDict = request.POST if request.method == "POST" else request.GET
     team = _team(request, values)
     if request.method != "POST" and not _may_create(request, team):
         role = str(getattr(access.least_role(actions.CLUSTER_CREATE), "label", "member")).lower()
@@ -137,6 +149,9 @@ def cluster_wizard(request: PortalRequest) -> HttpResponse:
     if team is not None:
         access.require(request.user, actions.CLUSTER_CREATE, team)
     if request.method != "POST":
+        if "region" not in values:
+            values = values.copy()
+            values.setlist("region", [default_region()])
         upto = "review" if values.get("review") else "capacity"
         return render(request, "clusters/wizard/page.html", _context(team, values, upto=upto))
     form = SerializerForm(ClusterCreateSerializer, request.POST, ignore=WIZARD_KEYS)

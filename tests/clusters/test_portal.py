@@ -383,8 +383,8 @@ def test_the_wizard_offers_only_what_inspection_returned(cast, sandbox):
     client = login(cast.admin, team=cast.team)
     page = client.get(reverse("cluster-create"))
     assert page.status_code == 200
-    assert f'<option value="{REGION}"' in page.content.decode()
-    assert 'name="zone"' not in page.content.decode()
+    assert f'<option value="{REGION}" selected' in page.content.decode(), "the deployment's region is preset"
+    assert 'name="zone"' in page.content.decode() and 'name="instance_type"' not in page.content.decode()
 
     zones = client.get(reverse("cluster-wizard-step", args=["zone"]), {"region": REGION})
     offered = re.findall(r'name="zone" value="([^"]+)"', zones.content.decode())

@@ -31,7 +31,7 @@ STORAGE: tuple[Field, ...] = (
     Field("checkpoints", "choice", default="nvme", choices=CHECKPOINT_MODES,
           help="nvme: the instance's local NVMe disk; tiered: managed tiered checkpointing (instance memory, then "
                "the team's checkpoints/ prefix of the shared bucket) — the cluster feature must be on."),
-    Field("env", "map", default=None, help="Extra environment variables for every container (NAME: value)."),
+    Field("env", "map", default=None, help="Extra environment variables for every container."),
     Field("annotations", "annotations", default=None,
           help="Extra annotations on the job object (key: value), e.g. for a scheduler or admission policy."),
 )

@@ -33,6 +33,24 @@ POLICY = ("elastic", "min_replicas", "max_replicas", "checkpointless", "max_retr
           "start_pattern", "start_timeout_seconds", "progress_pattern", "progress_timeout_seconds", "min_throughput")
 
 
+#: Words of field names written as people write them in a label (``gpus_per_node`` → "GPUs per node").
+_WORDS = {"gpus": "GPUs", "gpu": "GPU", "efa": "EFA", "id": "ID", "url": "URL", "env": "Environment variables",
+          "lr": "learning rate", "hf": "Hugging Face", "mlflow": "MLflow", "s3": "S3", "nvme": "NVMe"}
+#: Labels that say more than the name's words.
+LABELS = {"efa_per_node": "EFA interfaces per node", "image": "Container image", "working_dir": "Working directory",
+          "config_path": "Config file", "restarts_before_full_job_restart": "Process restarts before a full restart",
+          "eval_period_seconds": "Restart budget period (seconds)", "min_throughput": "Minimum throughput"}
+
+
+def label(name: str) -> str:
+    """The label a person reads for the recipe field ``name`` (the name itself stays the key REST and MCP use)."""
+    if name in LABELS:
+        return LABELS[name]
+    words = [_WORDS.get(word, word) for word in name.split("_")]
+    first = words[0]
+    return " ".join([first[:1].upper() + first[1:], *words[1:]])
+
+
 def _shown(value: Any) -> str:
     """A default or submitted value as the text an input shows."""
     if value is None:
@@ -48,8 +66,8 @@ def _shown(value: Any) -> str:
 
 def field_rows(fields: list[dict[str, Any]], values: dict[str, Any], errors: dict[str, list]) -> dict[str, list]:
     """The recipe's fields as template rows grouped ``{"recipe", "compute", "storage", "policy"}``; each row is
-    the catalog field plus ``input`` (its form name), ``value`` (what the input shows: the user's input after an
-    error, else the default), ``checked`` for booleans and ``errors``."""
+    the catalog field plus ``input`` (its form name), ``label`` (:func:`label`), ``value`` (what the input shows: the
+    user's input after an error, else the default), ``checked`` for booleans and ``errors``."""
     groups: dict[str, list] = {"recipe": [], "compute": [], "storage": [], "policy": []}
     for field in fields:
         name = field["name"]
@@ -57,7 +75,8 @@ def field_rows(fields: list[dict[str, Any]], values: dict[str, Any], errors: dic
         submitted = key in values or (field["type"] == "boolean" and values.get("_submitted"))
         value = values.get(key, "") if submitted else _shown(field["default"])
         checked = (value in ("on", "true")) if field["type"] == "boolean" else False
-        row = {**field, "input": key, "value": value, "checked": checked, "errors": errors.get(name, [])}
+        row = {**field, "input": key, "label": label(name), "value": value, "checked": checked,
+               "errors": errors.get(name, [])}
         group = ("compute" if name in COMPUTE else "storage" if name in STORAGE else "policy" if name in POLICY
                  else "recipe")
         groups[group].append(row)
