@@ -1,5 +1,5 @@
 """Portal pages as a browser shows them (issue 24): relative times that stay true on a page left open, the cluster
-page's sections as tabs."""
+page's sections as tabs, the metric charts drawn by the vendored uPlot (runs compared, hover values, zoom)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tests.e2e.browser import BROWSER_MARKS
 from tests.e2e.test_clusters import sign_in
 from tests.e2e.test_operations import portal_url  # noqa: F401  (shared fixture)
 from tests.operations.helpers import start
+from training.models import JobState, MetricSource, TrainingMetric
 
 pytestmark = [*BROWSER_MARKS, pytest.mark.django_db(transaction=True)]
 
@@ -45,3 +46,32 @@ def test_the_cluster_page_shows_one_section_at_a_time_and_remembers_it(cast, san
     expect(page.locator("#storage")).to_be_visible()
     expect(page.locator("#groups")).to_be_hidden()
     assert page.evaluate("document.documentElement.scrollHeight") < 2000
+
+
+def test_the_metric_chart_compares_runs_shows_values_on_hover_and_zooms(cast, portal_url, page):  # noqa: F811
+    cluster = factories.cluster(cast.team, "trainers")
+    first = factories.training_job(cluster, "llama", state=JobState.FAILED, finished_at=timezone.now())
+    again = factories.training_job(cluster, "llama-r1", state=JobState.SUCCEEDED, resubmitted_from=first,
+                                   finished_at=timezone.now())
+    for job, offset in ((first, 0.3), (again, 0.0)):
+        TrainingMetric.objects.bulk_create(
+            TrainingMetric(job=job, name="loss", step=step, value=2 - step * 0.1 + offset, source=MetricSource.LOGS,
+                           at=timezone.now()) for step in range(7))
+    sign_in(page, portal_url, "ada")
+    page.goto(f"{portal_url}/training/jobs/{again.pk}/")
+    plot = page.get_by_test_id("metric-plot-loss")
+    expect(plot).to_be_visible()
+    expect(plot.locator(".u-legend")).to_contain_text("llama-r1 (this run)")
+    expect(plot.locator(".u-legend")).to_contain_text("llama")
+    expect(page.locator("figure[data-metric=loss] svg")).to_be_hidden()
+
+    over = plot.locator(".u-over")
+    box = over.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(plot.locator(".u-legend .u-series").nth(1).locator(".u-value")).not_to_have_text("--")
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
+    page.mouse.move(box["x"] + box["width"] * 0.9, box["y"] + box["height"] / 2)
+    page.mouse.up()
+    low = page.evaluate("document.querySelector('figure[data-metric=loss]').uplot.scales.x.min")
+    assert low > 0.5, "dragging across zooms in"

@@ -1,8 +1,11 @@
-"""The geometry of the portal's metric charts, computed server-side so the template draws plain inline SVG (no
-chart library is vendored): a polyline in a plot area, with labelled axis ticks."""
+"""The geometry of the portal's metric charts, computed server-side so the template draws plain inline SVG: a
+polyline in a plot area, with axis ticks at round values. The SVG is what shows without JavaScript; with it,
+``static/js/training-metrics.js`` draws the same series (and the runs compared with them) with the vendored uPlot
+library, which adds zoom and values on hover."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 WIDTH, HEIGHT = 560, 200
@@ -65,6 +68,27 @@ def _number(value: float) -> str:
     return f"{value:.3g}" if magnitude >= 0.001 or value == 0 else f"{value:.1e}"
 
 
+def nice_ticks(low: float, high: float, *, count: int = TICKS, whole: bool = False) -> list[float]:
+    """Round values between ``low`` and ``high`` to label an axis: multiples of a 1, 2, 2.5 or 5 × 10ⁿ step chosen so
+    about ``count`` intervals fit (whole numbers only when ``whole``, as training steps are). Each label then sits
+    exactly at its value — ticks at even fractions of the range labelled with rounded values sit beside them."""
+    span = high - low
+    if span <= 0:
+        return [low]
+    raw = span / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(factor * magnitude for factor in (1, 2, 2.5, 5, 10) if factor * magnitude >= raw)
+    if whole:
+        step = max(1.0, float(math.ceil(step)))
+    first = math.ceil(low / step - 1e-9)
+    ticks = []
+    index = first
+    while index * step <= high + step * 1e-9:
+        ticks.append(round(index * step, 12))
+        index += 1
+    return ticks
+
+
 def chart(name: str, points: list[list[float]]) -> Chart:
     """The chart of ``points`` (``[[step, value], …]`` sorted by step); an empty chart when there are none."""
     title, unit = TITLES.get(name, (name.title(), ""))
@@ -88,9 +112,8 @@ def chart(name: str, points: list[list[float]]) -> Chart:
     return Chart(
         name=name, title=title, unit=unit, count=len(points), last=values[-1],
         points=" ".join(f"{x(step)},{y(value)}" for step, value in points),
-        x_ticks=[Tick(x(x0 + (x1 - x0) * i / TICKS), f"{round(x0 + (x1 - x0) * i / TICKS):d}")
-                 for i in range(TICKS + 1)],
-        y_ticks=[Tick(y(y0 + (y1 - y0) * i / TICKS), _number(y0 + (y1 - y0) * i / TICKS)) for i in range(TICKS + 1)],
+        x_ticks=[Tick(x(tick), f"{tick:.0f}") for tick in nice_ticks(x0, x1, whole=True)],
+        y_ticks=[Tick(y(tick), _number(tick)) for tick in nice_ticks(y0, y1)],
     )
 
 
