@@ -428,6 +428,41 @@ def test_endpoint_deploy_bad_input_same_code_on_every_face(change, field, code, 
     assert not Endpoint.objects.exists() and AuditEvent.objects.count() == events
 
 
+@pytest.mark.parametrize(("change", "field", "code"), [
+    ({"min_replicas": 3, "max_replicas": 2}, "min_replicas", "min_replicas_above_max"),
+    ({"metric": "sglang:num_queue_reqs"}, "metric", "metric_not_exported"),
+    ({"min_replicas": 0}, "min_replicas", "scale_to_zero_not_allowed"),
+])
+def test_endpoint_autoscaling_bad_input_same_code_on_every_face(change, field, code, cast, token_for, sandbox):
+    from inference.models import Endpoint
+    from operations.models import Operation
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    cluster = tracked_hyperpod_cluster(cast.team, cloud=False)
+    endpoint = Endpoint.objects.create(team=cast.team, cluster=cluster, name="contract", namespace="team-x",
+                                       engine="vllm", image="vllm/vllm-openai:v0.10.1", model_source="shared",
+                                       model="/mnt/shared/m", served_model_name="contract", instance_group="workers",
+                                       instance_type="ml.g5.8xlarge", gpus=1, port=8000, state="ready")
+    data = {"metric": "waiting_requests", "target": 2, **change}
+    secret = token_for(cast.operator)
+    events, operations = AuditEvent.objects.count(), Operation.objects.count()
+
+    rest = Client().put(f"/api/v1/endpoints/{endpoint.pk}/autoscaling", data, content_type="application/json",
+                        HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "set_endpoint_autoscaling", {"endpoint_id": endpoint.pk, **data})
+    browser = Client()
+    browser.force_login(cast.operator)
+    portal = browser.post(reverse("inference-endpoint-autoscaling", args=[endpoint.pk]), data)
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400 and code in portal_codes(portal)
+    endpoint.refresh_from_db()
+    assert endpoint.autoscaling == {} and AuditEvent.objects.count() == events
+    assert Operation.objects.count() == operations
+
+
 def test_deciding_an_approval_request_is_the_same_refusal_on_portal_and_rest(cast, token_for, make_user):
     """A rejection without a reason, and any decision on an expired request, are refused identically on both faces
     that decide; the MCP face has no decision tool (an agent never decides), and its status tool reads the same

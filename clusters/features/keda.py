@@ -45,11 +45,15 @@ def _documents(name: str) -> tuple[dict[str, Any], ...]:
         return tuple(document for document in yaml.safe_load_all(stream) if document)
 
 
+def release_manifests() -> tuple[dict[str, Any], ...]:
+    """KEDA's objects as vendored, in creation order: the CRDs, then the operator's and metrics server's objects."""
+    return (*_documents("crds.yaml"), *_documents("keda.yaml"))
+
+
 def manifests(cluster: Cluster) -> list[dict[str, Any]]:
-    """Every object of KEDA for ``cluster`` in creation order (CRDs, then the operator's objects), labelled ours."""
+    """:func:`release_manifests` for ``cluster``, each labelled ours."""
     return [{**manifest, "metadata": {**manifest["metadata"], "labels": {
-        **manifest["metadata"].get("labels", {}), **kube_labels(cluster)}}}
-        for manifest in (*_documents("crds.yaml"), *_documents("keda.yaml"))]
+        **manifest["metadata"].get("labels", {}), **kube_labels(cluster)}}} for manifest in release_manifests()]
 
 
 def _ours(found: dict[str, Any] | None, cluster: Cluster) -> bool:

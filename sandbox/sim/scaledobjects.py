@@ -271,12 +271,10 @@ def _hpa_step(ctx: Context, scaled: dict[str, Any], hpa: dict[str, Any], resourc
     state["recommendations"] = history
     desired = recommendation if recommendation >= current else min(max(wanted for _, wanted in history), current)
     if desired != current:
-        direction = "above" if desired > current else "below"
-        reason = next((f"external metric {name} {direction} target"
-                       for name, (value, _, _) in zip(metric_names(scaled), values, strict=True)
-                       if value is not None),
-                      "All metrics below target" if desired < current else "Current number of replicas below "
-                      "Spec.MinReplicas")
+        reason = "All metrics below target" if desired < current else next(
+            (f"external metric {name} above target"
+             for name, (value, _, _) in zip(metric_names(scaled), values, strict=True) if value is not None),
+            "Current number of replicas below Spec.MinReplicas")
         _rescale(ctx, scaled, resource, desired)
         events.record(ctx, hpa, "SuccessfulRescale", f"New size: {desired}; reason: {reason}", source=HPA_SOURCE,
                       distinct=True)

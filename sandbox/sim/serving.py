@@ -12,8 +12,10 @@ prompt (the same prompt always gets the same answer, ``max_tokens`` words long, 
 ``sglang:gen_throughput`` (generated tokens per second over the last :data:`THROUGHPUT_WINDOW` seconds) — counting
 the requests each pod received. A server runs at most its batch size of streamed requests at once (vLLM
 ``--max-num-seqs``, SGLang ``--max-running-requests``; :data:`DEFAULT_BATCH` without the flag); more wait their turn
-and count as waiting (``vllm:num_requests_waiting``, ``sglang:num_queue_reqs``). Any other image answers the same
-API (``owned_by`` its image).
+and count as waiting (``vllm:num_requests_waiting``, ``sglang:num_queue_reqs``). Streamed tokens come every
+:data:`TOKEN_SECONDS` (simulated), or as the pod's ``sandbox.instantstart.dev/seconds-per-token`` annotation says (a
+slow model, to load a server in tests and benchmarks). Any other image answers the same API (``owned_by`` its
+image).
 
 **Failures** (the kubelet, ``sandbox.sim.pods``, asks :func:`pull_fails` and :func:`hold`):
 
@@ -41,6 +43,9 @@ from sandbox.sim.context import Context
 
 MAX_WORDS = 64
 DEFAULT_WORDS = 16
+TOKEN_SECONDS = 0.02
+#: Pod annotation: nominal seconds per streamed token (default :data:`TOKEN_SECONDS`) — a slow model, for load tests.
+TOKEN_SECONDS_ANNOTATION = "sandbox.instantstart.dev/seconds-per-token"
 DEFAULT_BATCH = 256
 BATCH_FLAGS = ("--max-num-seqs", "--max-running-requests")
 THROUGHPUT_WINDOW = 10.0
@@ -271,12 +276,12 @@ def answer(key: str, pod: dict[str, Any], method: str, route: str,
             return 404, "application/json", json.dumps({"object": "error", "message": message,
                                                         "type": "NotFoundError", "code": 404}).encode()
         return _complete("chat" if route.endswith("chat/completions") else "text", key, model, body,
-                         batch_size(pod))
+                         batch_size(pod), objects.float_annotation(pod, TOKEN_SECONDS_ANNOTATION, TOKEN_SECONDS))
     return 404, "application/json", json.dumps({"detail": "Not Found"}).encode()
 
 
-def _complete(kind: str, key: str, model: str, body: dict[str, Any],
-              batch: int = DEFAULT_BATCH) -> tuple[int, str, bytes | Iterator[bytes]]:
+def _complete(kind: str, key: str, model: str, body: dict[str, Any], batch: int = DEFAULT_BATCH,
+              pace: float = TOKEN_SECONDS) -> tuple[int, str, bytes | Iterator[bytes]]:
     prompt = _prompt(body)
     count = max(1, min(int(body.get("max_tokens") or DEFAULT_WORDS), MAX_WORDS))
     words = _words(prompt, count)
@@ -291,7 +296,7 @@ def _complete(kind: str, key: str, model: str, body: dict[str, Any],
             try:
                 for index, word in enumerate(words):
                     yield _chunk(kind, identity, model, index, word if index == 0 else f" {word}", None)
-                    time.sleep(clock.duration(0.02))
+                    time.sleep(clock.duration(pace))
                 yield _chunk(kind, identity, model, count, None if kind == "chat" else "", "length")
                 yield b"data: [DONE]\n\n"
             finally:

