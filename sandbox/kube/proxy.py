@@ -5,8 +5,9 @@ A Service forwards to one of the Ready pods its selector matches (round robin; t
 endpoint with intelligent routing as its strategy picks, ``sandbox.sim.kvcache``); none is ``503 ServiceUnavailable``
 ``no endpoints available for service "<name>"``, as the apiserver answers. A Pod forwards when it is Running, else
 ``503`` with the dial error. The pod's answer is its model server's (``sandbox.sim.serving``); a pod that serves
-nothing refuses the connection (``503``). A vLLM pod's completions move its prefix-cache counters, which its
-``/metrics`` answer ends with (``sandbox.sim.kvcache``).
+nothing refuses the connection (``503``); an SGLang router pod routes to its workers (``sandbox.sim.router``). A
+vLLM pod's completions move its prefix-cache counters, which its ``/metrics`` answer ends with
+(``sandbox.sim.kvcache``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sandbox.kube import requestlog
 from sandbox.kube.errors import ApiError, not_found
 from sandbox.kube.selectors import match_labels
 from sandbox.kube.store import Store
-from sandbox.sim import inference, kvcache, serving
+from sandbox.sim import inference, kvcache, router, serving
 
 _PATH = re.compile(r"^api/v1/namespaces/(?P<namespace>[^/]+)/(?P<kind>services|pods)/(?P<name>[^/]+)/proxy"
                    r"(?P<rest>/.*)?$")
@@ -99,6 +100,11 @@ async def respond(request: Request, store: Store, target: Target) -> Response:
                            "connect: connection refused")
     key = _key(store, target.namespace, pod)
     route = target.rest + (f"?{request.url.query}" if request.url.query else "")
+    if router.is_router(pod):
+        status, media_type, body = router.answer(store, key, pod, request.method, route, raw)
+        if isinstance(body, bytes):
+            return Response(body, status_code=status, media_type=media_type)
+        return StreamingResponse(body, status_code=status, media_type=media_type)
     vllm = serving.engine(pod) == "vllm"
     if vllm and request.method == "POST" and target.rest in ("/v1/chat/completions", "/v1/completions"):
         kvcache.record(key, pod, raw)
