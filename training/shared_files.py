@@ -6,8 +6,10 @@ straight to S3 (presigned ``POST`` form and ``PUT`` URL), so files never pass th
 
 from __future__ import annotations
 
+import os
 import posixpath
 from typing import Any
+from urllib.parse import urlsplit
 
 from botocore.exceptions import ClientError
 
@@ -81,6 +83,18 @@ def file_of(path: str) -> str:
     if not relative or (path or "").strip().endswith("/"):
         raise ValidationFailed.for_field("path", "required", "Name the file to upload, e.g. code/train.py.")
     return relative
+
+
+def upload_origins(region: str) -> list[str]:
+    """Where a browser sends the presigned uploads of ``region``'s shared bucket, as Content-Security-Policy sources:
+    the configured S3 endpoint's origin (the sandbox), else S3's own hosts (virtual-hosted and path-style). The page
+    that uploads adds them to ``connect-src``; the bucket's CORS rule must allow that page's origin
+    (docs/training.md)."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        parts = urlsplit(endpoint)
+        return [f"{parts.scheme}://{parts.netloc}"]
+    return [f"https://*.s3.{region}.amazonaws.com", f"https://s3.{region}.amazonaws.com", "https://*.s3.amazonaws.com"]
 
 
 def upload_form(cluster: Cluster, path: str) -> dict[str, Any]:

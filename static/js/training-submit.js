@@ -1,7 +1,8 @@
 /* The submit form's shared-bucket browser (templates/training/jobs/_shared_browser.html, loaded by htmx under a
    path input): a file, or "Use this folder", fills the input the browser was opened for and closes it; "Close"
-   empties it. "Upload" signs each picked file (POST data-upload → presigned S3 POST) and sends it straight to S3
-   with progress, then lists the folder again. Without this script the inputs are plain text fields. */
+   empties it. "Upload files" and "Upload a folder" sign each picked file (POST data-upload → presigned S3 POST; a
+   folder's files keep their paths inside it) and send it straight to S3 with the progress of the whole upload, then
+   list the folder again. Without this script the inputs are plain text fields. */
 (function () {
   "use strict";
 
@@ -26,38 +27,61 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
 
-  function send(input, file, status) {
+  /* Where a picked file goes: the folder shown, plus its path inside a picked folder (webkitRelativePath). */
+  function destination(input, file) {
+    return input.dataset.folder + "/" + (file.webkitRelativePath || file.name);
+  }
+
+  function send(input, file, report) {
     var ask = new FormData();
-    ask.append("path", input.dataset.folder + "/" + file.name);
+    ask.append("path", destination(input, file));
     return fetch(input.dataset.upload, { method: "POST", body: ask, headers: { "X-CSRFToken": csrf() } })
       .then(function (response) { return response.json().then(function (body) { return [response.ok, body]; }); })
       .then(function (answer) {
-        if (!answer[0]) throw new Error(answer[1].message + " (" + answer[1].code + ")");
+        if (!answer[0]) throw new Error(file.name + ": " + answer[1].message + " (" + answer[1].code + ")");
         var signed = answer[1], form = new FormData();
         Object.keys(signed.fields).forEach(function (key) { form.append(key, signed.fields[key]); });
         form.append("file", file);
         return new Promise(function (resolve, reject) {
           var request = new XMLHttpRequest();
           request.open("POST", signed.url);
-          request.upload.onprogress = function (event) {
-            if (event.lengthComputable) status.textContent = file.name + ": " + Math.round(100 * event.loaded / event.total) + "%";
+          request.upload.onprogress = function (event) { if (event.lengthComputable) report(event.loaded); };
+          request.onload = function () {
+            if (request.status < 300) { report(file.size); resolve(); }
+            else reject(new Error(file.name + ": S3 answered " + request.status));
           };
-          request.onload = function () { request.status < 300 ? resolve() : reject(new Error(file.name + ": S3 answered " + request.status)); };
-          request.onerror = function () { reject(new Error(file.name + ": the upload did not reach S3")); };
+          request.onerror = function () {
+            reject(new Error(file.name + ": the upload did not reach S3 (is the bucket's CORS rule in place?)"));
+          };
           request.send(form);
         });
       });
   }
 
+  /* Files go one after another; the bar and the line below it show the bytes sent of all of them. */
   document.addEventListener("change", function (event) {
     var input = event.target.closest("[data-upload]");
     if (!input || !input.files.length) return;
-    var status = input.closest(".browser").querySelector("[data-upload-status]");
+    var browser = input.closest(".browser");
+    var status = browser.querySelector("[data-upload-status]");
+    var holder = browser.querySelector("[data-upload-progress]");
+    var bar = holder ? holder.querySelector("progress") : null;
     var files = Array.prototype.slice.call(input.files);
-    files.reduce(function (done, file) { return done.then(function () { return send(input, file, status); }); },
-                 Promise.resolve())
+    var total = files.reduce(function (sum, file) { return sum + file.size; }, 0) || 1;
+    var sent = 0;
+    if (holder) holder.hidden = false;
+    files.reduce(function (done, file, index) {
+      return done.then(function () {
+        return send(input, file, function (loaded) {
+          var percent = Math.round(100 * (sent + loaded) / total);
+          if (bar) bar.value = percent;
+          status.textContent = "File " + (index + 1) + " of " + files.length + ": " + destination(input, file) +
+            " · " + percent + "% of all";
+        }).then(function () { sent += file.size; });
+      });
+    }, Promise.resolve())
       .then(function () {
-        status.textContent = files.length + " uploaded.";
+        status.textContent = files.length + " file" + (files.length === 1 ? "" : "s") + " uploaded.";
         window.htmx.ajax("GET", input.dataset.reload, { target: input.closest(".path-browser"), swap: "innerHTML" });
       })
       .catch(function (error) { status.textContent = error.message; });

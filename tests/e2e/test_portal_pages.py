@@ -1,5 +1,6 @@
 """Portal pages as a browser shows them (issue 24): relative times that stay true on a page left open, the cluster
-page's sections as tabs, the metric charts drawn by the vendored uPlot (runs compared, hover values, zoom)."""
+page's sections as tabs, the metric charts drawn by the vendored uPlot (runs compared, hover values, zoom), and a
+folder uploaded from the Browse panel straight to S3."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from cloud import aws
+from clusters.shared_bucket import ensure_shared_bucket, team_prefix
 from tests import factories
 from tests.e2e.browser import BROWSER_MARKS
 from tests.e2e.test_clusters import sign_in
@@ -75,3 +78,22 @@ def test_the_metric_chart_compares_runs_shows_values_on_hover_and_zooms(cast, po
     page.mouse.up()
     low = page.evaluate("document.querySelector('figure[data-metric=loss]').uplot.scales.x.min")
     assert low > 0.5, "dragging across zooms in"
+
+
+def test_a_folder_uploads_from_the_browse_panel_with_progress(cast, sandbox, portal_url, page, tmp_path):  # noqa: F811
+    cluster = factories.cluster(cast.team, "trainers")
+    bucket = ensure_shared_bucket(aws.client("s3", region=cluster.region), cluster.region)
+    folder = tmp_path / "proj"
+    (folder / "src").mkdir(parents=True)
+    (folder / "train.py").write_text("print('train')\n")
+    (folder / "src" / "model.py").write_text("MODEL = 1\n")
+    sign_in(page, portal_url, "otto")
+    page.goto(f"{portal_url}/training/jobs/new/?recipe=pytorch&cluster={cluster.pk}")
+    page.get_by_test_id("browse-script").click()
+    expect(page.get_by_test_id("shared-browser")).to_be_visible()
+    page.get_by_test_id("browser-upload-folder").set_input_files(folder)
+    expect(page.get_by_test_id("upload-status")).to_have_text("2 files uploaded.")
+    expect(page.get_by_test_id("browser-folder-proj")).to_be_visible()
+    listed = aws.client("s3", region=cluster.region).list_objects_v2(Bucket=bucket, Prefix=team_prefix(cast.team.slug))
+    assert sorted(item["Key"].removeprefix(team_prefix(cast.team.slug)) for item in listed["Contents"]) == \
+        ["proj/src/model.py", "proj/train.py"]

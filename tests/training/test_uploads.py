@@ -69,3 +69,14 @@ def test_portal_signs_uploads_for_operators_only(cast, sandbox):
     refused = operator.post(upload, {"path": "../x.py"})
     assert refused.status_code == 400 and refused.json()["fields"]["path"][0]["code"] == "path_outside_shared_bucket"
     assert viewer.post(upload, {"path": "x.py"}).status_code == 403
+
+
+def test_the_submit_page_lets_the_browser_reach_s3(cast, sandbox):
+    cluster = factories.cluster(cast.team)
+    operator = Client()
+    operator.force_login(cast.operator)
+    page = operator.get(reverse("training-job-submit"), {"recipe": "pytorch", "cluster": cluster.pk})
+    origin = shared_files.upload_origins(cluster.region)[0]
+    assert origin.startswith("http://127.0.0.1:") or origin.startswith("http://localhost:")
+    assert f"connect-src 'self' {origin};" in page["Content-Security-Policy"]
+    assert "connect-src 'self';" in operator.get(reverse("training-jobs"))["Content-Security-Policy"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
@@ -25,7 +26,7 @@ from config.context import Source
 from config.errors import ApplicationError
 from portal.forms import PAGE_ERRORS
 from portal.views import portal_view
-from training import actions, recipes, services
+from training import actions, recipes, services, shared_files
 from training.api.job_serializers import TrainingJobSubmitSerializer
 from training.views.recipe_form import config_from_post, field_rows, split_errors
 
@@ -83,6 +84,16 @@ def _submit(request: PortalRequest, cluster: Cluster, recipe: dict[str, Any], da
     return job, None, 202
 
 
+def _may_upload(response: HttpResponse, cluster: Cluster | None) -> HttpResponse:
+    """The site's Content-Security-Policy with the cluster region's S3 added to ``connect-src``: the Browse panel's
+    uploads go from the browser straight to S3 (``shared_files.upload_origins``)."""
+    if cluster is not None:
+        origins = " ".join(shared_files.upload_origins(cluster.region))
+        response["Content-Security-Policy"] = settings.CONTENT_SECURITY_POLICY.replace(
+            "connect-src 'self'", f"connect-src 'self' {origins}")
+    return response
+
+
 @portal_view
 def job_submit(request: PortalRequest) -> HttpResponse:
     """GET: the recipe tabs, the cluster choice and the recipe's form with its defaults (image for the cluster's
@@ -92,13 +103,13 @@ def job_submit(request: PortalRequest) -> HttpResponse:
         cluster = _chosen(request, clusters, request.GET.get("cluster", ""))
         recipe = _recipe(request.GET.get("recipe", ""), cluster.region if cluster else None)
         context = _context(request, recipe=recipe, cluster=cluster, clusters=clusters, values={}, error=None)
-        return render(request, "training/jobs/submit.html", context)
+        return _may_upload(render(request, "training/jobs/submit.html", context), cluster)
     cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=request.POST.get("cluster") or 0)
     recipe = _recipe(request.POST.get("recipe", ""), cluster.region)
     job, error, status = _submit(request, cluster, recipe, request.POST)
     if job is None:
         values = {**request.POST.dict(), "_submitted": True}
         context = _context(request, recipe=recipe, cluster=cluster, clusters=clusters, values=values, error=error)
-        return render(request, "training/jobs/submit.html", context, status=status)
+        return _may_upload(render(request, "training/jobs/submit.html", context, status=status), cluster)
     messages.success(request, f"Submitted {job.name} ({job.recipe}) to {cluster.name}.")
     return redirect("training-job", job_id=job.pk)
