@@ -287,6 +287,7 @@ SPECTACULAR_SETTINGS = {
         "DownloadSourceEnum": "inference.models.DownloadSource",
         "DownloadStateEnum": "inference.models.DownloadState",
         "EndpointStateEnum": "inference.models.EndpointState",
+        "EndpointKindEnum": "inference.models.EndpointKind",
         "EngineEnum": "inference.models.Engine",
         "ExposureEnum": "inference.models.Exposure",
         "ModelSourceEnum": "inference.models.ModelSource",

@@ -7,6 +7,7 @@ from django.views.generic import RedirectView
 urlpatterns = [
     path("inference/", RedirectView.as_view(pattern_name="inference-endpoints"), name="inference"),
     path("", include("inference.endpoint_urls")),
+    path("", include("inference.managed_endpoint_urls")),
     path("", include("inference.pool_urls")),
     path("", include("inference.download_urls")),
 ]

@@ -19,6 +19,7 @@ from mcp_server.endpoint_tools import ENDPOINT_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
 from mcp_server.invitation_tools import INVITATION_TOOLS
+from mcp_server.managed_endpoint_tools import MANAGED_ENDPOINT_TOOLS
 from mcp_server.mlflow_tools import MLFLOW_TOOLS
 from mcp_server.model_tools import MODEL_TOOLS
 from mcp_server.node_group_tools import NODE_GROUP_TOOLS
@@ -205,6 +206,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     *MLFLOW_TOOLS,
     *MODEL_TOOLS,
     *ENDPOINT_TOOLS,
+    *MANAGED_ENDPOINT_TOOLS,
     *POOL_TOOLS,
     *DIAGNOSTIC_TOOLS,
 )

@@ -153,3 +153,63 @@ CASES += [
     Case("model_pool_endpoints_create", OPERATORS, params=stored_pool, body={"name": "chat"}),
     Case("model_pools_delete", OPERATORS, params=stored_pool),
 ]
+
+
+def _may(cast, actor, action: str) -> bool:
+    from accounts import access
+
+    return actor is not None and access.can(actor, action, cast.team)
+
+
+def _managed_config(cluster, name: str = "matrix") -> dict:
+    from inference.endpoints import managed
+    from inference.endpoints.managed import ManagedRequest
+
+    return managed.plan(cluster=cluster, request=ManagedRequest(
+        name=name, model="models/m", args=["/opt/ml/model", "--served-model-name", name])).body
+
+
+def managed_body(cast, actor) -> dict:
+    """For actors that may deploy: a cluster running the inference operator (the API server checks the object)."""
+    if not _may(cast, actor, "endpoint.deploy"):
+        return {"cluster": _cluster(cast).pk, "name": "matrix", "model": "models/m"}
+    from tests.inference.managed import operator_cluster
+
+    return {"cluster": operator_cluster(cast.team).pk, "name": "matrix", "model": "models/m"}
+
+
+def stored_managed_endpoint(cast, actor) -> dict:
+    cluster = _cluster(cast)
+    return {"endpoint_id": _endpoint(cast, cluster=cluster, kind="managed", image="lmcache/vllm-openai:v0.3.7",
+                                     manifest={"config": _managed_config(cluster)}).pk}
+
+
+def deleted_managed_endpoint(cast, actor) -> dict:
+    return {"endpoint_id": _endpoint(cast, kind="managed", state="deleted").pk}
+
+
+def deployed_managed_endpoint(cast, actor) -> dict:
+    """For actors that may update: its InferenceEndpointConfig on a cluster running the operator."""
+    if not _may(cast, actor, "endpoint.update"):
+        return stored_managed_endpoint(cast, actor)
+    from cloud import kube_objects
+    from inference import objects
+    from inference.endpoints import managed
+    from tests.inference.managed import operator_cluster
+
+    cluster = operator_cluster(cast.team)
+    config = _managed_config(cluster)
+    kube_objects.create_once(objects.api_client(cluster), managed.CONFIGS, config["metadata"]["namespace"], config,
+                             label="instantstart.io/endpoint")
+    return {"endpoint_id": _endpoint(cast, cluster=cluster, kind="managed", image="lmcache/vllm-openai:v0.3.7",
+                                     manifest={"config": config}).pk}
+
+
+CASES += [
+    Case("managed_endpoints_list", SIGNED_IN, team_scoped=False),
+    Case("managed_endpoints_create", OPERATORS, body=managed_body, sandbox=True),
+    Case("managed_endpoints_retrieve", MEMBERS, params=deleted_managed_endpoint),
+    Case("managed_endpoints_update", OPERATORS, params=deployed_managed_endpoint, body={"replicas": 2},
+         sandbox=True),
+    Case("managed_endpoints_delete", OPERATORS, params=stored_managed_endpoint),
+]

@@ -8,7 +8,7 @@ from rest_framework import serializers
 from accounts.api.fields import CapabilitiesField
 from config.api.serializers import StrictSerializer
 from inference import actions, state_rules
-from inference.models import Endpoint, Engine, Exposure, ModelSource
+from inference.models import Endpoint, EndpointKind, Engine, Exposure, ModelSource
 from operations.api.serializers import OperationSerializer
 
 ENDPOINT_ACTIONS = [actions.ENDPOINT_UPDATE, actions.ENDPOINT_DELETE, actions.ENDPOINT_CALL]
@@ -23,13 +23,15 @@ class EndpointSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Endpoint
-        fields = ["id", "team", "cluster", "cluster_name", "name", "namespace", "engine", "image", "command",
+        fields = ["id", "team", "cluster", "cluster_name", "name", "namespace", "kind", "engine", "image", "command",
                   "model_source", "model", "served_model_name", "instance_group", "instance_type", "gpus",
                   "tensor_parallel", "pipeline_parallel", "replicas", "ready_replicas", "port", "exposure",
                   "autoscaling", "pool", "pool_name", "state", "status_reason", "hostname", "url", "operation",
                   "created_by", "created_at", "updated_at", "deleted_at", "capabilities"]
 
     def get_url(self, endpoint: Endpoint) -> str:
+        if endpoint.kind == EndpointKind.MANAGED:
+            return f"http://{endpoint.name}-routing.{endpoint.namespace}.svc.cluster.local/v1"
         if endpoint.hostname:
             return f"http://{endpoint.hostname}/v1"
         return f"http://{endpoint.name}.{endpoint.namespace}.svc.cluster.local/v1"
@@ -55,7 +57,9 @@ class EndpointDeploySerializer(StrictSerializer):
                                   help_text="Default: vllm/vllm-openai or lmsysorg/sglang; required for custom.")
     command = serializers.ListField(child=serializers.CharField(max_length=1000), required=False, default=list,
                                     max_length=200, help_text="The server's command; generated when omitted.")
-    model_source = serializers.ChoiceField(choices=ModelSource.choices, default=ModelSource.SHARED)
+    model_source = serializers.ChoiceField(choices=[(ModelSource.SHARED.value, ModelSource.SHARED.label),
+                                                     (ModelSource.HUB.value, ModelSource.HUB.label)],
+                                           default=ModelSource.SHARED)
     model = serializers.CharField(max_length=1024, help_text="A path in the team's bucket (under /mnt/shared), or "
                                                              "a Hugging Face repo id with model_source hub.")
     served_model_name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True,
