@@ -1,5 +1,6 @@
 """The built-in Kubernetes objects inference makes on a cluster (Jobs, Secrets, Deployments, Services,
-StatefulSets), created once, read, patched and deleted through the official client with plain-dict bodies.
+StatefulSets, and a router's ServiceAccount, Role and RoleBinding), created once, read, patched and deleted through
+the official client with plain-dict bodies.
 
 Like :mod:`cloud.kube_objects` for custom objects: every object carries an owner label whose value names what it
 was made for, so a retried create adopts its own object (``409`` with our label and value) and never takes over
@@ -37,6 +38,9 @@ PODS = Builtin("pods", k8s.CoreV1Api, "pod")
 PERSISTENT_VOLUME_CLAIMS = Builtin("persistentvolumeclaims", k8s.CoreV1Api, "persistent_volume_claim")
 DEPLOYMENTS = Builtin("deployments", k8s.AppsV1Api, "deployment")
 STATEFULSETS = Builtin("statefulsets", k8s.AppsV1Api, "stateful_set")
+SERVICE_ACCOUNTS = Builtin("serviceaccounts", k8s.CoreV1Api, "service_account")
+ROLES = Builtin("roles", k8s.RbacAuthorizationV1Api, "role")
+ROLE_BINDINGS = Builtin("rolebindings", k8s.RbacAuthorizationV1Api, "role_binding")
 
 
 def api_client(cluster: Cluster) -> k8s.ApiClient:

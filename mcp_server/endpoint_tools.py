@@ -22,7 +22,9 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
             "never inferred), `engine` vllm (default image vllm/vllm-openai) or sglang (lmsysorg/sglang), or custom "
             "with `image` and `command`; optional `command` (the engine is recognised from it), "
             "`tensor_parallel`×`pipeline_parallel` (must equal `gpus`), `replicas`, `port`, `exposure` cluster_ip, "
-            "internal_lb or internet_lb (a Network Load Balancer through the AWS Load Balancer Controller). "
+            "internal_lb or internet_lb (a Network Load Balancer through the AWS Load Balancer Controller). An SGLang "
+            "endpoint with 2 replicas or more is served through the SGLang router (cache-aware; see "
+            "`set_endpoint_router`). "
             "Refusals name the field: `too_many_gpus`, `parallelism_mismatch`, `no_gpus_in_group`, "
             "`unknown_instance_group`, `image_required`, `engine_mismatch`, `path_outside_shared_bucket`, "
             "`hub_repo_not_found`, `hub_gated`, `endpoint_name_taken`." + _FOLLOW
@@ -95,6 +97,21 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Turn an endpoint's autoscaling off: its ScaledObject is deleted and the endpoint returns to its own "
             "`replicas`." + _FOLLOW
+        ),
+    ),
+    ToolSpec(
+        name="set_endpoint_router",
+        operation_id="endpoint_router_update",
+        action=actions.ENDPOINT_UPDATE,
+        idempotent=True,
+        status_tool="get_endpoint",
+        description=(
+            "Change the SGLang router in front of an SGLang endpoint's workers (deployed with 2 replicas or more, "
+            "it has one): `policy` cache_aware (default), round_robin, random or power_of_two, and the cache-aware "
+            "knobs `cache_threshold`, `balance_abs_threshold`, `balance_rel_threshold`, `eviction_interval`, "
+            "`max_tree_size` (fields left out stay). Refusals on field `router`: `router_needs_sglang`, "
+            "`router_needs_replicas`, `router_not_deployed`. `get_endpoint`'s `observed.router` shows each worker's "
+            "running and processed requests and the cache hits and misses." + _FOLLOW
         ),
     ),
     ToolSpec(

@@ -79,6 +79,13 @@ def autoscaled_endpoint(cast, actor) -> dict:
     return {"endpoint_id": _endpoint(cast, autoscaling=settings).pk}
 
 
+def routed_endpoint(cast, actor) -> dict:
+    from inference.endpoints.router import DEFAULTS
+
+    return {"endpoint_id": _endpoint(cast, engine="sglang", image="lmsysorg/sglang:v0.5.1", replicas=2,
+                                     router=dict(DEFAULTS)).pk}
+
+
 def deploy_body(cast, actor) -> dict:
     return {"cluster": _cluster(cast).pk, "name": "matrix", "model": "models/m", "gpus": 1}
 
@@ -108,6 +115,7 @@ CASES += [
     Case("endpoint_autoscaling_update", OPERATORS, params=stored_endpoint,
          body={"metric": "waiting_requests", "target": 4, "max_replicas": 3}),
     Case("endpoint_autoscaling_disable", OPERATORS, params=autoscaled_endpoint),
+    Case("endpoint_router_update", OPERATORS, params=routed_endpoint, body={"policy": "round_robin"}),
     Case("endpoint_models_list", MEMBERS, params=serving_endpoint, sandbox=True),
     Case("endpoint_chat", MEMBERS, params=serving_endpoint, sandbox=True,
          body={"messages": [{"role": "user", "content": "hi"}]}),

@@ -26,8 +26,8 @@ class EndpointSerializer(serializers.ModelSerializer):
         fields = ["id", "team", "cluster", "cluster_name", "name", "namespace", "kind", "engine", "image", "command",
                   "model_source", "model", "served_model_name", "instance_group", "instance_type", "gpus",
                   "tensor_parallel", "pipeline_parallel", "replicas", "ready_replicas", "port", "exposure",
-                  "autoscaling", "pool", "pool_name", "state", "status_reason", "hostname", "url", "operation",
-                  "created_by", "created_at", "updated_at", "deleted_at", "capabilities"]
+                  "autoscaling", "router", "pool", "pool_name", "state", "status_reason", "hostname", "url",
+                  "operation", "created_by", "created_at", "updated_at", "deleted_at", "capabilities"]
 
     def get_url(self, endpoint: Endpoint) -> str:
         if endpoint.kind == EndpointKind.MANAGED:

@@ -13,6 +13,7 @@ urlpatterns = [
          name="api-endpoint-autoscaling"),
     path("endpoints/<id:endpoint_id>/autoscaling/disable", endpoint_views.EndpointAutoscalingDisableView.as_view(),
          name="api-endpoint-autoscaling-disable"),
+    path("endpoints/<id:endpoint_id>/router", endpoint_views.EndpointRouterView.as_view(), name="api-endpoint-router"),
     path("endpoints/<id:endpoint_id>/models", endpoint_views.EndpointModelsView.as_view(),
          name="api-endpoint-models"),
     path("endpoints/<id:endpoint_id>/chat", endpoint_views.EndpointChatView.as_view(), name="api-endpoint-chat"),

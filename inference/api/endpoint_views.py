@@ -19,6 +19,7 @@ from config.api.serializers import validated
 from inference import actions, selectors
 from inference.api import endpoint_serializers as s
 from inference.api.download_views import cluster_named
+from inference.api.router_serializers import RouterSerializer
 from inference.endpoints import calls, scaling, services
 from inference.endpoints.plan import Request
 from inference.models import Endpoint, EndpointState, Exposure
@@ -139,6 +140,22 @@ class EndpointAutoscalingDisableView(APIView):
         endpoint, operation = scaling.autoscaling_disable(actor=request.user, endpoint=endpoint,
                                                           origin=request.source,
                                                           idempotency_key=request.headers.get(HEADER))
+        return endpoint_response(request, endpoint, operation)
+
+
+class EndpointRouterView(APIView):
+    @extend_schema(operation_id="endpoint_router_update", request=RouterSerializer,
+                   responses={202: s.EndpointOperationSerializer}, tags=TAGS)
+    @idempotent()
+    def put(self, request, endpoint_id: int):
+        """Change the SGLang router's policy and knobs (operators): an SGLang endpoint deployed with 2 replicas or
+        more has the router in front of its workers. Refused on field ``router``: ``router_needs_sglang``,
+        ``router_needs_replicas``, ``router_not_deployed``."""
+        endpoint = selectors.endpoint_get(actor=request.user, endpoint_id=endpoint_id)
+        data = validated(RouterSerializer, request)
+        endpoint, operation = services.endpoint_update(actor=request.user, endpoint=endpoint, origin=request.source,
+                                                       idempotency_key=request.headers.get(HEADER),
+                                                       router_settings=data)
         return endpoint_response(request, endpoint, operation)
 
 

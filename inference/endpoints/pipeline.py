@@ -6,7 +6,10 @@ replica is ready; an image that cannot be pulled, a crash loop or an OOM kill fa
 last log line, ``endpoint_failed``) → *expose* (a load balancer Service waits for the controller's hostname).
 
 ``endpoint.update``: *apply* (patch the Deployment's replicas, image or command: a scale, or a rolling update that
-keeps every ready replica until its replacement is ready) → *rollout*.
+keeps every ready replica until its replacement is ready; the router's policy and knobs: its command) → *rollout*.
+
+An SGLang endpoint with a router (``inference.endpoints.router``) has its ServiceAccount, Role, RoleBinding,
+Deployment and workers' Service created with the others and deleted with them.
 
 ``endpoint.delete``: *remove* (Service, Deployment, Secret) → *drain* (polled until the pods are gone).
 
@@ -23,7 +26,7 @@ from django.utils import timezone
 
 from config import sealing
 from inference import objects
-from inference.endpoints import manifests, observe, plans
+from inference.endpoints import manifests, observe, plans, router
 from inference.endpoints.plan import secret_name
 from inference.models import Endpoint, EndpointState, Exposure
 from operations.context import StepContext
@@ -31,6 +34,10 @@ from operations.models import Operation, OperationState
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 from operations.plans import planned
 
+#: A router's objects in the endpoint's manifest, in creation order (``inference.endpoints.router``).
+ROUTER_OBJECTS = (("router_account", objects.SERVICE_ACCOUNTS), ("router_role", objects.ROLES),
+                  ("router_binding", objects.ROLE_BINDINGS), ("router", objects.DEPLOYMENTS),
+                  ("workers", objects.SERVICES))
 DEPLOY = "endpoint.deploy"
 UPDATE = "endpoint.update"
 DELETE = "endpoint.delete"
@@ -67,6 +74,11 @@ def submit_create(ctx: StepContext) -> None:
         _, mine = objects.create_once(cluster, objects.DEPLOYMENTS, namespace, endpoint.manifest["deployment"],
                                       label=manifests.ENDPOINT_LABEL)
         _adopted(mine, endpoint, "Deployment")
+    for key, kind in ROUTER_OBJECTS:
+        if key in endpoint.manifest:
+            _, mine = objects.create_once(cluster, kind, namespace, endpoint.manifest[key],
+                                          label=manifests.ENDPOINT_LABEL)
+            _adopted(mine, endpoint, endpoint.manifest[key]["kind"])
     _, mine = objects.create_once(cluster, objects.SERVICES, namespace, endpoint.manifest["service"],
                                   label=manifests.ENDPOINT_LABEL)
     _adopted(mine, endpoint, "Service")
@@ -80,6 +92,9 @@ def _remove(endpoint: Endpoint) -> bool:
             objects.delete(cluster, objects.SECRETS, namespace, secret_name(endpoint.name))]
     if endpoint.pool_id is None:
         gone.append(objects.delete(cluster, objects.DEPLOYMENTS, namespace, endpoint.name, grace_seconds=30))
+    for key, kind in reversed(ROUTER_OBJECTS):
+        if key in endpoint.manifest:
+            gone.append(objects.delete(cluster, kind, namespace, endpoint.manifest[key]["metadata"]["name"]))
     return any(gone)
 
 
@@ -114,11 +129,18 @@ def poll_rollout(ctx: StepContext) -> Progress:
     if failure:
         raise PhaseFailed(failure, code="endpoint_failed", detail={"pods": seen.pods, "logs": seen.logs})
     status = f"{seen.ready}/{seen.desired} replicas ready"
-    if seen.rolled_out:
+    if seen.rolled_out and "router" in endpoint.manifest and not _router_ready(endpoint):
+        status += "; waiting for the router"
+    elif seen.rolled_out:
         ctx.log(status)
         return Progress.finished(status)
     Endpoint.objects.filter(pk=endpoint.pk).update(status_reason=status)
     return Progress.waiting(status)
+
+
+def _router_ready(endpoint: Endpoint) -> bool:
+    found = objects.get(endpoint.cluster, objects.DEPLOYMENTS, endpoint.namespace, router.name_of(endpoint.name))
+    return bool(int(((found or {}).get("status") or {}).get("readyReplicas") or 0))
 
 
 def submit_expose(ctx: StepContext) -> None:
@@ -152,7 +174,13 @@ def submit_apply(ctx: StepContext) -> None:
             server["command"] = changes["command"]
         template = {"template": {"spec": {"containers": [server]}}}
     body = {"spec": {**({"replicas": changes["replicas"]} if "replicas" in changes else {}), **template}}
-    objects.patch(endpoint.cluster, objects.DEPLOYMENTS, endpoint.namespace, endpoint.name, body)
+    if body["spec"]:
+        objects.patch(endpoint.cluster, objects.DEPLOYMENTS, endpoint.namespace, endpoint.name, body)
+    if "router" in changes:
+        flags = router.command(endpoint=endpoint.name, namespace=endpoint.namespace, port=endpoint.port,
+                               settings=changes["router"])
+        objects.patch(endpoint.cluster, objects.DEPLOYMENTS, endpoint.namespace, router.name_of(endpoint.name),
+                      {"spec": {"template": {"spec": {"containers": [{"name": "router", "command": flags}]}}}})
     ctx.log("Changed " + ", ".join(f"{key} to {value}" for key, value in changes.items()) + ".")
 
 

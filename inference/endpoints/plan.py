@@ -8,7 +8,8 @@ it becomes.
 (``parallelism_mismatch`` — the GPU count is the user's, never inferred from the parallel sizes); a custom engine
 without an image (``image_required``); a command that names an engine different from the one chosen
 (``engine_mismatch``); a shared-bucket model path outside the team's prefix (``path_outside_shared_bucket``); an
-unknown or gated Hub model (``hub_repo_not_found``, ``hub_gated``, ``hub_token_invalid``).
+unknown or gated Hub model (``hub_repo_not_found``, ``hub_gated``, ``hub_token_invalid``); router settings on
+another engine than SGLang (``router_needs_sglang``) or a single replica (``router_needs_replicas``).
 
 The engine is the one chosen, or recognised from the command (``vllm serve …`` → vLLM,
 ``python3 -m sglang.launch_server …`` → SGLang); without a command the engine's own is generated.
@@ -28,7 +29,7 @@ from clusters.models import Cluster, InstanceGroup
 from clusters.ownership import kube_labels, team_namespace
 from clusters.shared_bucket import shared_bucket_name, team_prefix
 from config.errors import InvalidFields
-from inference.endpoints import manifests
+from inference.endpoints import manifests, router
 from inference.models import Endpoint, Engine, ModelSource
 
 NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
@@ -56,6 +57,8 @@ class Request:
     port: int = 8000
     exposure: str = "cluster_ip"
     hf_token: str = ""
+    #: The SGLang router's settings; ``None``: the default (``inference.endpoints.router``).
+    router: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class Plan:
     port: int
     exposure: str
     labels: dict[str, str]
+    router: dict[str, Any] = field(default_factory=dict)
 
 
 def engine_of(command: list[str]) -> str:
@@ -211,6 +215,7 @@ def plan(*, cluster: Cluster, request: Request, owner_label: str = manifests.END
                      f"{per_node} GPUs; a replica cannot use {request.gpus}.")
     tensor, pipeline = _parallelism(request, command_engine, problems)
     model = _model(cluster, request, problems)
+    routing = router.check(engine=engine, replicas=request.replicas, requested=request.router, problems=problems)
     problems.raise_if_any()
     assert group is not None  # else instance_group is among the problems
     served = request.served_model_name or request.name
@@ -220,7 +225,7 @@ def plan(*, cluster: Cluster, request: Request, owner_label: str = manifests.END
                 model_source=request.model_source, model=model, served_model_name=served,
                 instance_group=group.name, instance_type=group.instance_type, gpus=request.gpus,
                 tensor_parallel=tensor, pipeline_parallel=pipeline, replicas=request.replicas, port=request.port,
-                exposure=request.exposure, labels=labels)
+                exposure=request.exposure, labels=labels, router=routing)
 
 
 def secret_name(name: str) -> str:
@@ -228,16 +233,24 @@ def secret_name(name: str) -> str:
 
 
 def objects(plan_: Plan, *, with_token: bool) -> dict[str, Any]:
-    """``{"deployment", "service"}`` of an endpoint plan (a pool endpoint has no Deployment of its own)."""
+    """``{"deployment", "service"}`` of an endpoint plan (a pool endpoint has no Deployment of its own), and with a
+    router its objects (``inference.endpoints.router.objects``), the Service then selecting the router."""
     server = manifests.container(image=plan_.image, command=plan_.command, port=plan_.port, gpus=plan_.gpus,
                                  secret=secret_name(plan_.name) if with_token else None)
     spec = manifests.pod_spec(server=server, instance_group=plan_.instance_group,
                               instance_type=plan_.instance_type)
-    return {"deployment": manifests.deployment(name=plan_.name, namespace=plan_.namespace, labels=plan_.labels,
+    made = {"deployment": manifests.deployment(name=plan_.name, namespace=plan_.namespace, labels=plan_.labels,
                                                replicas=plan_.replicas, spec=spec),
             "service": manifests.service(name=plan_.name, namespace=plan_.namespace, labels=plan_.labels,
                                          selector={manifests.ENDPOINT_LABEL: plan_.name}, port=plan_.port,
                                          exposure=plan_.exposure)}
+    if plan_.router:
+        made |= router.objects(endpoint=plan_.name, namespace=plan_.namespace, labels=plan_.labels,
+                               image=plan_.image, port=plan_.port, settings=plan_.router)
+        made["service"] = manifests.service(name=plan_.name, namespace=plan_.namespace, labels=plan_.labels,
+                                            selector={router.ROUTER_LABEL: plan_.name}, port=router.PORT,
+                                            exposure=plan_.exposure)
+    return made
 
 
 def command_text(command: list[str]) -> str:

@@ -26,6 +26,11 @@ def create(params: Mapping[str, Any]) -> list[Change]:
     if endpoint.pool_id is None:
         changes.append(change("create", "kubernetes", "Deployment", where,
                               manifest=endpoint.manifest["deployment"]))
+    for key in ("router_account", "router_role", "router_binding", "router", "workers"):
+        if key in endpoint.manifest:
+            made = endpoint.manifest[key]
+            changes.append(change("create", "kubernetes", made["kind"],
+                                  f"{endpoint.namespace}/{made['metadata']['name']}", manifest=made))
     changes.append(change("create", "kubernetes", "Service", where, manifest=endpoint.manifest["service"]))
     return changes
 

@@ -20,7 +20,7 @@ from config import sealing
 from config.errors import ApplicationError, Conflict, InvalidFields, ValidationFailed
 from inference import actions, state_rules
 from inference import objects as inference_objects
-from inference.endpoints import autoscaling, managed_pipeline, managed_services, observe, pipeline
+from inference.endpoints import autoscaling, managed_pipeline, managed_services, observe, pipeline, router
 from inference.endpoints.plan import Request, engine_of, objects, plan
 from inference.models import Endpoint, EndpointKind, EndpointState, Exposure
 from inference.services import require_active
@@ -52,6 +52,7 @@ def endpoint_deploy(*, actor: User, cluster: Cluster, request: Request, origin: 
                 instance_group=decided.instance_group, instance_type=decided.instance_type, gpus=decided.gpus,
                 tensor_parallel=decided.tensor_parallel, pipeline_parallel=decided.pipeline_parallel,
                 replicas=decided.replicas, port=decided.port, exposure=decided.exposure, manifest=manifest,
+                router=decided.router,
                 hf_token=sealing.seal(request.hf_token) if request.hf_token else "",
                 state=EndpointState.DEPLOYING, status_reason="Waiting for a worker")
             operation = _start(actor, endpoint, pipeline.DEPLOY, f"Deploy {endpoint.name} ({endpoint.engine})", {},
@@ -99,7 +100,8 @@ def _shown(endpoint: Endpoint) -> dict[str, Any]:
     return {"name": endpoint.name, "cluster": endpoint.cluster.name, "engine": endpoint.engine,
             "image": endpoint.image, "command": endpoint.command, "model": endpoint.model,
             "instance_group": endpoint.instance_group, "gpus": endpoint.gpus, "replicas": endpoint.replicas,
-            "port": endpoint.port, "exposure": endpoint.exposure, "with_token": bool(endpoint.hf_token)}
+            "port": endpoint.port, "exposure": endpoint.exposure, "with_token": bool(endpoint.hf_token),
+            "router": endpoint.router}
 
 
 def _start(actor: User, endpoint: Endpoint, kind: str, title: str, extra: dict[str, Any], origin: str,
@@ -119,9 +121,12 @@ def _changeable(endpoint: Endpoint) -> None:
 
 def endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, replicas: int | None = None,
                     image: str | None = None, command: list[str] | None = None,
+                    router_settings: dict[str, Any] | None = None,
                     idempotency_key: str | None = None) -> tuple[Endpoint, Operation]:
-    """Scale (``replicas``) and/or roll out a new ``image`` or ``command``; only what differs is changed
-    (``no_changes`` when nothing does). A pool endpoint is scaled by assigning workers, not here."""
+    """Scale (``replicas``) and/or roll out a new ``image`` or ``command``, and/or change the router's policy and
+    knobs (``router_settings``: ``router_needs_sglang``, ``router_needs_replicas`` or ``router_not_deployed`` on an
+    endpoint without the router); only what differs is changed (``no_changes`` when nothing does). A pool endpoint
+    is scaled by assigning workers, not here."""
     if endpoint.kind == EndpointKind.MANAGED:
         return managed_services.managed_endpoint_update(actor=actor, endpoint=endpoint, origin=origin,
                                                         idempotency_key=idempotency_key, replicas=replicas,
@@ -151,6 +156,15 @@ def endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, replicas: i
         if named and endpoint.engine in ("vllm", "sglang") and named != endpoint.engine:
             problems.add("command", "engine_mismatch", f"The command starts {named}, not {endpoint.engine}.")
         changes["command"] = command
+    if router_settings is not None:
+        wanted = router.check(engine=endpoint.engine, replicas=endpoint.replicas if not endpoint.router else
+                              max(endpoint.replicas, 2), requested=router_settings, problems=problems,
+                              current=endpoint.router)
+        if not endpoint.router and "router" not in problems:
+            problems.add("router", "router_not_deployed", f"Endpoint {endpoint.name} was deployed without the "
+                         "router; deploy it again to have one.")
+        elif wanted and wanted != endpoint.router:
+            changes["router"] = wanted
     problems.raise_if_any()
     if not changes:
         raise ValidationFailed.for_field("non_field_errors", "no_changes", "The endpoint already has these values.")
@@ -202,9 +216,11 @@ def endpoint_refresh(endpoint: Endpoint) -> Endpoint:
     try:
         seen = observe.look(endpoint)
         scaling = autoscaling.observed(endpoint)
+        routing = router.observed(endpoint)
     except ApplicationError:
         return endpoint
-    endpoint.ready_replicas, endpoint.observed = seen.ready, {**seen.as_json(), "autoscaling": scaling}
+    endpoint.ready_replicas = seen.ready
+    endpoint.observed = {**seen.as_json(), "autoscaling": scaling, "router": routing}
     endpoint.hostname = seen.hostname or endpoint.hostname
     fields = ["ready_replicas", "observed", "hostname", "updated_at"]
     if endpoint.state in (EndpointState.READY, EndpointState.DEGRADED):

@@ -1,6 +1,10 @@
-"""KEDA autoscaling of a self-managed endpoint on the sandbox: turning it on installs KEDA and a ScaledObject on the
-engine's own metric; load scales the endpoint out and, once it ends, back in; allowed to, it goes to zero; turning it
-off returns the endpoint to its own replicas. Bad settings are refused on their field before anything changes."""
+"""Scaling self-managed endpoints on the sandbox (one GPU cluster for the module).
+
+KEDA autoscaling: turning it on installs KEDA and a ScaledObject on the engine's own metric; load scales the endpoint
+out and, once it ends, back in; allowed to, it goes to zero; turning it off returns the endpoint to its own replicas.
+The SGLang router: a 2-replica SGLang endpoint is served through it (cache-aware: a repeated prompt goes to the same
+worker), its per-worker load is shown, its policy changes. Bad settings are refused on their field before anything
+changes."""
 
 from __future__ import annotations
 
@@ -115,6 +119,13 @@ def test_bad_autoscaling_settings_are_refused_on_their_field(api, cast, shared_s
                                      engine="custom", image="me/server:1", model_source="shared",
                                      model="/mnt/shared/m", served_model_name="own", instance_group="workers",
                                      instance_type="ml.g5.8xlarge", gpus=1, port=8000, state="ready")
+    single = Endpoint.objects.create(team=cast.team, cluster=cluster, name="one", namespace="team-x",
+                                     engine="sglang", image="lmsysorg/sglang:v0.5.1", model_source="shared",
+                                     model="/mnt/shared/m", served_model_name="one", instance_group="workers",
+                                     instance_type="ml.g5.8xlarge", gpus=1, port=8000, state="ready")
+    for target, code in ((endpoint, "router_needs_sglang"), (single, "router_needs_replicas")):
+        response = api(cast.operator).put(f"{ENDPOINTS}/{target.pk}/router", {"policy": "round_robin"})
+        assert response.status_code == 400 and response.json()["fields"]["router"][0]["code"] == code
     base = {"metric": "waiting_requests", "target": 2}
     cases = [
         (endpoint, {**base, "min_replicas": 4, "max_replicas": 2}, "min_replicas", "min_replicas_above_max"),
@@ -136,3 +147,33 @@ def test_bad_autoscaling_settings_are_refused_on_their_field(api, cast, shared_s
     assert not_on.status_code == 400 and not_on.json()["fields"]["non_field_errors"][0]["code"] == "no_changes"
     viewer = api(cast.viewer).put(f"{ENDPOINTS}/{endpoint.pk}/autoscaling", base)
     assert viewer.status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_two_replica_sglang_endpoint_is_served_through_the_router(api, cast, shared_cluster, drive):
+    body = api(cast.operator).post(ENDPOINTS, {"cluster": shared_cluster.pk, "name": "routed", "engine": "sglang",
+                                               "model": "models/qwen", "gpus": 1, "replicas": 2}).json()
+    assert body["endpoint"]["router"]["policy"] == "cache_aware"
+    assert drive(Operation.objects.get(pk=body["operation"]["id"]), timeout=90).state == "succeeded"
+    namespace, url = body["endpoint"]["namespace"], f"{ENDPOINTS}/{body['endpoint']['id']}"
+    core, apps = k8s.CoreV1Api(_kube(shared_cluster)), k8s.AppsV1Api(_kube(shared_cluster))
+    assert core.read_namespaced_service("routed", namespace).spec.selector == {"instantstart.io/router": "routed"}
+    command = apps.read_namespaced_deployment("routed-router", namespace).spec.template.spec.containers[0].command
+    assert command[:3] == ["python3", "-m", "sglang_router.launch_router"]
+    assert "--service-discovery" in command and "instantstart.io/endpoint=routed" in command
+
+    chat = {"messages": [{"role": "user", "content": "The same long question, asked again"}], "max_tokens": 4}
+    answers = {api(cast.viewer).post(f"{url}/chat", chat).json()["choices"][0]["message"]["content"]
+               for _ in range(4)}
+    assert len(answers) == 1
+    seen = api(cast.viewer).get(url).json()["observed"]["router"]
+    assert len(seen["workers"]) == 2 and seen["active_workers"] == 2
+    assert sorted(worker["processed"] for worker in seen["workers"]) == [0, 4]
+    assert all(worker["pod"].startswith("routed-") for worker in seen["workers"])
+    assert (seen["cache_hits"], seen["cache_misses"]) == (3, 1)
+
+    changed = api(cast.operator).put(f"{url}/router", {"policy": "round_robin"})
+    assert changed.status_code == 202, changed.content
+    assert drive(Operation.objects.get(pk=changed.json()["operation"]["id"]), timeout=60).state == "succeeded"
+    command = apps.read_namespaced_deployment("routed-router", namespace).spec.template.spec.containers[0].command
+    assert command[command.index("--policy") + 1] == "round_robin"
