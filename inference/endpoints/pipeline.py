@@ -11,7 +11,8 @@ keeps every ready replica until its replacement is ready; the router's policy an
 An SGLang endpoint with a router (``inference.endpoints.router``) has its ServiceAccount, Role, RoleBinding,
 Deployment and workers' Service created with the others and deleted with them.
 
-``endpoint.delete``: *remove* (Service, Deployment, Secret) → *drain* (polled until the pods are gone).
+``endpoint.delete``: *remove* (Service, Deployment, Secret, and the ScaledObject of an autoscaled endpoint) →
+*drain* (polled until the pods are gone).
 
 Every poll mirrors ready/desired replicas, pods, warning events and crash logs into the endpoint row
 (``observed``). :func:`endpoint_finished` keeps the row's state in step with the operation.
@@ -24,9 +25,10 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from cloud import kube_objects
 from config import sealing
 from inference import objects
-from inference.endpoints import manifests, observe, plans, router
+from inference.endpoints import autoscaling, manifests, observe, plans, router
 from inference.endpoints.plan import secret_name
 from inference.models import Endpoint, EndpointState, Exposure
 from operations.context import StepContext
@@ -95,6 +97,9 @@ def _remove(endpoint: Endpoint) -> bool:
     for key, kind in reversed(ROUTER_OBJECTS):
         if key in endpoint.manifest:
             gone.append(objects.delete(cluster, kind, namespace, endpoint.manifest[key]["metadata"]["name"]))
+    if endpoint.autoscaling:
+        gone.append(kube_objects.delete(autoscaling.api(endpoint), autoscaling.SCALED_OBJECTS, namespace,
+                                        endpoint.name, propagation="Background"))
     return any(gone)
 
 
