@@ -514,3 +514,40 @@ def test_a_diagnosis_refuses_bad_input_alike_over_rest_and_mcp(query, field, cod
     assert (rest.status_code, rest.json()["code"]) == (400, "validation_failed"), rest.content
     assert [error["code"] for error in rest.json()["fields"][field]] == [code]
     assert is_error and mcp_body == rest.json()
+
+
+@pytest.mark.parametrize(("change", "form", "field", "code"), [
+    ({"instance_type": "ml.p5.48xlarge"}, {"instance_type": "ml.p5.48xlarge"}, "instance_type",
+     "unknown_instance_type"),
+    ({"memory_gib": 100, "kv_cache": {"l1_size_gib": 100}}, {"memory_gib": "100", "kv_l1_size_gib": "100"},
+     "kv_cache.l1_size_gib", "kv_cache_too_large"),
+    ({"kv_cache": {"l2_backend": "redis", "l2_url": "http://cache:6379"}},
+     {"kv_l2_backend": "redis", "kv_l2_url": "http://cache:6379"}, "kv_cache.l2_url", "invalid_redis_url"),
+    ({"routing": {"strategy": "fastest"}}, {"routing_strategy": "fastest"}, "routing.strategy",
+     "unsupported_routing_strategy"),
+    ({"autoscaling": {"min_replicas": 0, "max_replicas": 2}},
+     {"autoscaling_min_replicas": "0", "autoscaling_max_replicas": "2"}, "autoscaling.min_replicas",
+     "scale_to_zero_not_allowed"),
+])
+def test_managed_endpoint_bad_input_same_code_on_every_face(change, form, field, code, cast, token_for, sandbox):
+    from inference.models import Endpoint
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    cluster = tracked_hyperpod_cluster(cast.team, cloud=False)
+    data = {"cluster": cluster.pk, "name": "contract", "model": "models/m", **change}
+    secret = token_for(cast.operator)
+    events = AuditEvent.objects.count()
+
+    rest = Client().post("/api/v1/managed-endpoints", data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "create_managed_endpoint", data)
+    browser = Client()
+    browser.force_login(cast.operator)
+    portal = browser.post(reverse("inference-managed-endpoint-create"),
+                          {"cluster": cluster.pk, "name": "contract", "model": "models/m", **form})
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400 and code in portal_codes(portal)
+    assert not Endpoint.objects.exists() and AuditEvent.objects.count() == events

@@ -2,7 +2,7 @@
 
 Shape only: the KV-cache backend, the routing strategy and the autoscaling bounds are plain values here, so that
 their refusals come from :func:`inference.endpoints.managed.plan` with the same stable codes on every face
-(``unsupported_l2_backend``, ``unsupported_routing_strategy``, ``scale_to_zero_unsupported``…)."""
+(``unsupported_l2_backend``, ``unsupported_routing_strategy``, ``scale_to_zero_not_allowed``…)."""
 
 from __future__ import annotations
 

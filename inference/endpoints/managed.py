@@ -12,8 +12,8 @@ model on a cluster without an FSx volume (``no_fsx_volume``); a JumpStart id the
 Redis L2 without a ``redis://``/``rediss://`` URL (``invalid_redis_url``); a routing strategy outside the CRD's
 enum (``unsupported_routing_strategy``); a session key that is not an HTTP header name (``invalid_session_key``);
 KV cache or routing on an image that is not vLLM-based (``kv_cache_needs_vllm``: the operator supports them for vLLM
-containers only); autoscaling bounds with the minimum above the maximum (``min_above_max``) or a minimum of 0
-(``scale_to_zero_unsupported``: the operator's endpoint keeps a replica for its load balancer and SageMaker
+containers only); autoscaling bounds with the minimum above the maximum (``min_replicas_above_max``) or a minimum of 0
+(``scale_to_zero_not_allowed``: the operator's endpoint keeps a replica for its load balancer and SageMaker
 registration); a TLS output location that is not ``s3://bucket/…`` (``invalid_tls_location``).
 
 The CRD itself (OpenAPI schema and validation rules) is then asked by the cluster's API server with a server-side
@@ -223,10 +223,10 @@ def _autoscaling(request: ManagedRequest, problems: InvalidFields) -> dict[str, 
         return {}
     low, high = int(asked.get("min_replicas", 1)), int(asked.get("max_replicas", max(request.replicas, 1)))
     if low == 0:
-        problems.add("autoscaling.min_replicas", "scale_to_zero_unsupported", "A managed endpoint keeps at least "
+        problems.add("autoscaling.min_replicas", "scale_to_zero_not_allowed", "A managed endpoint keeps at least "
                      "one replica (its load balancer and SageMaker registration need one); use 1 or more.")
     if low > high:
-        problems.add("autoscaling.min_replicas", "min_above_max", f"The minimum ({low}) is above the maximum "
+        problems.add("autoscaling.min_replicas", "min_replicas_above_max", f"The minimum ({low}) is above the maximum "
                      f"({high}).")
     decided: dict[str, Any] = {"min_replicas": low, "max_replicas": high,
                                "polling_interval": int(asked.get("polling_interval", 30)),

@@ -1,11 +1,14 @@
 """The operations of a managed endpoint, and what its objects on the cluster show.
 
-``managed_endpoint.deploy``: *create* (the ``InferenceEndpointConfig`` or ``JumpStartModel``, exactly once: a
-retry adopts the object carrying the endpoint label) → *deploy* (polled until the operator's status says
+``managed_endpoint.deploy``: *keda* (with an operator autoscaling spec, which the operator carries out through KEDA:
+KEDA installed when no KEDA operator runs — :mod:`inference.endpoints.scaling`'s phase) → *create* (the
+``InferenceEndpointConfig`` or ``JumpStartModel``, exactly once: a retry adopts the object carrying the endpoint
+label) → *deploy* (polled until the operator's status says
 ``DeploymentComplete`` for the object's generation; ``DeploymentFailed`` fails it with the operator's reason,
 ``managed_endpoint_failed``).
 
-``managed_endpoint.update``: *apply* (a merge patch of exactly the changed fields) → *deploy*.
+``managed_endpoint.update``: *keda* (when the autoscaling changes) → *apply* (a merge patch of exactly the changed
+fields) → *deploy*.
 
 ``managed_endpoint.delete``: *remove* (the object; the operator's Deployment, Services and SageMaker registration go
 with it) → *drain* (polled until the object and its pods are gone).
@@ -28,7 +31,7 @@ from clusters.models import Cluster
 from config.errors import ApplicationError, InvalidFields, ValidationFailed
 from config.plans import Change, change
 from inference import objects
-from inference.endpoints import managed, observe
+from inference.endpoints import managed, observe, scaling
 from inference.endpoints.pipeline import endpoint_finished, endpoint_of, endpoint_retried
 from inference.models import Endpoint
 from operations.context import StepContext
@@ -211,9 +214,15 @@ def _plan_remove(params: Mapping[str, Any]) -> list[Change]:
 DEPLOY_PHASE = Phase("deploy", "Wait for the operator's deployment", submit_deploy, poll_deploy,
                      timeout=DEPLOY_TIMEOUT, poll_interval=5.0)
 
+#: The operator scales an endpoint with an ``autoScalingSpec`` through KEDA: installed first when it does not run
+#: (``params["autoscaling"]`` empty: nothing to do).
+KEDA_PHASE = Phase("keda", "Install KEDA when the endpoint autoscales", scaling.submit_keda, scaling.poll_keda,
+                   timeout=timedelta(minutes=15), poll_interval=3.0)
+
 DEPLOY_PIPELINE = planned(Pipeline(
     kind=DEPLOY,
-    phases=(Phase("create", "Create the operator object", submit_create, poll_done, compensate=compensate_create,
+    phases=(KEDA_PHASE,
+            Phase("create", "Create the operator object", submit_create, poll_done, compensate=compensate_create,
                   timeout=timedelta(minutes=10)),
             DEPLOY_PHASE),
     on_finished=endpoint_finished,
@@ -221,7 +230,8 @@ DEPLOY_PIPELINE = planned(Pipeline(
 ), {"create": _plan_create})
 UPDATE_PIPELINE = Pipeline(
     kind=UPDATE,
-    phases=(Phase("apply", "Patch the changed fields", submit_apply, poll_done, timeout=timedelta(minutes=10)),
+    phases=(KEDA_PHASE,
+            Phase("apply", "Patch the changed fields", submit_apply, poll_done, timeout=timedelta(minutes=10)),
             DEPLOY_PHASE),
     on_finished=endpoint_finished,
     on_retried=endpoint_retried,

@@ -3,9 +3,9 @@
 A managed endpoint is an :class:`~inference.models.Endpoint` of kind ``managed``: the list, the detail, the
 playground, the call, scale and delete of every face treat it as any endpoint (``inference.endpoints.services``
 hands it here). Each service authorizes through ``accounts.access`` (operators), checks everything before anything
-is written or sent — the cluster runs the inference operator (``inference_operator_missing`` names the feature to
-turn on), :func:`inference.endpoints.managed.plan`, then the API server's own check of the object against the real
-CRD (a server-side dry run) — and writes the row, its operation and an audit event in one transaction.
+is written or sent — the request's fields (:func:`inference.endpoints.managed.plan`), the cluster runs the inference
+operator (``inference_operator_missing`` names the feature to turn on), then the API server's own check of the object
+against the real CRD (a server-side dry run) — and writes the row, its operation and an audit event in one transaction.
 
 Update follows the explicit-diff contract: only the fields the request names and that differ from the object on the
 cluster are patched (``no_changes`` when the cluster already matches: nothing is sent). Intelligent routing cannot
@@ -104,10 +104,10 @@ def managed_endpoint_deploy(*, actor: User, cluster: Cluster, request: ManagedRe
     if replayed is not None:
         return Endpoint.objects.get(pk=replayed.params["endpoint_id"]), replayed
     require_active(cluster)
-    require_inference_operator(cluster)
     if request.model_source != ModelSource.JUMPSTART and not request.args:
         request.args = default_args(request.name, request.port)
     decided = managed.plan(cluster=cluster, request=request)
+    require_inference_operator(cluster)
     managed_pipeline.check_with_api_server(cluster, decided.body)
     served = request.model if decided.kind == managed.JUMPSTART else _served_name(decided.args,
                                                                                     managed.MODEL_MOUNT)
@@ -124,8 +124,8 @@ def managed_endpoint_deploy(*, actor: User, cluster: Cluster, request: ManagedRe
                 manifest={"config": decided.body}, state=EndpointState.DEPLOYING,
                 status_reason="Waiting for the inference operator")
             operation = _start(actor, endpoint, managed_pipeline.DEPLOY,
-                               f"Deploy {endpoint.name} (managed, {decided.body['kind']})", {}, origin,
-                               idempotency_key)
+                               f"Deploy {endpoint.name} (managed, {decided.body['kind']})",
+                               {"autoscaling": decided.autoscaling}, origin, idempotency_key)
             audit.record(actor=actor, source=origin, action=actions.ENDPOINT_DEPLOY, target=endpoint,
                          team=cluster.team, after=shown(endpoint))
     except IntegrityError:
@@ -202,11 +202,12 @@ def managed_endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, ide
     for key in ("image", "args"):
         if jumpstart and key in asked:
             problems.add(key, "jumpstart_fixed", "A JumpStart model runs the image and arguments of its model id.")
-    if "routing" in asked and asked["routing"] != endpoint.routing:
-        problems.add("routing", "routing_immutable", "Intelligent routing is chosen when the endpoint is deployed; "
-                     "the operator does not change it on an existing deployment. Deploy a new endpoint instead.")
     problems.raise_if_any()
     decided = managed.plan(cluster=endpoint.cluster, request=_request_of(endpoint, asked), existing=endpoint)
+    if decided.routing != endpoint.routing:
+        raise ValidationFailed.for_field("routing", "routing_immutable", "Intelligent routing is chosen when the "
+                                         "endpoint is deployed; the operator does not change it on an existing "
+                                         "deployment. Deploy a new endpoint instead.")
     found = managed_pipeline.live(endpoint)
     if found is None:
         raise Conflict(f"The operator object of {endpoint.name} is gone from the cluster; delete the endpoint.",
@@ -236,7 +237,9 @@ def managed_endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, ide
         endpoint.save()
         what = "Scale" if set(changed) == {"replicas"} else "Update"
         operation = _start(actor, endpoint, managed_pipeline.UPDATE, f"{what} {endpoint.name} (managed)",
-                           {"patch": {"spec": patch}}, origin, idempotency_key)
+                           {"patch": {"spec": patch},
+                            "autoscaling": decided.autoscaling if "autoscaling" in changed else {}},
+                           origin, idempotency_key)
         audit.record(actor=actor, source=origin, action=actions.ENDPOINT_UPDATE, target=endpoint,
                      team=endpoint.team, before={key: before[key] for key in changed}, after=changed)
     return endpoint, operation

@@ -135,14 +135,14 @@ def test_bad_input_is_refused_on_its_fields_before_anything_exists_on_rest_and_m
     fields = {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()}
     assert fields == {"instance_type": "unknown_instance_type", "kv_cache.l2_url": "invalid_redis_url",
                       "routing.strategy": "unsupported_routing_strategy",
-                      "autoscaling.min_replicas": "scale_to_zero_unsupported"}
+                      "autoscaling.min_replicas": "scale_to_zero_not_allowed"}
     is_error, body = call_tool(token_for(cast.operator), "create_managed_endpoint", bad)
     assert is_error and body == rest.json()
 
     too_big = api(cast.operator).post(MANAGED, _body(cluster, memory_gib=100, kv_cache={"l1_size_gib": 100}))
     assert too_big.json()["fields"]["kv_cache.l1_size_gib"][0]["code"] == "kv_cache_too_large"
     bounds = api(cast.operator).post(MANAGED, _body(cluster, autoscaling={"min_replicas": 3, "max_replicas": 2}))
-    assert bounds.json()["fields"]["autoscaling.min_replicas"][0]["code"] == "min_above_max"
+    assert bounds.json()["fields"]["autoscaling.min_replicas"][0]["code"] == "min_replicas_above_max"
     crd = api(cast.operator).post(MANAGED, _body(cluster, sagemaker_endpoint="not_a_valid_name"))
     assert crd.status_code == 400 and crd.json()["fields"]["sagemaker_endpoint"][0]["code"] == "crd_invalid"
     assert not Endpoint.objects.exists() and not AuditEvent.objects.filter(action="endpoint.deploy").exists()
