@@ -1,9 +1,22 @@
-"""Structured logs: one JSON object per line, carrying the request id when there is one."""
+"""Structured logs: one JSON object per line, carrying the request id when there is one.
 
+A Celery task published while a request id is bound (a view, an API call, an MCP tool, or a task that carries one
+itself) carries it in the message header :data:`REQUEST_ID_HEADER`; the worker binds it around the task's run, so
+the task's log lines — and the tasks it publishes in turn — carry the request that started them. Every process that
+configures Django's logging imports this module, so the signal handlers below are connected in web and worker alike.
+"""
+
+import contextlib
 import json
 import logging
 
-from config.context import current_request_id
+from celery import Task
+from celery.signals import before_task_publish, task_postrun, task_prerun
+
+from config.context import current_request_id, request_id_scope
+
+#: The Celery message header that carries the publishing request's id.
+REQUEST_ID_HEADER = "instantstart_request_id"
 
 
 class JsonFormatter(logging.Formatter):
@@ -31,3 +44,31 @@ class RefusalsWithoutTraceback(logging.Filter):
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+@before_task_publish.connect
+def _carry_request_id(headers: dict[str, object] | None = None, **_: object) -> None:
+    request_id = current_request_id()
+    if request_id and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, request_id)
+
+
+#: The request-id scope of each task running in this process, closed when the task ends.
+_task_scopes: dict[str, contextlib.ExitStack] = {}
+
+
+@task_prerun.connect
+def _restore_request_id(task_id: str, task: Task, **_: object) -> None:  # type: ignore[type-arg]
+    """Bind the request id the task's message carries; a task run eagerly (no message) keeps the caller's."""
+    request_id = getattr(task.request, REQUEST_ID_HEADER, None)
+    if isinstance(request_id, str) and request_id:
+        scope = contextlib.ExitStack()
+        scope.enter_context(request_id_scope(request_id))
+        _task_scopes[task_id] = scope
+
+
+@task_postrun.connect
+def _forget_request_id(task_id: str, **_: object) -> None:
+    scope = _task_scopes.pop(task_id, None)
+    if scope is not None:
+        scope.close()

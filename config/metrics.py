@@ -6,16 +6,23 @@ the session, so no portal user reaches it. With ``PROMETHEUS_MULTIPROC_DIR`` set
 processes), every process writes its samples there and the view merges them; otherwise it serves this process's
 registry. The cloud families live in ``cloud.metrics`` (the gateway imports nothing of ours) and are served here
 too, since every family registers with prometheus-client's default registry.
+
+A Celery worker has no HTTP port of its own. With ``INSTANTSTART_WORKER_METRICS_PORT`` set, its main process serves
+the same exposition, behind the same token, at ``/metrics`` on that port (:func:`serve_worker_metrics`): on
+Kubernetes a pod's processes share ``PROMETHEUS_MULTIPROC_DIR`` but pods share nothing, so each worker pod is a
+scrape target of its own (docs/deploy.md, "Metrics").
 """
 
 from __future__ import annotations
 
 import hmac
 import os
+import threading
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_init
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -65,16 +72,57 @@ def _registry() -> CollectorRegistry:
     return registry
 
 
-def metrics(request: HttpRequest) -> HttpResponse:
-    """The exposition, for the bearer of ``INSTANTSTART_METRICS_TOKEN`` only (see the module docstring)."""
+def exposition(authorization: str) -> tuple[int, dict[str, str], bytes]:
+    """The answer (status, headers, body) to a scrape whose ``Authorization`` header is ``authorization``: 404 while
+    ``INSTANTSTART_METRICS_TOKEN`` is empty, 401 unless it is ``Bearer <the token>``, else 200 and the exposition."""
     token = settings.INSTANTSTART_METRICS_TOKEN
     if not token:
-        return HttpResponse(status=404)
-    sent = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        return 404, {}, b""
+    sent = authorization.removeprefix("Bearer ")
     if not hmac.compare_digest(sent.encode(), token.encode()):
-        return HttpResponse(status=401, headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
+        return 401, {"WWW-Authenticate": 'Bearer realm="metrics"'}, b""
     _read_queue_depth()
-    return HttpResponse(generate_latest(_registry()), content_type=CONTENT_TYPE_LATEST)
+    return 200, {"Content-Type": CONTENT_TYPE_LATEST}, generate_latest(_registry())
+
+
+def metrics(request: HttpRequest) -> HttpResponse:
+    """The exposition, for the bearer of ``INSTANTSTART_METRICS_TOKEN`` only (see the module docstring)."""
+    status, headers, body = exposition(request.headers.get("Authorization", ""))
+    return HttpResponse(body, status=status, headers=headers)
+
+
+class _ScrapeHandler(BaseHTTPRequestHandler):
+    """``GET /metrics`` answered by :func:`exposition`; every other path is 404. Scrapes are not logged."""
+
+    def do_GET(self) -> None:
+        if self.path.partition("?")[0] == "/metrics":
+            status, headers, body = exposition(self.headers.get("Authorization", ""))
+        else:
+            status, headers, body = 404, {}, b""
+        self.send_response(status)
+        for name, value in {**headers, "Content-Length": str(len(body))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def serve_worker_metrics(port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:
+    """Serve ``/metrics`` on ``host:port`` from a daemon thread of this process until it exits (or the returned
+    server is shut down); port 0 picks a free one (``server.server_address``)."""
+    server = ThreadingHTTPServer((host, port), _ScrapeHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="metrics-server", daemon=True).start()
+    return server
+
+
+@worker_init.connect
+def _serve_from_worker(**_: object) -> None:
+    """A Celery worker's main process serves its pod's metrics when ``INSTANTSTART_WORKER_METRICS_PORT`` is set."""
+    if settings.INSTANTSTART_WORKER_METRICS_PORT:
+        serve_worker_metrics(settings.INSTANTSTART_WORKER_METRICS_PORT)
 
 
 def _read_queue_depth() -> None:

@@ -10,6 +10,7 @@
 | ``INSTANTSTART_SANDBOX`` | on (the offline sandbox stands in for AWS and Kubernetes) |
 | ``INSTANTSTART_THROTTLE_TOKEN`` | ``1200/min`` per API token or user |
 | ``INSTANTSTART_METRICS_TOKEN`` | empty: ``/metrics`` answers 404 (docs/deploy.md, "Metrics") |
+| ``INSTANTSTART_WORKER_METRICS_PORT`` | 0: a Celery worker serves no ``/metrics`` of its own |
 | ``INSTANTSTART_VAR_DIR`` | ``var/`` beside ``manage.py`` |
 | ``INSTANTSTART_TRAINING_LOG_RETENTION_DAYS`` | 30 (stored training log lines of finished jobs) |
 """
@@ -328,6 +329,9 @@ INSTANTSTART_TOKEN_DEFAULT_DAYS = int(os.environ.get("INSTANTSTART_TOKEN_DEFAULT
 INSTANTSTART_TOKEN_MAX_DAYS = int(os.environ.get("INSTANTSTART_TOKEN_MAX_DAYS", "365"))
 #: The bearer token a Prometheus scraper sends to ``/metrics`` (config.metrics); empty: the endpoint answers 404.
 INSTANTSTART_METRICS_TOKEN = os.environ.get("INSTANTSTART_METRICS_TOKEN", "")
+#: The port a Celery worker's main process serves its own ``/metrics`` on (``config.metrics.serve_worker_metrics``,
+#: same token); 0, the default: none (one host's processes share ``PROMETHEUS_MULTIPROC_DIR`` and web serves them).
+INSTANTSTART_WORKER_METRICS_PORT = int(os.environ.get("INSTANTSTART_WORKER_METRICS_PORT", "0"))
 #: How long a team invitation (and its link) can be accepted.
 INSTANTSTART_INVITATION_DAYS = int(os.environ.get("INSTANTSTART_INVITATION_DAYS", "7"))
 #: Who may create teams (docs/architecture.md, "Platform policy"): ``platform_admins`` (the default: a newcomer asks a

@@ -60,6 +60,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
        short=("pdb",), subresources=STATUS),
     _t("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True,
        "V2HorizontalPodAutoscaler", short=("hpa",), subresources=STATUS, categories=("all",)),
+    _t("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, "V1NetworkPolicy", short=("netpol",)),
     _t("apiregistration.k8s.io", "v1", "APIService", "apiservices", False, "V1APIService", subresources=STATUS),
 )
 

@@ -216,11 +216,23 @@ def _hpa(obj: dict[str, Any], _allocator: Allocator) -> None:
         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}])
 
 
+def _network_policy(obj: dict[str, Any], _allocator: Allocator) -> None:
+    """``policyTypes`` defaults to Ingress, plus Egress when egress rules are given; ports to TCP."""
+    spec = _set(obj, "spec", {})
+    _set(spec, "policyTypes", ["Ingress", *(["Egress"] if spec.get("egress") else [])])
+    for direction in ("ingress", "egress"):
+        for rule in spec.get(direction) or []:
+            for port in (rule.get("ports") or []) if isinstance(rule, dict) else []:
+                if isinstance(port, dict):
+                    _set(port, "protocol", "TCP")
+
+
 _DEFAULTERS: dict[str, Callable[[dict[str, Any], Allocator], None]] = {
     "pods": _pod, "deployments": _deployment, "replicasets": _replica_set, "statefulsets": _stateful_set,
     "daemonsets": _daemon_set, "jobs": _job, "cronjobs": _cron_job, "services": _service,
     "namespaces": _namespace, "secrets": _secret, "persistentvolumes": _volume, "persistentvolumeclaims": _volume,
     "storageclasses": _storage_class, "csidrivers": _csi_driver, "horizontalpodautoscalers": _hpa,
+    "networkpolicies": _network_policy,
 }
 
 

@@ -5,12 +5,14 @@
 (names, labels), the schema (a CRD version's ``openAPIV3Schema``, or the client model of a built-in) and,
 for built-ins, the rules the product is most likely to trip: pods need containers with images, workload
 selectors must match their template, Jobs need ``Never``/``OnFailure``, Services need ports, a Pod's
-spec is mostly immutable. Custom resources then have their CEL rules evaluated (``celrules``)
-unless a value has the wrong type, as the apiserver does.
+spec is mostly immutable, NetworkPolicies name known policy types and protocols and valid CIDRs. Custom
+resources then have their CEL rules evaluated (``celrules``) unless a value has the wrong type, as the apiserver
+does.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from sandbox.kube import celrules, meta
@@ -120,12 +122,58 @@ def _pod_update_errors(obj: dict[str, Any], old: dict[str, Any]) -> list[FieldEr
     return []
 
 
+def _network_policy_errors(spec: dict[str, Any]) -> list[FieldError]:
+    """What the apiserver refuses in a NetworkPolicy: unknown policy types or protocols, a malformed CIDR, an
+    ``except`` outside its CIDR, and an ``ipBlock`` peer that also names selectors."""
+    errors = [not_supported(f"spec.policyTypes[{index}]", kind, ["Ingress", "Egress"])
+              for index, kind in enumerate(spec.get("policyTypes") or []) if kind not in ("Ingress", "Egress")]
+    for direction, peers_field in (("ingress", "from"), ("egress", "to")):
+        for index, rule in enumerate(spec.get(direction) or []):
+            if not isinstance(rule, dict):
+                continue
+            where = f"spec.{direction}[{index}]"
+            for number, port in enumerate(rule.get("ports") or []):
+                protocol = port.get("protocol") if isinstance(port, dict) else None
+                if protocol not in ("TCP", "UDP", "SCTP"):
+                    errors.append(not_supported(f"{where}.ports[{number}].protocol", protocol, ["SCTP", "TCP", "UDP"]))
+            for number, peer in enumerate(rule.get(peers_field) or []):
+                block = peer.get("ipBlock") if isinstance(peer, dict) else None
+                if not isinstance(block, dict):
+                    continue
+                path = f"{where}.{peers_field}[{number}]"
+                if peer.get("podSelector") is not None or peer.get("namespaceSelector") is not None:
+                    errors.append(forbidden(path, "may not specify both ipBlock and another peer"))
+                errors += _ip_block_errors(block, f"{path}.ipBlock")
+    return errors
+
+
+def _ip_block_errors(block: dict[str, Any], path: str) -> list[FieldError]:
+    try:
+        network = ipaddress.ip_network(str(block.get("cidr")), strict=False)
+    except ValueError:
+        return [invalid(f"{path}.cidr", block.get("cidr"), "must be a valid CIDR value, (e.g. 10.9.8.0/24 or "
+                                                           "2001:db8::/64)")]
+    errors: list[FieldError] = []
+    for index, excepted in enumerate(block.get("except") or []):
+        try:
+            inside = ipaddress.ip_network(str(excepted), strict=False)
+        except ValueError:
+            errors.append(invalid(f"{path}.except[{index}]", excepted, "must be a valid CIDR value, (e.g. "
+                                                                      "10.9.8.0/24 or 2001:db8::/64)"))
+            continue
+        if inside.version != network.version or inside == network or not inside.subnet_of(network):  # type: ignore[arg-type]
+            errors.append(invalid(f"{path}.except[{index}]", excepted, "must be a strict subset of `cidr`"))
+    return errors
+
+
 def _semantic_errors(plural: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
     spec = obj.get("spec")
     if plural == "pods":
         return _containers(spec, "spec") + (_pod_update_errors(obj, old) if old else [])
     if not isinstance(spec, dict):
         return []
+    if plural == "networkpolicies":
+        return _network_policy_errors(spec)
     errors: list[FieldError] = []
     if plural in (*_WORKLOADS, "jobs"):
         errors += _template_errors(plural, spec, "spec")
