@@ -48,8 +48,9 @@ def test_recoveries_show_human_times_in_two_columns(cast):
     page = page_for(cast.viewer, reverse("training-job", args=[job.pk]))
     table = re.search(r'<table class="table" data-testid="recoveries">.*?</table>', page, re.S).group(0)
     assert table.count("<th>") == 2
-    assert "Jan 2, 03:04:05" in table and "123456" not in table and "2026-01-02T" not in table.split("datetime=")[0]
-    assert "llama-worker-1" in table and "JLR" in table and "no progress" in table
+    shown = re.sub(r"<[^>]+>", " ", table)
+    assert "Jan 2, 03:04:05" in shown and "123456" not in shown and "2026-01-02T" not in shown
+    assert "llama-worker-1" in shown and "JLR" in shown and "no progress" in shown
 
 
 def test_a_standard_group_of_a_type_without_efa_is_not_called_efa(cast, sandbox):
