@@ -360,7 +360,7 @@ def _sync(ctx: Context, scaled: dict[str, Any], state: dict[str, Any]) -> None:
 
 
 def reconcile(ctx: Context) -> None:
-    live = ctx.list(RESOURCE)
+    live = [scaled for scaled in ctx.list(RESOURCE) if not scaled["metadata"].get("deletionTimestamp")]
     memory = ctx.remembered("scaledobjects", live)
     if not live or not operator_running(ctx):
         return

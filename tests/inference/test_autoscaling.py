@@ -64,7 +64,7 @@ def test_autoscaling_scales_out_under_load_back_in_to_zero_and_off(api, cast, sh
     url, namespace = _deploy(api, cast.operator, cluster, drive, "auto")
     settings = {"metric": "waiting_requests", "target": 1, "min_replicas": 1, "max_replicas": 3,
                 "cooldown_seconds": 60, "polling_seconds": 5}
-    turned_on = api(cast.operator).put(f"{url}/autoscaling", settings)
+    turned_on = api(cast.operator).request("PUT", f"{url}/autoscaling", settings)
     assert turned_on.status_code == 202, turned_on.content
     assert turned_on.json()["endpoint"]["autoscaling"]["metric_name"] == "vllm:num_requests_waiting"
     operation = drive(Operation.objects.get(pk=turned_on.json()["operation"]["id"]), timeout=90)
@@ -90,7 +90,7 @@ def test_autoscaling_scales_out_under_load_back_in_to_zero_and_off(api, cast, sh
         thread.join()
     wait_for(lambda: _replicas(cluster, namespace, "auto"), lambda n: n == 1, timeout=20)
 
-    to_zero = api(cast.operator).put(f"{url}/autoscaling", {"min_replicas": 0, "scale_to_zero": True})
+    to_zero = api(cast.operator).request("PUT", f"{url}/autoscaling", {"min_replicas": 0, "scale_to_zero": True})
     assert drive(Operation.objects.get(pk=to_zero.json()["operation"]["id"]), timeout=60).state == "succeeded"
     wait_for(lambda: _replicas(cluster, namespace, "auto"), lambda n: n == 0, timeout=20)
     idle = api(cast.viewer).get(url).json()
@@ -124,7 +124,7 @@ def test_bad_autoscaling_settings_are_refused_on_their_field(api, cast, shared_s
                                      model="/mnt/shared/m", served_model_name="one", instance_group="workers",
                                      instance_type="ml.g5.8xlarge", gpus=1, port=8000, state="ready")
     for target, code in ((endpoint, "router_needs_sglang"), (single, "router_needs_replicas")):
-        response = api(cast.operator).put(f"{ENDPOINTS}/{target.pk}/router", {"policy": "round_robin"})
+        response = api(cast.operator).request("PUT", f"{ENDPOINTS}/{target.pk}/router", {"policy": "round_robin"})
         assert response.status_code == 400 and response.json()["fields"]["router"][0]["code"] == code
     base = {"metric": "waiting_requests", "target": 2}
     cases = [
@@ -135,17 +135,18 @@ def test_bad_autoscaling_settings_are_refused_on_their_field(api, cast, shared_s
         (endpoint, {**base, "metric": "tokens_per_second"}, "prometheus_url", "prometheus_url_required"),
         (endpoint, {**base, "cooldown_seconds": 4000}, "cooldown_seconds", "out_of_range"),
     ]
+    operator = api(cast.operator)
     operations, audits = Operation.objects.count(), AuditEvent.objects.count()
     for target, body, field, code in cases:
-        response = api(cast.operator).put(f"{ENDPOINTS}/{target.pk}/autoscaling", body)
+        response = operator.request("PUT", f"{ENDPOINTS}/{target.pk}/autoscaling", body)
         assert response.status_code == 400, (body, response.content)
         assert response.json()["fields"][field][0]["code"] == code, (body, response.json())
     assert Operation.objects.count() == operations and AuditEvent.objects.count() == audits
     endpoint.refresh_from_db()
     assert endpoint.autoscaling == {} and endpoint.state == "ready"
-    not_on = api(cast.operator).post(f"{ENDPOINTS}/{endpoint.pk}/autoscaling/disable")
+    not_on = operator.post(f"{ENDPOINTS}/{endpoint.pk}/autoscaling/disable")
     assert not_on.status_code == 400 and not_on.json()["fields"]["non_field_errors"][0]["code"] == "no_changes"
-    viewer = api(cast.viewer).put(f"{ENDPOINTS}/{endpoint.pk}/autoscaling", base)
+    viewer = api(cast.viewer).request("PUT", f"{ENDPOINTS}/{endpoint.pk}/autoscaling", base)
     assert viewer.status_code == 403
 
 
@@ -172,7 +173,7 @@ def test_a_two_replica_sglang_endpoint_is_served_through_the_router(api, cast, s
     assert all(worker["pod"].startswith("routed-") for worker in seen["workers"])
     assert (seen["cache_hits"], seen["cache_misses"]) == (3, 1)
 
-    changed = api(cast.operator).put(f"{url}/router", {"policy": "round_robin"})
+    changed = api(cast.operator).request("PUT", f"{url}/router", {"policy": "round_robin"})
     assert changed.status_code == 202, changed.content
     assert drive(Operation.objects.get(pk=changed.json()["operation"]["id"]), timeout=60).state == "succeeded"
     command = apps.read_namespaced_deployment("routed-router", namespace).spec.template.spec.containers[0].command
