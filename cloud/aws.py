@@ -2,7 +2,8 @@
 
 Endpoints come from boto3's own configuration (``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>``), so the
 offline sandbox needs no special code here. Clients use botocore's adaptive retry mode (client-side rate
-limiting plus exponential backoff on throttling) and are cached per (service, region, credentials):
+limiting plus exponential backoff on throttling) and are cached per (service, region, credentials) and per the
+``AWS_*`` environment they were configured from (endpoint, key, profile: a client made for one keeps pointing at it):
 boto3 clients are thread-safe, sessions are not, so each cache entry gets its own session.
 """
 
@@ -60,24 +61,41 @@ def _service_model_loader() -> botocore.loaders.Loader:
     return botocore.loaders.create_loader()
 
 
-@functools.lru_cache(maxsize=256)
-def _cached_client(service: str, region: str, credentials: Credentials | None) -> BaseClient:
+def session(*, region: str, credentials: Credentials | None = None) -> boto3.session.Session:
+    """A boto3 session in ``region`` with ``credentials`` (``None``: the default chain) that shares the process's
+    one loader of botocore's data, so making it parses no model or endpoint file again."""
     core = botocore.session.get_session()
     core.register_component("data_loader", _service_model_loader())
-    session = boto3.session.Session(
+    return boto3.session.Session(
         aws_access_key_id=credentials.access_key_id if credentials else None,
         aws_secret_access_key=credentials.secret_access_key if credentials else None,
         aws_session_token=credentials.session_token if credentials else None,
         region_name=region,
         botocore_session=core,
     )
-    return metrics.count_calls(dry_run.guard_aws_client(session.client(service, config=client_config())))
+
+
+#: The environment variables botocore reads when it makes a client: a client answers for the values it was made with.
+CLIENT_ENVIRONMENT = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                      "AWS_PROFILE", "AWS_CA_BUNDLE")
+
+
+def _environment() -> tuple[str | None, ...]:
+    return tuple(os.environ.get(name) for name in CLIENT_ENVIRONMENT)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_client(service: str, region: str, credentials: Credentials | None,
+                   environment: tuple[str | None, ...]) -> BaseClient:
+    made = session(region=region, credentials=credentials).client(service, config=client_config())
+    return metrics.count_calls(dry_run.guard_aws_client(made))
 
 
 def client(service: str, *, region: str, credentials: Credentials | None = None) -> BaseClient:
-    """A boto3 client for ``service`` in ``region`` (cached; safe to share between threads)."""
+    """A boto3 client for ``service`` in ``region`` (cached per credentials and ``AWS_*`` environment; safe to share
+    between threads)."""
     with _lock:
-        return _cached_client(service, region, credentials)
+        return _cached_client(service, region, credentials, _environment())
 
 
 def forget_clients() -> None:
@@ -94,11 +112,11 @@ def default_region() -> str:
 
 def account_id(*, region: str, credentials: Credentials | None = None) -> str:
     """The AWS account the credentials belong to (STS ``GetCallerIdentity``, asked once per process)."""
-    return _account_id(region, credentials)
+    return _account_id(region, credentials, _environment())
 
 
 @functools.lru_cache(maxsize=64)
-def _account_id(region: str, credentials: Credentials | None) -> str:
+def _account_id(region: str, credentials: Credentials | None, environment: tuple[str | None, ...]) -> str:
     with translated("sts", "GetCallerIdentity"):
         account: str = client("sts", region=region, credentials=credentials).get_caller_identity()["Account"]
     return account

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
@@ -61,12 +60,7 @@ class EksToken:
 
 def eks_token(cluster_name: str, *, region: str, credentials: aws.Credentials | None = None) -> EksToken:
     """A bearer token for ``cluster_name``, built exactly as ``aws eks get-token`` builds it."""
-    sts = boto3.session.Session(
-        aws_access_key_id=credentials.access_key_id if credentials else None,
-        aws_secret_access_key=credentials.secret_access_key if credentials else None,
-        aws_session_token=credentials.session_token if credentials else None,
-        region_name=region,
-    ).client("sts", config=aws.client_config())
+    sts = aws.session(region=region, credentials=credentials).client("sts", config=aws.client_config())
 
     def add_cluster_id(request: Any, **_: Any) -> None:
         request.headers[CLUSTER_ID_HEADER] = cluster_name

@@ -172,7 +172,11 @@ class SandboxHandle:
 
 def sandbox_in_use(sandbox_world, monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxHandle]:
     """An empty sandbox world with boto3 pointed at it, time at 1/1000 of AWS's and botocore's retry backoff shrunk a
-    hundredfold (its logic unchanged), until the generator ends (then the world is emptied again)."""
+    hundredfold (its logic unchanged), until the generator ends (then the world is emptied again).
+
+    boto3 clients outlive it (``cloud.aws`` caches them per ``AWS_*`` environment, the same for every test: making
+    them is a tenth of a short sandbox test), except after a test that planned faults: a throttled client's adaptive
+    rate limiter would slow the tests after it."""
     handle = SandboxHandle(aws_url=sandbox_world.aws_url)
     handle.control("POST", "reset")
     handle.control("PUT", "clock", {"scale": 0.001})
@@ -183,11 +187,11 @@ def sandbox_in_use(sandbox_world, monkeypatch: pytest.MonkeyPatch) -> Iterator[S
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     delay = ExponentialBackoff.delay_amount
     monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: delay(self, context) / 100)
-    aws.forget_clients()
     kube.forget_api_clients()
     yield handle
+    if handle.control("GET", "faults")["faults"]:
+        aws.forget_clients()
     handle.control("POST", "reset")
-    aws.forget_clients()
     kube.forget_api_clients()
 
 

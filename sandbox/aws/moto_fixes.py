@@ -19,16 +19,25 @@ they are now built once per account and copied (a copy keeps the policy's id, as
 and counts its own attachments). An EC2 backend loaded ~1,300 public AMIs, each with a snapshot and a volume
 (~0.3 s): the product never reads an AMI (HyperPod and EKS node groups name AMI *types*), so the sandbox starts with
 none (``MOTO_EC2_LOAD_DEFAULT_AMIS=false`` unless the environment says otherwise; docs/sandbox-aws.md).
+
+**What an EKS CreateCluster costs.** moto checks the role ARN's partition against a new boto3 session's partition
+list, which parses botocore's whole endpoint file (~0.1 s) on every CreateCluster and CreateNodegroup. The same check
+now reads the partitions parsed once.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import os
+import re
 from typing import Any
 
+import boto3
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ec2.models.vpcs import VPCBackend
+from moto.eks import models as eks_models
+from moto.eks.exceptions import InvalidParameterException
 from moto.iam import models as iam_models
 
 _modify_vpc_endpoint = VPCBackend.modify_vpc_endpoint
@@ -79,6 +88,22 @@ def aws_managed_policies(self: Any) -> list[iam_models.ManagedPolicy]:
     return fresh
 
 
+_ROLE_ARN = re.compile(r"arn:(?P<partition>.+):iam::(?P<account_id>[0-9]{12}):role/.+")
+
+
+@functools.cache
+def _partitions() -> frozenset[str]:
+    return frozenset(boto3.session.Session().get_available_partitions())
+
+
+def validate_role_arn(arn: str) -> None:
+    """moto's EKS role check (an IAM role ARN of a known partition, else ``InvalidParameterException``), with the
+    partitions read once."""
+    match = _ROLE_ARN.match(arn or "")
+    if match is None or match.group("partition") not in _partitions():
+        raise InvalidParameterException(message=f"Invalid Role Arn: '{arn}'")
+
+
 def apply() -> None:
     """Install the fixes (idempotent). ``moto.core.responses`` imports the lookup at call time, so replacing the
     module attribute is enough; the backends' methods are looked up on their classes at call time too."""
@@ -86,3 +111,4 @@ def apply() -> None:
     iam_models.get_account_id_from = account_of_access_key
     iam_models.IAMBackend._init_aws_policies = aws_managed_policies  # type: ignore[method-assign]
     VPCBackend.modify_vpc_endpoint = modify_vpc_endpoint  # type: ignore[method-assign]
+    eks_models.validate_role_arn = validate_role_arn
