@@ -51,10 +51,12 @@ def test_the_change_dialog_sends_only_what_changed_and_the_group_converges_live(
 
     for width in (1280, 1920):
         page.set_viewport_size({"width": width, "height": 900})
-        for opener in page.locator("[data-group-dialog]").all():
-            opener.click()
-            assert_open_dialogs_fit(page)
-            page.locator("dialog[open] [data-dialog-close]").click()
+        for tab in ("nodes", "groups"):  # the node groups' and the instance groups' dialogs, each on its tab
+            page.locator(f'[data-section-tabs] [data-tab="{tab}"]').click()
+            for opener in page.locator(f'[data-tab-panel="{tab}"] [data-group-dialog]').all():
+                opener.click()
+                assert_open_dialogs_fit(page)
+                page.locator("dialog[open] [data-dialog-close]").click()
     page.get_by_test_id("group-edit-accelerated").click()
     page.get_by_test_id("group-count-input-accelerated").fill("3")
     assert save_change(page, "accelerated") == {"instance_count": ["3"]}
@@ -73,8 +75,9 @@ def test_the_change_dialog_sends_only_what_changed_and_the_group_converges_live(
     page.wait_for_timeout(300)  # the page applies what it fetched
     expect(page.locator("dialog[open]")).to_have_count(1)
     expect(page.get_by_test_id("group-count-input-accelerated")).to_have_value("4")
-    with page.expect_request(lambda request: request.headers.get("x-live-refresh") == "1"):
+    with page.expect_response(lambda response: response.request.headers.get("x-live-refresh") == "1"):
         page.locator("dialog[open] [data-dialog-close]").click()  # the deferred re-render runs once it closes
+    expect(page.get_by_test_id("group-count-input-accelerated")).to_have_value("3")  # the fresh rendering
     expect(page.get_by_test_id("group-count-accelerated")).to_contain_text("3 / 3")
     page.get_by_test_id("group-edit-accelerated").click()
     assert save_change(page, "accelerated") == {}
