@@ -171,7 +171,8 @@ def submit_apply(ctx: StepContext) -> None:
 
 def submit_remove(ctx: StepContext) -> None:
     endpoint = endpoint_of(ctx)
-    kube_objects.delete(_api(endpoint), managed.kind_of(endpoint), endpoint.namespace, endpoint.name)
+    kube_objects.delete(_api(endpoint), managed.kind_of(endpoint), endpoint.namespace, endpoint.name,
+                        propagation="Background")
     ctx.log(f"Deleted the {endpoint.manifest['config']['kind']} of {endpoint.name}; the operator removes its "
             "Deployment, Services and SageMaker registration.")
 

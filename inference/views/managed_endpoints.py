@@ -39,9 +39,9 @@ NESTED = {"kv_l1_size_gib": ("kv_cache", "l1_size_gib", True), "kv_l2_backend": 
           "autoscaling_max_replicas": ("autoscaling", "max_replicas", True),
           "autoscaling_polling_interval": ("autoscaling", "polling_interval", True),
           "autoscaling_cooldown_period": ("autoscaling", "cooldown_period", True)}
-FLAT = ("cluster", "name", "model_source", "model", "instance_type", "image", "invocation_path", "tls_output_uri",
+FLAT = ("name", "model_source", "model", "instance_type", "image", "invocation_path", "tls_output_uri",
         "sagemaker_endpoint")
-NUMBERS = ("gpus", "memory_gib", "replicas", "port")
+NUMBERS = ("cluster", "gpus", "memory_gib", "replicas", "port")
 
 
 def _number(text: str) -> Any:

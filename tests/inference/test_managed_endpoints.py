@@ -77,15 +77,15 @@ def test_deploy_observe_call_update_and_delete_a_managed_endpoint(api, cast, clu
     assert created.status_code == 202, created.content
     endpoint = created.json()["endpoint"]
     assert endpoint["kind"] == "managed" and endpoint["operator_kind"] == "InferenceEndpointConfig"
+    assert _config(cluster, "llama") is None  # the operation creates it
+    operation = drive(Operation.objects.get(pk=created.json()["operation"]["id"]), timeout=60)
+    assert operation.state == "succeeded", operation.error_message
     sent = _config(cluster, "llama")
     assert sent["spec"]["kvCacheSpec"] == {"enableL1Cache": True, "enableL2Cache": True, "l2CacheSpec": {
         "l2CacheBackend": "redis", "l2CacheLocalUrl": "redis://redis.team-vision.svc.cluster.local:6379"}}
     assert sent["spec"]["intelligentRoutingSpec"] == {"enabled": True, "routingStrategy": "prefixaware"}
     assert sent["spec"]["modelSourceConfig"]["modelLocation"] == f"{team_prefix(cast.team.slug)}models/llama"
     assert {"name": "LMCACHE_MAX_LOCAL_CPU_SIZE", "value": "20"} in sent["spec"]["worker"]["environmentVariables"]
-
-    operation = drive(Operation.objects.get(pk=created.json()["operation"]["id"]), timeout=60)
-    assert operation.state == "succeeded", operation.error_message
     url = f"{MANAGED}/{endpoint['id']}"
     detail = api(cast.viewer).get(url).json()
     assert detail["state"] == "ready" and detail["ready_replicas"] == 1
@@ -250,3 +250,27 @@ def test_sandbox_operator_routes_by_prefix_checks_the_crd_and_refuses_unsupporte
     turn_hits, turn_queries = _hits(cluster, "turns")
     assert prefix_queries == turn_queries > 0
     assert prefix_hits > turn_hits > 0
+
+
+@pytest.mark.django_db
+def test_portal_form_explains_the_trade_offs_and_shows_refusals_on_their_inputs(cast, shared_sandbox):
+    from django.test import Client
+    from django.urls import reverse
+
+    cluster = factories.cluster(cast.team, "rows")
+    factories.instance_group(cluster)
+    browser = Client()
+    browser.force_login(cast.operator)
+    page = browser.get(reverse("inference-managed-endpoint-create"))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'data-testid="kv-cache-tradeoff"' in html and 'data-testid="routing-tradeoff"' in html
+    for strategy in managed.STRATEGIES:
+        assert f'<option value="{strategy}"' in html
+    refused = browser.post(reverse("inference-managed-endpoint-create"), {
+        "cluster": cluster.pk, "name": "llama", "model": "models/llama", "kv_l2_backend": "redis",
+        "kv_l2_url": "memcached://cache", "routing_strategy": "fastest"})
+    assert refused.status_code == 400
+    body = refused.content.decode()
+    assert 'data-error-code="invalid_redis_url"' in body and 'data-error-code="unsupported_routing_strategy"' in body
+    assert not Endpoint.objects.exists()

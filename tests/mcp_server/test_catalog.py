@@ -14,6 +14,7 @@ from mcp_server.endpoint_tools import ENDPOINT_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
 from mcp_server.invitation_tools import INVITATION_TOOLS
+from mcp_server.managed_endpoint_tools import MANAGED_ENDPOINT_TOOLS
 from mcp_server.mlflow_tools import MLFLOW_TOOLS
 from mcp_server.model_tools import MODEL_TOOLS
 from mcp_server.node_group_tools import NODE_GROUP_TOOLS
@@ -106,7 +107,8 @@ CLUSTER_TOOL_NAMES = [tool.name for tool in (*CLUSTER_TOOLS, *GROUP_TOOLS, *NODE
                                              *FEATURE_TOOLS)]
 INVITATION_TOOL_NAMES = [tool.name for tool in INVITATION_TOOLS]
 TRAINING_TOOL_NAMES = [tool.name for tool in (*TRAINING_TOOLS, *MLFLOW_TOOLS)]
-INFERENCE_TOOL_NAMES = [tool.name for tool in (*MODEL_TOOLS, *ENDPOINT_TOOLS, *POOL_TOOLS)]
+INFERENCE_TOOL_NAMES = [tool.name for tool in (*MODEL_TOOLS, *ENDPOINT_TOOLS, *MANAGED_ENDPOINT_TOOLS,
+                                               *POOL_TOOLS)]
 DIAGNOSTIC_TOOL_NAMES = [tool.name for tool in DIAGNOSTIC_TOOLS]
 
 

@@ -180,6 +180,12 @@ CASES: dict[str, Case] = {
     "endpoint.deploy": _endpoint_case("endpoint.deploy", EndpointState.DEPLOYING, EndpointState.DELETED),
     "endpoint.update": _endpoint_case("endpoint.update", EndpointState.UPDATING, EndpointState.DEGRADED),
     "endpoint.delete": _endpoint_case("endpoint.delete", EndpointState.DELETING, EndpointState.DEGRADED),
+    "managed_endpoint.deploy": _endpoint_case("managed_endpoint.deploy", EndpointState.DEPLOYING,
+                                              EndpointState.DELETED),
+    "managed_endpoint.update": _endpoint_case("managed_endpoint.update", EndpointState.UPDATING,
+                                              EndpointState.DEGRADED),
+    "managed_endpoint.delete": _endpoint_case("managed_endpoint.delete", EndpointState.DELETING,
+                                              EndpointState.DEGRADED),
     "cluster.create": _cluster_case("cluster.create", ClusterState.CREATING, ClusterState.DELETED),  # nothing made
     "cluster.delete": _cluster_case("cluster.delete", ClusterState.DELETING),
     "cluster.import": _cluster_case("cluster.import", ClusterState.IMPORTING),
