@@ -4,6 +4,7 @@ A Celery task published while a request id is bound (a view, an API call, an MCP
 itself) carries it in the message header :data:`REQUEST_ID_HEADER`; the worker binds it around the task's run, so
 the task's log lines — and the tasks it publishes in turn — carry the request that started them. Every process that
 configures Django's logging imports this module, so the signal handlers below are connected in web and worker alike.
+Celery's worker and beat keep that configuration (:func:`_keep_django_logging`): their lines are these JSON lines too.
 """
 
 import contextlib
@@ -11,7 +12,7 @@ import json
 import logging
 
 from celery import Task
-from celery.signals import before_task_publish, task_postrun, task_prerun
+from celery.signals import before_task_publish, setup_logging, task_postrun, task_prerun
 
 from config.context import current_request_id, request_id_scope
 
@@ -44,6 +45,13 @@ class RefusalsWithoutTraceback(logging.Filter):
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+@setup_logging.connect
+def _keep_django_logging(**_: object) -> None:
+    """Celery configures logging itself (plain-text handlers, the root level from ``--loglevel``) unless a receiver
+    of ``setup_logging`` exists. Django's ``LOGGING`` has configured it before a worker or beat gets there, so this
+    receiver does nothing and ``INSTANTSTART_LOG_LEVEL`` stays the level."""
 
 
 @before_task_publish.connect

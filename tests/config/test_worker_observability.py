@@ -64,7 +64,13 @@ def wait_for_tasks(handler: JsonLines, count: int) -> list[dict]:
 
 
 def test_a_task_logs_the_request_id_of_the_request_that_started_it(task_log):
+    root, celery_task = logging.getLogger(), logging.getLogger("celery.task")
+    level, task_handlers = root.level, list(celery_task.handlers)
     with start_worker(celery_app, pool="solo", perform_ping_check=False, queues=[QUEUE], shutdown_timeout=20):
+        # Celery kept Django's logging: the root level, and JSON lines from every stream handler; no handler added.
+        assert root.level == level and celery_task.handlers == task_handlers
+        streams = [handler for handler in root.handlers if type(handler) is logging.StreamHandler]
+        assert streams and all(isinstance(handler.formatter, JsonFormatter) for handler in streams)
         with request_id_scope("req-0123456789abcdef"):
             purge_idempotency_records.apply_async(queue=QUEUE)
         first = wait_for_tasks(task_log, 1)
