@@ -84,9 +84,9 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
             "`target` per replica, `min_replicas`/`max_replicas`, `scale_to_zero` (allows min_replicas 0), "
             "`activation` (the value that wakes a scaled-to-zero endpoint), `cooldown_seconds`, `polling_seconds`, "
             "`prometheus_url` (only for vLLM tokens per second). KEDA is installed on the cluster the first time. "
-            "Refusals name the field: `min_replicas_above_max`, `metric_not_exported`, `scale_to_zero_not_allowed`, "
-            "`prometheus_url_required`. `get_endpoint`'s `observed.autoscaling` shows current/desired replicas, the "
-            "metric against its target and the scaling history." + _FOLLOW
+            "Refusals name the field: `min_replicas_above_max`, `metric_not_exported`, min_replicas 0 without "
+            "`scale_to_zero`, `prometheus_url_required`. `get_endpoint`'s `observed.autoscaling` shows current and "
+            "desired replicas, the metric against its target and the scaling history." + _FOLLOW
         ),
     ),
     ToolSpec(
