@@ -30,7 +30,8 @@ def render(values: dict | None = None) -> list[dict]:
     with helm.Chart.load(CHART) as chart:
         manifests = chart.render(VALUES if values is None else values, name="instantstart", namespace=NAMESPACE,
                                  is_install=True)
-    return [document for text in manifests.values() for document in yaml.safe_load_all(text) if document]
+    return [document for path, text in manifests.items() if path.endswith(".yaml")
+            for document in yaml.safe_load_all(text) if document]
 
 
 def by_kind(objects: list[dict], kind: str) -> dict[str, dict]:
