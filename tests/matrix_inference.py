@@ -187,9 +187,8 @@ def managed_body(cast, actor) -> dict:
 
 
 def stored_managed_endpoint(cast, actor) -> dict:
-    cluster = _cluster(cast)
-    return {"endpoint_id": _endpoint(cast, cluster=cluster, kind="managed", image="lmcache/vllm-openai:v0.3.7",
-                                     manifest={"config": _managed_config(cluster)}).pk}
+    return {"endpoint_id": _endpoint(cast, kind="managed", image="lmcache/vllm-openai:v0.3.7",
+                                     manifest={"config": {"kind": "InferenceEndpointConfig"}}).pk}
 
 
 def deleted_managed_endpoint(cast, actor) -> dict:

@@ -4,6 +4,7 @@ the pod identity agent (so the inference CRDs are served), for tests of managed 
 from __future__ import annotations
 
 from cloud import aws
+from clusters import storage
 from clusters.features.catalog import CERT_MANAGER, FEATURES, INFERENCE_OPERATOR, POD_IDENTITY_AGENT
 from clusters.models import Cluster
 from tests.clusters.sandbox import instant_clock
@@ -25,11 +26,13 @@ def install_inference_operator(eks_name: str, region: str) -> None:
 
 def operator_cluster(team) -> Cluster:
     """An active cluster of ``team`` on an EKS cluster (no HyperPod: cheaper) running the inference operator, with
-    an instance group ``workers`` of ``ml.g5.8xlarge`` rows — what a managed endpoint's checks need."""
+    an instance group ``workers`` of ``ml.g5.8xlarge`` rows and the team's namespace (which a cluster's storage
+    setup makes) — what a managed endpoint's checks need."""
     from tests import factories
     from tests.inference.serving import _eks_cluster_with_a_node
 
     cluster = _eks_cluster_with_a_node(team)
     factories.instance_group(cluster, instance_type="ml.g5.8xlarge")
     install_inference_operator(cluster.eks_name, cluster.region)
+    storage.ensure_namespace(storage.core_api(cluster), cluster)
     return cluster
