@@ -22,10 +22,11 @@ SCRAPE_LABELS = {"job", "instance", "pod", "namespace"}
 
 
 def families() -> dict[str, tuple[str, set[str]]]:
-    """The product's families as the registry /metrics serves them: name → (type, label names)."""
-    labels = {value.describe()[0].name: set(value._labelnames)
-              for module in (config.metrics, cloud.metrics) for value in vars(module).values()
-              if isinstance(value, MetricWrapperBase)}
+    """The product's families in the registry /metrics serves (``config.metrics`` and ``cloud.metrics`` define them;
+    every module's would be here): name → (type, label names)."""
+    assert config.metrics.HTTP_REQUESTS and cloud.metrics.CLOUD_CALLS  # both modules are imported, so registered
+    labels = {collector.describe()[0].name: set(collector._labelnames)
+              for collector in REGISTRY._collector_to_names if isinstance(collector, MetricWrapperBase)}
     return {family.name: (family.type, labels[family.name]) for family in REGISTRY.collect()
             if family.name.startswith("instantstart_")}
 
