@@ -6,7 +6,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint fmt bench bench-logs
+.PHONY: run test lint fmt bench bench-logs tour
 
 run: $(STAMP)
 	$(VENV)/bin/python -m config.runner
@@ -31,6 +31,11 @@ bench: $(STAMP)
 # The training-log streaming benchmark (bench/README.md): ~3 minutes, a PostgreSQL server, not part of `make test`.
 bench-logs: $(STAMP)
 	$(VENV)/bin/python -m bench.training_logs_bench $(BENCH_ARGS)
+
+# The screenshot tour: every portal page in the sandbox, in headless Chromium, into docs/screenshots/ (a few minutes;
+# not part of `make test`). See tests/e2e/tour.py.
+tour: $(STAMP) $(CHROMIUM)
+	$(VENV)/bin/python -m pytest -n 0 -p no:cacheprovider tests/e2e/tour.py $(PYTEST_ARGS)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
