@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from celery.signals import task_postrun, task_prerun, worker_init
+from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -118,11 +118,23 @@ def serve_worker_metrics(port: int, host: str = "0.0.0.0") -> ThreadingHTTPServe
     return server
 
 
+#: The server a worker of this process started (:func:`_serve_from_worker`), closed when the worker stops.
+_worker_servers: list[ThreadingHTTPServer] = []
+
+
 @worker_init.connect
 def _serve_from_worker(**_: object) -> None:
     """A Celery worker's main process serves its pod's metrics when ``INSTANTSTART_WORKER_METRICS_PORT`` is set."""
     if settings.INSTANTSTART_WORKER_METRICS_PORT:
-        serve_worker_metrics(settings.INSTANTSTART_WORKER_METRICS_PORT)
+        _worker_servers.append(serve_worker_metrics(settings.INSTANTSTART_WORKER_METRICS_PORT))
+
+
+@worker_shutdown.connect
+def _stop_serving(**_: object) -> None:
+    while _worker_servers:
+        server = _worker_servers.pop()
+        server.shutdown()
+        server.server_close()
 
 
 def _read_queue_depth() -> None:

@@ -1,11 +1,12 @@
-"""What a Celery worker tells about itself: its log lines carry the request id of the request that published the task
-(a real worker thread consuming from the test Redis), and its own ``/metrics`` port serves what its processes counted,
-to the token's bearer only."""
+"""What a Celery worker tells about itself (a real worker thread consuming from the test Redis): its log lines carry
+the request id of the request that published the task, and with ``INSTANTSTART_WORKER_METRICS_PORT`` it serves
+``/metrics`` — what it counted — on that port, to the token's bearer only, until it stops."""
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from collections.abc import Iterator
 
@@ -17,7 +18,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from config.celery import app as celery_app
 from config.context import request_id_scope
 from config.logging import JsonFormatter
-from config.metrics import serve_worker_metrics
 from operations.tasks import purge_idempotency_records
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -91,28 +91,35 @@ def test_a_task_run_eagerly_keeps_the_caller_s_request_id(task_log):
     assert [line["request_id"] for line in lines] == ["req-eager-0123456789"]
 
 
-@pytest.fixture
-def worker_metrics(settings) -> Iterator[str]:
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_worker_serves_its_metrics_to_the_token_s_bearer_only(task_log, settings):
     settings.INSTANTSTART_METRICS_TOKEN = TOKEN
-    server = serve_worker_metrics(0, "127.0.0.1")
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    settings.INSTANTSTART_WORKER_METRICS_PORT = free_port()
+    url = f"http://127.0.0.1:{settings.INSTANTSTART_WORKER_METRICS_PORT}"
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, queues=[QUEUE],
+                      shutdown_timeout=20) as worker:
+        purge_idempotency_records.apply_async(queue=QUEUE)
+        wait_for_tasks(task_log, 1)
 
+        answer = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert answer.status_code == 200 and answer.headers["Content-Type"].startswith("text/plain")
+        samples = [sample for family in text_string_to_metric_families(answer.text) for sample in family.samples]
+        assert [sample for sample in samples if sample.name == "instantstart_celery_task_duration_seconds_count"
+                and sample.labels == {"task": "operations.tasks.purge_idempotency_records", "state": "SUCCESS"}
+                and sample.value >= 1]
+        assert any(sample.name == "instantstart_celery_queue_depth" for sample in samples)
 
-def test_a_worker_serves_its_metrics_to_the_token_s_bearer_only(worker_metrics, settings):
-    purge_idempotency_records.apply()
+        assert httpx.get(f"{url}/metrics").status_code == 401
+        assert httpx.get(f"{url}/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert httpx.get(f"{url}/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404
+        settings.INSTANTSTART_METRICS_TOKEN = ""
+        assert httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404
 
-    answer = httpx.get(f"{worker_metrics}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
-    assert answer.status_code == 200 and answer.headers["Content-Type"].startswith("text/plain")
-    samples = [sample for family in text_string_to_metric_families(answer.text) for sample in family.samples]
-    assert [sample for sample in samples if sample.name == "instantstart_celery_task_duration_seconds_count"
-            and sample.labels == {"task": "operations.tasks.purge_idempotency_records", "state": "SUCCESS"}
-            and sample.value >= 1]
-    assert any(sample.name == "instantstart_celery_queue_depth" for sample in samples)
-
-    assert httpx.get(f"{worker_metrics}/metrics").status_code == 401
-    assert httpx.get(f"{worker_metrics}/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    assert httpx.get(f"{worker_metrics}/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404
-    settings.INSTANTSTART_METRICS_TOKEN = ""
-    assert httpx.get(f"{worker_metrics}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404
+        worker.stop()  # a warm shutdown, as on SIGTERM
+        with pytest.raises(httpx.ConnectError):  # the port closed with the worker
+            httpx.get(f"{url}/metrics")
