@@ -26,7 +26,7 @@ MANAGED_ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
             "polling_interval, cooldown_period, query, target_value}, `tls_output_uri` s3://…, "
             "`sagemaker_endpoint`. Refusals name the field: `unknown_instance_type`, `too_many_gpus`, "
             "`kv_cache_too_large`, `invalid_redis_url`, `unsupported_l2_backend`, `unsupported_routing_strategy`, "
-            "`scale_to_zero_not_allowed`, `min_replicas_above_max`, `path_outside_shared_bucket`, `no_fsx_volume`, "
+            "`min_replicas_above_max` (a minimum of 0 is refused too), `path_outside_shared_bucket`, `no_fsx_volume`, "
             "`crd_invalid` (the API server's own check against the CRD)." + _FOLLOW
         ),
     ),
