@@ -10,6 +10,7 @@ Celery's worker and beat keep that configuration (:func:`_keep_django_logging`):
 import contextlib
 import json
 import logging
+from typing import Any
 
 from celery import Task
 from celery.signals import before_task_publish, setup_logging, task_postrun, task_prerun
@@ -66,7 +67,7 @@ _task_scopes: dict[str, contextlib.ExitStack] = {}
 
 
 @task_prerun.connect
-def _restore_request_id(task_id: str, task: Task, **_: object) -> None:  # type: ignore[type-arg]
+def _restore_request_id(task_id: str, task: Task[Any, Any], **_: object) -> None:
     """Bind the request id the task's message carries; a task run eagerly (no message) keeps the caller's."""
     request_id = getattr(task.request, REQUEST_ID_HEADER, None)
     if isinstance(request_id, str) and request_id:
