@@ -195,3 +195,25 @@ def test_the_rendered_chart_passes_the_sandbox_s_server_side_validation(sandbox,
         clusterName=cluster.name, namespace=NAMESPACE, serviceAccount="instantstart",
         roleArn=role_for("InstantStartPods", "pods.eks.amazonaws.com"))["association"]
     assert association["serviceAccount"] == by_kind(objects, "ServiceAccount")["instantstart"]["metadata"]["name"]
+
+
+def test_optional_parts_follow_the_values():
+    values = json.loads(json.dumps(VALUES))
+    values["secrets"]["metricsToken"]["name"] = ""
+    values["redis"]["passwordSecret"]["name"] = ""
+    values["networkPolicy"] = {"enabled": False}
+    values["serviceAccount"] = {"irsaRoleArn": ""}
+    values["worker"] = {"autoscaling": {"enabled": False}, "replicas": 3}
+    objects = render(values)
+
+    assert not by_kind(objects, "NetworkPolicy")
+    assert [hpa["spec"]["scaleTargetRef"]["name"] for hpa in by_kind(objects, "HorizontalPodAutoscaler").values()] == [
+        "instantstart-web"]
+    deployments = by_kind(objects, "Deployment")
+    assert deployments["instantstart-worker"]["spec"]["replicas"] == 3
+    assert "annotations" not in by_kind(objects, "ServiceAccount")["instantstart"]["metadata"]
+    for deployment in deployments.values():
+        assert "annotations" not in deployment["spec"]["template"]["metadata"]  # nothing to scrape without a token
+        env = env_of(deployment["spec"]["template"]["spec"]["containers"][0])
+        assert "INSTANTSTART_METRICS_TOKEN" not in env and "REDIS_PASSWORD" not in env
+        assert env["REDIS_URL"]["value"] == "rediss://master.instantstart.abcdef.usw2.cache.amazonaws.com:6379/0"
