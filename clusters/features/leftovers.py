@@ -15,8 +15,8 @@ from clusters.features import autoscaling, checkpointing, identity, inference, l
 from clusters.models import Cluster
 
 #: The purposes (``clusters.ownership.iam_name``) of every role a feature makes.
-ROLE_PURPOSES = (training.FEATURE.purpose, inference.FEATURE.purpose, observability.ADDON.purpose,
-                 checkpointing.PURPOSE, autoscaling.PURPOSE, load_balancer.PURPOSE)
+ROLE_PURPOSES = (training.FEATURE.purpose, inference.FEATURE.purpose, inference.GATED_PURPOSE,
+                 observability.ADDON.purpose, checkpointing.PURPOSE, autoscaling.PURPOSE, load_balancer.PURPOSE)
 
 
 def remove(cluster: Cluster) -> list[str]:

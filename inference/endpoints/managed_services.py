@@ -23,6 +23,7 @@ from django.db import IntegrityError, transaction
 from accounts import access, audit
 from accounts.models import User
 from clusters import dependencies
+from clusters.features import inference as operator_feature
 from clusters.features.catalog import FEATURES, INFERENCE_OPERATOR
 from clusters.models import Cluster
 from config.errors import Conflict, InvalidFields, ValidationFailed
@@ -108,6 +109,8 @@ def managed_endpoint_deploy(*, actor: User, cluster: Cluster, request: ManagedRe
         request.args = default_args(request.name, request.port)
     decided = managed.plan(cluster=cluster, request=request)
     require_inference_operator(cluster)
+    if decided.kind == managed.JUMPSTART and (gated := operator_feature.gated_role(cluster)):
+        decided.body["spec"]["model"]["gatedModelDownloadRole"] = gated
     managed_pipeline.check_with_api_server(cluster, decided.body)
     served = request.model if decided.kind == managed.JUMPSTART else _served_name(decided.args,
                                                                                     managed.MODEL_MOUNT)

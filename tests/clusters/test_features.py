@@ -223,6 +223,9 @@ def test_inference_and_observability_in_one_operation_then_off_leave_nothing(api
         "prerequisites", "inference_operator", "observability"]
     assert {"amazon-sagemaker-hyperpod-inference", "amazon-sagemaker-hyperpod-observability",
             "metrics-server"} <= addons(cluster)
+    gated = aws.client("iam", region=REGION).get_role(RoleName=f"instantstart-{cluster.pk}-jumpstart-gated")["Role"]
+    assert gated["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["AWS"].endswith(
+        f"role/instantstart-{cluster.pk}-inference-operator")
     workspaces = aws.client("amp", region=REGION).list_workspaces(alias=f"instantstart-{cluster.pk}")["workspaces"]
     assert len(workspaces) == 1
     config = json.loads(eks().describe_addon(clusterName=cluster.eks_name,
