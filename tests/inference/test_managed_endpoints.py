@@ -274,3 +274,25 @@ def test_portal_form_explains_the_trade_offs_and_shows_refusals_on_their_inputs(
     body = refused.content.decode()
     assert 'data-error-code="invalid_redis_url"' in body and 'data-error-code="unsupported_routing_strategy"' in body
     assert not Endpoint.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_jumpstart_model_is_deployed_and_called_and_an_unknown_id_fails(api, cast, cluster, drive):
+    created = api(cast.operator).post(MANAGED, {"cluster": cluster.pk, "name": "deepseek", "model_source": "jumpstart",
+                                                "model": "deepseek-llm-r1-distill-qwen-1-5b"})
+    assert created.status_code == 202, created.content
+    assert created.json()["endpoint"]["operator_kind"] == "JumpStartModel"
+    operation = drive(Operation.objects.get(pk=created.json()["operation"]["id"]), timeout=60)
+    assert operation.state == "succeeded", operation.error_message
+    endpoint_id = created.json()["endpoint"]["id"]
+    chat = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}
+    answer = api(cast.viewer).post(f"/api/v1/endpoints/{endpoint_id}/chat", chat)
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["model"] == "deepseek-llm-r1-distill-qwen-1-5b"
+    image = api(cast.operator).patch(f"{MANAGED}/{endpoint_id}", {"image": "other:1"})
+    assert image.status_code == 400 and image.json()["fields"]["image"][0]["code"] == "jumpstart_fixed"
+
+    unknown = api(cast.operator).post(MANAGED, {"cluster": cluster.pk, "name": "nope", "model_source": "jumpstart",
+                                                "model": "no-such-model"})
+    operation = drive(Operation.objects.get(pk=unknown.json()["operation"]["id"]), timeout=60)
+    assert operation.state == "failed" and "ModelNotFound" in operation.error_message
