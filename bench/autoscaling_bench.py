@@ -9,7 +9,8 @@ makes for ``waiting_requests`` (``inference.endpoints.autoscaling``: ``metrics-a
 ``/metrics``). Then, for each step of the ramp (``--ramp``: concurrent clients, each sending streamed chats back to
 back): the load starts; **cross** is when the waiting requests summed over the ready replicas first exceed target ×
 replicas (read from the servers' ``/metrics`` through the pod proxy every ``--sample`` s); **serving** when the
-Deployment has a ready replica more than before; the load stops; **in** when the replicas are back at the minimum.
+Deployment has a ready replica more than before; then the clients stop sending (the load ends; what is queued
+drains); **in** when the replicas are back at the minimum.
 
 Times are simulated seconds (real ÷ ``--time-scale``). Each row is printed as soon as its step ends; a step that
 fails prints its error and the ramp goes on. The floor of scale-out is the HPA's 15 s sync (KEDA's polling interval
@@ -86,7 +87,6 @@ def main() -> None:
                         "name": "server", "image": "vllm/vllm-openai:v0.10.1",
                         "command": ["vllm", "serve", "m", "--served-model-name", NAME, "--max-num-seqs", "1"],
                         "ports": [{"containerPort": 8000}],
-                        "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
                         "readinessProbe": {"httpGet": {"path": "/health", "port": 8000},
                                            "initialDelaySeconds": 30, "periodSeconds": 5}}]}}}})
             core.create_namespaced_service(NAMESPACE, {"metadata": {"name": NAME}, "spec": {
@@ -168,13 +168,14 @@ def main() -> None:
                 crossed = wait(lambda: waiting() > args.target * max(ready_replicas(), 1), limit)
                 serving = wait(lambda: ready_replicas() > before, limit)
                 peak = ready_replicas()
+                stop.set()  # the load ends: no new request; the queued ones drain
+                ended = time.monotonic()
+                scaled_in = wait(lambda: ready_replicas() <= 1 and len(ready_pods()) <= 1,
+                                 (args.cooldown * 4 + 120) * args.time_scale)
             finally:
                 stop.set()
                 for thread in threads:
                     thread.join(timeout=limit)
-            ended = time.monotonic()
-            scaled_in = wait(lambda: ready_replicas() <= 1 and len(ready_pods()) <= 1,
-                             (args.cooldown * 4 + 120) * args.time_scale)
             return (f"{clients:>7} {before:>4}→{peak:<4} {nominal(serving - crossed):>16.1f} "
                     f"{nominal(scaled_in - ended):>9.1f} {args.polling:>9} {args.cooldown:>10}")
 
