@@ -9,7 +9,7 @@ from kubernetes import watch
 
 from sandbox.kube import crds
 from sandbox.sim.objects import OUTCOME, STEPS
-from tests.sandbox.sim.harness import OPERATOR_PREREQUISITES, REGION, make_cluster, pod_template, wait_for
+from tests.sandbox.sim.harness import OPERATOR_PREREQUISITES, REGION, client, make_cluster, pod_template, wait_for
 
 INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
 
@@ -65,6 +65,9 @@ def test_rayjob_runs_on_a_ray_cluster_and_reports_the_driver():
 
 def test_inference_endpoint_config_deploys_the_model_and_becomes_ready():
     api = make_cluster(addons=(*OPERATOR_PREREQUISITES, INFERENCE_ADDON))
+    s3 = client("s3")
+    s3.create_bucket(Bucket="models", CreateBucketConfiguration={"LocationConstraint": REGION})
+    s3.put_object(Bucket="models", Key="llama-3-8b/config.json", Body=b"{}")  # the operator refuses an empty location
     custom, apps, core = k8s.CustomObjectsApi(api), k8s.AppsV1Api(api), k8s.CoreV1Api(api)
     group, plural = "inference.sagemaker.aws.amazon.com", "inferenceendpointconfigs"
     custom.create_namespaced_custom_object(group, "v1", "default", plural, {
