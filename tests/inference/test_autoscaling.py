@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 from kubernetes import client as k8s
 
 from accounts.models import AuditEvent
@@ -84,6 +86,10 @@ def test_autoscaling_scales_out_under_load_back_in_to_zero_and_off(api, cast, sh
     seen = shown["observed"]["autoscaling"]
     assert seen["ready"] and seen["metric_name"] == "vllm:num_requests_waiting" and seen["target"] == 1.0
     assert any(event["reason"] == "SuccessfulRescale" for event in seen["history"])
+    browser = Client()
+    browser.force_login(cast.viewer)
+    page = browser.get(reverse("inference-endpoint", args=[int(url.rsplit("/", 1)[-1])])).content.decode()
+    assert "vllm:num_requests_waiting" in page and "SuccessfulRescale" in page
     refused = api(cast.operator).patch(url, {"replicas": 2})
     assert refused.status_code == 400 and refused.json()["fields"]["replicas"][0]["code"] == "autoscaling_enabled"
     for thread in threads:
