@@ -1,7 +1,7 @@
 """Playbooks (``docs/playbooks``) over MCP: prompts with arguments, resources, the tools they name, and scripted
-agents (no LLM) that follow the create-cluster playbook to an active cluster and the deploy-model playbook from a
-Hub repository to a model that answers (then scale it) through MCP alone — each resuming an interrupted
-run from the state it reads."""
+agents (no LLM) that follow the create-cluster playbook to an active cluster, the train-model playbook to a job that
+succeeded, and the deploy-model playbook from a Hub repository to a model that answers (then scale it) through MCP
+alone — each resuming an interrupted run from the state it reads."""
 
 from __future__ import annotations
 
@@ -199,6 +199,73 @@ def test_a_scripted_agent_follows_the_create_cluster_playbook_and_resumes_it(san
     assert cluster is not None and cluster["state"] == "active"
     assert "create_cluster" not in resumed.calls, "the resumed run created nothing again"
     assert resumed.calls[:2] == ["list_clusters", "list_operations"] and resumed.calls[-1] == "get_cluster"
+
+
+class TrainModelAgent(PlaybookAgent):
+    """The train-model playbook: the user chose the PyTorch recipe, the script ``train.py`` in the team's bucket, one
+    GPU per node and the name ``scripted-train``; the agent picks the group, submits and follows the job."""
+
+    playbook_name = "train-model"
+    #: A short run in the sandbox (its simulated trainer's steps); a user's config passes such annotations through.
+    QUICK = {"sandbox.instantstart.dev/steps": "12"}
+
+    def __init__(self, caller: Caller, *, stop_after: str | None = None):
+        super().__init__(caller, {"recipe": "pytorch", "gpu_count": "1"}, stop_after=stop_after)
+
+    def run(self) -> dict[str, Any] | None:
+        # 1. Resume: a job of that name may already be on its way.
+        jobs = {job["name"]: job for job in self.call("list_training_jobs")["results"]}
+        existing = jobs.get("scripted-train")
+        if existing is not None and existing["state"] in ("pending", "submitting", "running"):
+            return self.follow(existing["id"])
+        assert existing is None, existing
+        # 2. Inspect: the active cluster, its groups, the training operator, the recipe's fields.
+        cluster = self.call("get_active_cluster")["cluster"] or next(
+            item for item in self.call("list_clusters")["results"] if item["state"] == "active")
+        assert cluster["state"] == "active"
+        groups = self.call("list_instance_groups", {"cluster_id": cluster["id"]})["results"]
+        features = {item["feature"]: item for item in self.call(
+            "get_advanced_features", {"cluster_id": cluster["id"]})["features"]}
+        assert features["training_operator"]["enabled"], "the recipe needs the training operator"
+        recipes = {recipe["slug"]: recipe for recipe in self.call("list_recipes")["results"]}
+        assert "pytorch" in recipes
+        group = max(groups, key=lambda item: item["current_count"])
+        # 4. Submit with the user's decisions, a key kept for a repeat.
+        answer = self.call("submit_training_job", {
+            "cluster": cluster["id"], "recipe": "pytorch", "name": "scripted-train",
+            "config": {"script": "train.py", "instance_group": group["name"], "replicas": group["current_count"],
+                       "gpus_per_node": 1, "annotations": self.QUICK},
+            "idempotency_key": "scripted-train"})
+        assert answer["job"]["state"] in ("pending", "submitting"), "a submitted job is not done"
+        if self.stop_after == "submit_training_job":
+            return None
+        return self.follow(answer["job"]["id"])
+
+    def follow(self, job_id: int) -> dict[str, Any]:
+        # 5. Follow it to a terminal summary; confirm.
+        for _ in range(400):
+            waited = self.call("wait_for_training_job", {"job_id": job_id, "timeout_seconds": 5})
+            if not waited["summary"].startswith("STILL RUNNING"):
+                break
+        assert waited["summary"].startswith("SUCCEEDED"), waited["summary"]
+        job = self.call("get_training_job", {"job_id": job_id})
+        assert job["state"] == "succeeded" and job["name"] == "scripted-train"
+        return job
+
+
+@pytest.mark.usefixtures("worker", "quick_waits")
+def test_a_scripted_agent_follows_the_train_model_playbook_and_resumes_it(sandbox, cast, admin_caller):
+    training_cluster(cast.team, count=1, ray=False)
+    interrupted = TrainModelAgent(admin_caller, stop_after="submit_training_job")
+    assert interrupted.run() is None
+    assert interrupted.calls[0] == "list_training_jobs", "state is read before anything else"
+    assert interrupted.calls.index("get_advanced_features") < interrupted.calls.index("submit_training_job")
+
+    resumed = TrainModelAgent(admin_caller)
+    job = resumed.run()
+    assert job is not None and job["state"] == "succeeded"
+    assert "submit_training_job" not in resumed.calls, "the resumed run submitted nothing again"
+    assert resumed.calls[0] == "list_training_jobs" and resumed.calls[-1] == "get_training_job"
 
 
 class DeployModelAgent(PlaybookAgent):
