@@ -101,6 +101,15 @@ def test_deploy_observe_call_update_and_delete_a_managed_endpoint(api, cast, clu
     listed = api(cast.viewer).get("/api/v1/endpoints").json()["results"]
     assert [(row["name"], row["kind"]) for row in listed] == [("llama", "managed")]
 
+    from django.test import Client
+    from django.urls import reverse
+
+    browser = Client()
+    browser.force_login(cast.viewer)
+    for page in ("inference-endpoint", "inference-playground"):
+        shown = browser.get(reverse(page, args=[endpoint["id"]]))
+        assert shown.status_code == 200 and "llama" in shown.content.decode()
+
     chat = {"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 4}
     answer = api(cast.viewer).post(f"/api/v1/endpoints/{endpoint['id']}/chat", chat)
     assert answer.status_code == 200, answer.content
