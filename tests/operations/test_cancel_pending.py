@@ -180,6 +180,7 @@ CASES: dict[str, Case] = {
     "endpoint.deploy": _endpoint_case("endpoint.deploy", EndpointState.DEPLOYING, EndpointState.DELETED),
     "endpoint.update": _endpoint_case("endpoint.update", EndpointState.UPDATING, EndpointState.DEGRADED),
     "endpoint.delete": _endpoint_case("endpoint.delete", EndpointState.DELETING, EndpointState.DEGRADED),
+    "endpoint.autoscale": _endpoint_case("endpoint.autoscale", EndpointState.UPDATING, EndpointState.DEGRADED),
     "managed_endpoint.deploy": _endpoint_case("managed_endpoint.deploy", EndpointState.DEPLOYING,
                                               EndpointState.DELETED),
     "managed_endpoint.update": _endpoint_case("managed_endpoint.update", EndpointState.UPDATING,
