@@ -90,7 +90,7 @@ def look(endpoint: Endpoint) -> dict[str, Any]:
     deployment = (status.get("deploymentStatus") or {}).get("status") or {}
     sagemaker = (status.get("endpoints") or {}).get("sagemaker") or {}
     pods = observe.pods_of(endpoint, f"{CONFIG_LABEL}={endpoint.name}")
-    events = [{**event, "object": endpoint.name}
+    events = [{**event, "pod": endpoint.name}
               for event in objects.events_about(endpoint.cluster, endpoint.namespace, endpoint.name)
               if event["type"] == "Warning"]
     for pod in pods:

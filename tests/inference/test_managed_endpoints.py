@@ -109,6 +109,9 @@ def test_deploy_observe_call_update_and_delete_a_managed_endpoint(api, cast, clu
     for page in ("inference-endpoint", "inference-playground"):
         shown = browser.get(reverse(page, args=[endpoint["id"]]))
         assert shown.status_code == 200 and "llama" in shown.content.decode()
+    operator_view = browser.get(reverse("inference-endpoint", args=[endpoint["id"]])).content.decode()
+    assert 'data-testid="operator-state">DeploymentComplete<' in operator_view
+    assert "CreationCompleted" in operator_view and "L2 redis" in operator_view
 
     chat = {"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 4}
     answer = api(cast.viewer).post(f"/api/v1/endpoints/{endpoint['id']}/chat", chat)
