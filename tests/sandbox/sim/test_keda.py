@@ -136,3 +136,14 @@ def test_to_zero_when_idle_and_back_when_the_metric_passes_activation(api):
     assert {"KEDAScaleTargetActivated", "KEDAScaleTargetDeactivated"} <= reasons
     for thread in threads:
         thread.join()
+
+
+def test_the_api_server_validates_scaled_objects_against_kedas_crd(api):
+    """The release CRD (with its kustomize patch): the scale-down stabilization window is at most 3600 s."""
+    bad = _scaled_object("bad", "chat", "chat", minimum=1, maximum=2)
+    bad["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"][
+        "stabilizationWindowSeconds"] = 4000
+    with pytest.raises(k8s.ApiException) as refused:
+        k8s.CustomObjectsApi(api).create_namespaced_custom_object("keda.sh", "v1alpha1", "default", "scaledobjects",
+                                                                  bad)
+    assert refused.value.status == 422 and "stabilizationWindowSeconds" in refused.value.body
