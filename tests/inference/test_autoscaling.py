@@ -18,6 +18,7 @@ from kubernetes import client as k8s
 from accounts.models import AuditEvent
 from cloud import kube, kube_manifests
 from inference.models import Endpoint
+from mcp_server.testing import call_tool
 from operations.models import Operation
 from sandbox.sim.serving import TOKEN_SECONDS_ANNOTATION
 from tests.sandbox.sim.harness import wait_for
@@ -113,7 +114,7 @@ def test_autoscaling_scales_out_under_load_back_in_to_zero_and_off(api, cast, sh
 
 
 @pytest.mark.django_db(transaction=True)
-def test_bad_autoscaling_settings_are_refused_on_their_field(api, cast, shared_sandbox):
+def test_bad_autoscaling_settings_are_refused_on_their_field(api, cast, token_for, shared_sandbox):
     from tests.clusters.sandbox import tracked_hyperpod_cluster
 
     cluster = tracked_hyperpod_cluster(cast.team, cloud=False)
@@ -129,9 +130,12 @@ def test_bad_autoscaling_settings_are_refused_on_their_field(api, cast, shared_s
                                      engine="sglang", image="lmsysorg/sglang:v0.5.1", model_source="shared",
                                      model="/mnt/shared/m", served_model_name="one", instance_group="workers",
                                      instance_type="ml.g5.8xlarge", gpus=1, port=8000, state="ready")
+    secret = token_for(cast.operator)
     for target, code in ((endpoint, "router_needs_sglang"), (single, "router_needs_replicas")):
         response = api(cast.operator).request("PUT", f"{ENDPOINTS}/{target.pk}/router", {"policy": "round_robin"})
         assert response.status_code == 400 and response.json()["fields"]["router"][0]["code"] == code
+        is_error, body = call_tool(secret, "set_endpoint_router", {"endpoint_id": target.pk, "policy": "round_robin"})
+        assert is_error and body == response.json()
     base = {"metric": "waiting_requests", "target": 2}
     cases = [
         (endpoint, {**base, "min_replicas": 4, "max_replicas": 2}, "min_replicas", "min_replicas_above_max"),
