@@ -238,9 +238,9 @@ def _autoscaling(request: ManagedRequest, problems: InvalidFields) -> dict[str, 
 
 def kv_spec(kv_cache: dict[str, Any]) -> dict[str, Any]:
     """The ``kvCacheSpec`` of decided KV-cache settings."""
-    spec: dict[str, Any] = {"enableL1Cache": kv_cache.get("l1", True)}
+    spec: dict[str, Any] = {"enableL1Cache": kv_cache.get("l1", True),
+                            "enableL2Cache": bool(kv_cache.get("l2_backend"))}
     if kv_cache.get("l2_backend"):
-        spec["enableL2Cache"] = True
         spec["l2CacheSpec"] = {"l2CacheBackend": kv_cache["l2_backend"],
                                **({"l2CacheLocalUrl": kv_cache["l2_url"]} if kv_cache.get("l2_url") else {})}
     return spec

@@ -8,9 +8,10 @@ operator (``inference_operator_missing`` names the feature to turn on), then the
 against the real CRD (a server-side dry run) — and writes the row, its operation and an audit event in one transaction.
 
 Update follows the explicit-diff contract: only the fields the request names and that differ from the object on the
-cluster are patched (``no_changes`` when the cluster already matches: nothing is sent). Intelligent routing cannot
-be changed on a deployed endpoint (``routing_immutable``: the operator's CRD says its ``enabled`` cannot be modified
-and routing is not supported for existing deployments).
+cluster (:func:`holds`: the CRD's defaults the API server added are no difference) are patched (``no_changes`` when
+the cluster already matches: nothing is sent). Intelligent routing cannot be changed on a deployed endpoint
+(``routing_immutable``: the operator's CRD says its ``enabled`` cannot be modified and routing is not supported for
+existing deployments).
 """
 
 from __future__ import annotations
@@ -181,6 +182,14 @@ def _nest(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     return result
 
 
+def holds(live: Any, wanted: Any) -> bool:
+    """Whether the cluster's value already is ``wanted``: equal, or — for objects — every field ``wanted`` names
+    equal there (the API server adds the CRD's defaults to what it stores, and those are not a difference)."""
+    if isinstance(wanted, dict) and isinstance(live, dict):
+        return all(holds(live.get(key), value) for key, value in wanted.items())
+    return bool(live == wanted)
+
+
 def _merge(into: dict[str, Any], patch: dict[str, Any]) -> None:
     for key, value in patch.items():
         if isinstance(value, dict) and isinstance(into.get(key), dict):
@@ -221,11 +230,11 @@ def managed_endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, ide
     changed: dict[str, Any] = {}
     for key in asked:
         path = SPEC_PATHS[key][1 if jumpstart else 0]
-        if path and _at(spec, path) != _at(wanted, path):
+        if path and not holds(_at(spec, path), _at(wanted, path)):
             _merge(patch, _nest(path, _at(wanted, path)))
             changed[key] = asked[key]
     if "kv_cache" in changed and not jumpstart and \
-            _at(spec, ("worker", "environmentVariables")) != _at(wanted, ("worker", "environmentVariables")):
+            not holds(_at(spec, ("worker", "environmentVariables")), _at(wanted, ("worker", "environmentVariables"))):
         _merge(patch, {"worker": {"environmentVariables": _at(wanted, ("worker", "environmentVariables"))}})
     if not patch:
         raise ValidationFailed.for_field("non_field_errors", "no_changes", "The cluster already runs these values.")

@@ -308,3 +308,23 @@ def test_a_jumpstart_model_is_deployed_and_called_and_an_unknown_id_fails(api, c
                                                 "model": "no-such-model"})
     operation = drive(Operation.objects.get(pk=unknown.json()["operation"]["id"]), timeout=60)
     assert operation.state == "failed" and "ModelNotFound" in operation.error_message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_operator_autoscaling_installs_keda_first_and_is_sent_in_the_spec(api, cast, cluster, drive):
+    created = api(cast.operator).post(MANAGED, _body(cluster, name="scaled", autoscaling={
+        "min_replicas": 1, "max_replicas": 3, "polling_interval": 15, "cooldown_period": 120}))
+    assert created.status_code == 202, created.content
+    operation = drive(Operation.objects.get(pk=created.json()["operation"]["id"]), timeout=90)
+    assert operation.state == "succeeded", operation.error_message
+    assert [phase.slug for phase in operation.phases.order_by("index")] == ["keda", "create", "deploy"]
+    stored = _config(cluster, "scaled")["spec"]["autoScalingSpec"]
+    assert {key: stored[key] for key in ("minReplicaCount", "maxReplicaCount", "pollingInterval",
+                                         "cooldownPeriod")} == {"minReplicaCount": 1, "maxReplicaCount": 3,
+                                                                "pollingInterval": 15, "cooldownPeriod": 120}
+    assert stored["scaleDownStabilizationTime"] == 300  # the CRD's default, added by the API server
+    same = api(cast.operator).patch(f"{MANAGED}/{created.json()['endpoint']['id']}", {"autoscaling": {
+        "min_replicas": 1, "max_replicas": 3, "polling_interval": 15, "cooldown_period": 120}})
+    assert same.status_code == 400 and same.json()["fields"]["non_field_errors"][0]["code"] == "no_changes"
+    keda = k8s.AppsV1Api(_api(cluster)).read_namespaced_deployment("keda-operator", "keda")
+    assert keda.status.available_replicas == 1
