@@ -136,15 +136,21 @@ def poll_in_service(ctx: StepContext) -> Progress:
     return Progress.finished(IN_SERVICE)
 
 
+def software_request(cluster: Cluster, groups: list[str]) -> dict[str, Any]:
+    """The parameters of the ``UpdateClusterSoftware`` the *hyperpod* phase of ``cluster.software`` sends (every
+    group when ``groups`` is empty)."""
+    params: dict[str, Any] = {"ClusterName": cluster.hyperpod_arn}
+    if groups:
+        params["InstanceGroups"] = [{"InstanceGroupName": name} for name in groups]
+    return params
+
+
 def submit_software(ctx: StepContext) -> None:
     cluster = cluster_of(ctx)
     if ctx.reference.get("sent"):
         return
-    params: dict[str, Any] = {"ClusterName": cluster.hyperpod_arn}
-    if ctx.params["groups"]:
-        params["InstanceGroups"] = [{"InstanceGroupName": name} for name in ctx.params["groups"]]
     with aws.translated("sagemaker", "UpdateClusterSoftware"):
-        ctx.client("sagemaker").update_cluster_software(**params)
+        ctx.client("sagemaker").update_cluster_software(**software_request(cluster, ctx.params["groups"]))
     ctx.record(sent=True)
     ctx.log(f"Software update requested for {', '.join(ctx.params['groups']) or 'every group'}.")
 

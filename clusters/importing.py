@@ -31,7 +31,9 @@ import fnmatch
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
+from typing import Any
 
+from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 from django.db import transaction
 from django.utils import timezone
@@ -156,25 +158,37 @@ def _eks(ctx: StepContext) -> facts.EksFacts:
 # access ----------------------------------------------------------------------------------------------------------
 
 
-def _access_entry(ctx: StepContext, principal: str) -> dict | None:
+def access_entry(client: BaseClient, eks_name: str, principal: str) -> dict | None:
+    """The EKS access entry of ``principal`` on ``eks_name``, or ``None``."""
     try:
-        return ctx.client("eks").describe_access_entry(clusterName=ctx.params["eks_name"],
-                                                       principalArn=principal)["accessEntry"]
+        return client.describe_access_entry(clusterName=eks_name, principalArn=principal)["accessEntry"]
     except ClientError as error:
         if aws.error_is(error, "ResourceNotFoundException"):
             return None
         raise
 
 
-def _cluster_admin_policy(ctx: StepContext) -> str:
-    return CLUSTER_ADMIN_POLICY.format(partition=aws.partition(ctx.region))
+def cluster_admin_policy(region: str) -> str:
+    return CLUSTER_ADMIN_POLICY.format(partition=aws.partition(region))
 
 
-def _has_cluster_admin(ctx: StepContext, principal: str) -> bool:
-    pages = ctx.client("eks").get_paginator("list_associated_access_policies").paginate(
-        clusterName=ctx.params["eks_name"], principalArn=principal)
-    return any(policy["policyArn"] == _cluster_admin_policy(ctx) and policy["accessScope"]["type"] == "cluster"
+def has_cluster_admin(client: BaseClient, eks_name: str, principal: str, region: str) -> bool:
+    """Whether ``principal`` has ``AmazonEKSClusterAdminPolicy`` on the whole of ``eks_name``."""
+    pages = client.get_paginator("list_associated_access_policies").paginate(clusterName=eks_name,
+                                                                             principalArn=principal)
+    return any(policy["policyArn"] == cluster_admin_policy(region) and policy["accessScope"]["type"] == "cluster"
                for page in pages for policy in page["associatedAccessPolicies"])
+
+
+def access_entry_request(eks_name: str, principal: str, token: str) -> dict[str, Any]:
+    """The ``CreateAccessEntry`` the *access* phase sends when ``principal`` has no entry."""
+    return {"clusterName": eks_name, "principalArn": principal, "type": "STANDARD", "clientRequestToken": token}
+
+
+def admin_policy_request(eks_name: str, principal: str, region: str) -> dict[str, Any]:
+    """The ``AssociateAccessPolicy`` the *access* phase sends when ``principal`` is not cluster admin yet."""
+    return {"clusterName": eks_name, "principalArn": principal, "policyArn": cluster_admin_policy(region),
+            "accessScope": {"type": "cluster"}}
 
 
 def submit_access(ctx: StepContext) -> None:
@@ -186,23 +200,21 @@ def submit_access(ctx: StepContext) -> None:
     # One token per run of the phase: a retry after the entry was removed must create it again, not replay.
     token = ctx.intend(f"client_request_token_{ctx.attempt}", lambda: str(uuid.uuid4()))
     client = ctx.client("eks")
-    entry = _access_entry(ctx, principal)
+    entry = access_entry(client, eks.name, principal)
     ctx.intend("creates_entry", lambda: entry is None)
     if entry is None:
         try:
-            client.create_access_entry(clusterName=eks.name, principalArn=principal, type="STANDARD",
-                                       clientRequestToken=token)
+            client.create_access_entry(**access_entry_request(eks.name, principal, token))
         except ClientError as error:
             if not aws.error_is(error, "ResourceInUseException"):
                 raise
         ctx.log(f"Created an access entry for {principal} on {eks.name}.")
     else:
         ctx.log(f"{principal} already has an access entry on {eks.name}; adopting it.")
-    associated = _has_cluster_admin(ctx, principal)
+    associated = has_cluster_admin(client, eks.name, principal, ctx.region)
     ctx.intend("associates_policy", lambda: not associated)
     if not associated:
-        client.associate_access_policy(clusterName=eks.name, principalArn=principal,
-                                       policyArn=_cluster_admin_policy(ctx), accessScope={"type": "cluster"})
+        client.associate_access_policy(**admin_policy_request(eks.name, principal, ctx.region))
         ctx.log(f"Associated AmazonEKSClusterAdminPolicy with {principal}.")
     ctx.record(principal_arn=principal, created_entry=ctx.intent["creates_entry"],
                associated_policy=ctx.intent["associates_policy"])
@@ -214,7 +226,8 @@ def submit_access(ctx: StepContext) -> None:
 
 def poll_access(ctx: StepContext) -> Progress:
     principal = ctx.intent["principal_arn"]
-    if _access_entry(ctx, principal) is None or not _has_cluster_admin(ctx, principal):
+    client, name = ctx.client("eks"), ctx.params["eks_name"]
+    if access_entry(client, name, principal) is None or not has_cluster_admin(client, name, principal, ctx.region):
         raise PhaseFailed(f"The access entry of {principal} disappeared.", code="resource_missing")
     try:
         k8s.CoreV1Api(kube.api_client(ctx.params["eks_name"], region=ctx.region)).list_namespace(limit=1)
@@ -235,7 +248,7 @@ def undo_access(ctx: StepContext) -> None:
             client.delete_access_entry(clusterName=name, principalArn=principal)
         elif ctx.intent.get("associates_policy"):
             client.disassociate_access_policy(clusterName=name, principalArn=principal,
-                                              policyArn=_cluster_admin_policy(ctx))
+                                              policyArn=cluster_admin_policy(ctx.region))
     except ClientError as error:
         if not aws.error_is(error, "ResourceNotFoundException"):
             raise

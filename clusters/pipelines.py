@@ -104,7 +104,9 @@ DELETE = planned(Pipeline(
 ), plans.DELETE)
 
 PIPELINES = (
-    CREATE, DELETE, importing.PIPELINE, volumes.CREATE, volumes.DELETE, groups.ADD, groups.UPDATE, groups.DELETE,
-    cluster_settings.SETTINGS, cluster_settings.SOFTWARE, node_groups.SCALE, node_groups.DELETE,
+    CREATE, DELETE, planned(importing.PIPELINE, plans.IMPORT), planned(volumes.CREATE, plans.VOLUME_CREATE),
+    planned(volumes.DELETE, plans.VOLUME_DELETE), groups.ADD, groups.UPDATE, groups.DELETE,
+    planned(cluster_settings.SETTINGS, plans.SETTINGS), planned(cluster_settings.SOFTWARE, plans.SOFTWARE),
+    node_groups.SCALE, node_groups.DELETE,
     *node_actions.PIPELINES.values(), *feature_pipelines(),
 )

@@ -7,21 +7,39 @@ dependencies, the HyperPod cluster and the storage from the cluster's spec; ``cl
 what the cluster's rows say exists (an imported cluster's AWS clusters only when they were asked to go);
 ``instance_group.add`` the compute subnet, the group and its autoscaling objects; an instance group's update and
 delete, and a node batch (reboot, replace, delete) the instance group or nodes they act on.
+
+The later plans are object-level: rendered by the builders the steps send from (``clusters.storage``,
+``clusters.cluster_settings``, ``clusters.importing``, ``clusters.instance_groups.update_cluster``), with the
+exact AWS request parameters (``config.plans.aws_call``) and Kubernetes manifests (``config.plans.kubernetes_object``)
+— ``storage.create``/``storage.delete``, ``cluster.settings``, ``cluster.software`` and ``cluster.import``.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.conf import settings
+from kubernetes import client as k8s
 
-from clusters import dependencies
-from clusters.models import Cluster, InstanceGroup, NetworkPlan, StorageState
+from cloud import aws
+from clusters import cluster_settings, dependencies, importing
+from clusters import storage as volumes
+from clusters.instance_groups.update_cluster import update_request
+from clusters.models import Cluster, InstanceGroup, NetworkPlan, StorageKind, StorageState, StorageVolume
 from clusters.ownership import iam_name, team_namespace
-from config.plans import Change, change
+from config.plans import Change, aws_call, change, kubernetes_object
 
 Params = Mapping[str, Any]
+#: What stands for a client request token the real run makes and persists before it sends it.
+TOKEN = "<the operation's persisted token>"
+_SERIALIZER = k8s.ApiClient()
+
+
+def manifest(model: Any) -> dict[str, Any]:
+    """A Kubernetes client model as the JSON the client sends."""
+    return dict(_SERIALIZER.sanitize_for_serialization(model))
 
 
 def _cluster(params: Params) -> Cluster:
@@ -206,3 +224,83 @@ DELETE = {"storage": storage_delete, "hyperpod": hyperpod_delete, "dependencies"
 GROUP_ADD = {"placement": group_placement, "hyperpod": group_add, "autoscaling": group_objects}
 GROUP_UPDATE = {"hyperpod": group_update}
 GROUP_DELETE = {"autoscaling": group_objects_delete, "hyperpod": group_delete}
+
+
+def settings_update(params: Params) -> list[Change]:
+    """``cluster.settings``: the ``UpdateCluster`` with the changed members."""
+    cluster = _cluster(params)
+    return [aws_call("update", "SageMaker HyperPod cluster", cluster.hyperpod_name, call="sagemaker:UpdateCluster",
+                     request=update_request(cluster, dict(params["members"])))]
+
+
+def software_update(params: Params) -> list[Change]:
+    """``cluster.software``: the ``UpdateClusterSoftware`` of the groups asked for (every group when none)."""
+    cluster = _cluster(params)
+    return [aws_call("update", "SageMaker HyperPod cluster", cluster.hyperpod_name,
+                     call="sagemaker:UpdateClusterSoftware",
+                     request=cluster_settings.software_request(cluster, list(params["groups"])))]
+
+
+def _volume(params: Params) -> StorageVolume:
+    return StorageVolume.objects.select_related("cluster__team", "cluster__network").get(
+        pk=params["volume_id"], cluster_id=params["cluster_id"])
+
+
+def volume_create(params: Params) -> list[Change]:
+    """``storage.create``: for a new FSx file system its ``CreateFileSystem``, then the volume's PV and PVC
+    (for FSx, with the file system's id, DNS and mount names as placeholders until it is AVAILABLE)."""
+    volume = _volume(params)
+    changes = []
+    if volume.kind == StorageKind.FSX and not volume.file_system_id:
+        changes.append(aws_call("create", "FSx for Lustre file system", f"{volume.cluster.name}-{volume.name}",
+                                call="fsx:CreateFileSystem", request=volumes.file_system_request(volume, TOKEN)))
+        volume = copy.copy(volume)
+        volume.file_system_id, volume.dns_name, volume.mount_name = "<FileSystemId>", "<DNSName>", "<MountName>"
+    when = {"when": "the file system is AVAILABLE"} if changes else {}
+    return [*changes, kubernetes_object("create", manifest(volumes.persistent_volume(volume)), **when),
+            kubernetes_object("create", manifest(volumes.persistent_volume_claim(volume)), **when)]
+
+
+def volume_delete(params: Params) -> list[Change]:
+    """``storage.delete``: the volume's PVC and PV (those labelled as its own), and its file system when
+    InstantStart made it."""
+    volume = _volume(params)
+    changes = [change("delete", "kubernetes", "PersistentVolumeClaim", f"{volume.namespace}/{volume.pvc_name}",
+                      when="labelled as this volume's"),
+               change("delete", "kubernetes", "PersistentVolume", volume.pv_name, when="labelled as this volume's")]
+    if volume.kind == StorageKind.FSX and volume.managed and volume.file_system_id:
+        changes.append(aws_call("delete", "FSx for Lustre file system", volume.file_system_id,
+                                call="fsx:DeleteFileSystem", request=volumes.file_system_delete_request(volume),
+                                when="tagged as the cluster's"))
+    return changes
+
+
+def import_access(params: Params) -> list[Change]:
+    """``cluster.import`` *access*: the access entry and the admin policy association of the control plane's
+    principal — each only when it is not there already (read now, as the phase will)."""
+    region, name = params["region"], params["eks_name"]
+    principal = aws.principal_arn(region=region)
+    client = aws.client("eks", region=region)
+    changes = []
+    if importing.access_entry(client, name, principal) is None:
+        changes.append(aws_call("create", "EKS access entry", principal, call="eks:CreateAccessEntry",
+                                request=importing.access_entry_request(name, principal, TOKEN)))
+    if changes or not importing.has_cluster_admin(client, name, principal, region):
+        changes.append(aws_call("create", "EKS access policy association", principal,
+                                call="eks:AssociateAccessPolicy",
+                                request=importing.admin_policy_request(name, principal, region)))
+    return changes
+
+
+def import_discover(params: Params) -> list[Change]:
+    """``cluster.import`` *discover*: reads only; records what it finds."""
+    return [change("update", "instantstart", "cluster records", params["eks_name"],
+                   records=["EKS and HyperPod facts", "network", "dependencies (unmanaged)",
+                            "storage volumes (unmanaged)"])]
+
+
+SETTINGS = {"hyperpod": settings_update}
+SOFTWARE = {"hyperpod": software_update}
+VOLUME_CREATE = {"volume": volume_create}
+VOLUME_DELETE = {"volume": volume_delete}
+IMPORT = {"access": import_access, "discover": import_discover}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from botocore.exceptions import ClientError
 from kubernetes import client as k8s
@@ -250,23 +251,28 @@ def describe_file_system(fsx, file_system_id: str) -> dict | None:
         raise
 
 
+def file_system_request(volume: StorageVolume, token: str) -> dict[str, Any]:
+    """The parameters of the ``CreateFileSystem`` that makes ``volume``'s new file system (``token`` its
+    ``ClientRequestToken``): in the cluster's compute subnet (:func:`fsx_placement`), tagged as ours."""
+    subnet_id, security_groups = fsx_placement(volume.cluster)
+    return {"ClientRequestToken": token, "FileSystemType": "LUSTRE", "StorageCapacity": volume.capacity_gib,
+            "StorageType": "SSD", "SubnetIds": [subnet_id], "SecurityGroupIds": security_groups,
+            "LustreConfiguration": {"DeploymentType": FSX_DEPLOYMENT_TYPE,
+                                    "PerUnitStorageThroughput": FSX_THROUGHPUT_MBPS_PER_TIB,
+                                    "DataCompressionType": "LZ4"},
+            "Tags": as_tag_list({**aws_tags(volume.cluster, "fsx"), "Name": f"{volume.cluster.name}-{volume.name}"})}
+
+
 def _submit_file_system(ctx: StepContext, volume: StorageVolume) -> None:
     if volume.file_system_id:
         return
     token = ctx.intend(f"fsx_token_{volume.pk}", lambda: str(uuid.uuid4()))
-    subnet_id, security_groups = fsx_placement(volume.cluster)
-    created = ctx.client("fsx").create_file_system(
-        ClientRequestToken=token, FileSystemType="LUSTRE", StorageCapacity=volume.capacity_gib, StorageType="SSD",
-        SubnetIds=[subnet_id], SecurityGroupIds=security_groups,
-        LustreConfiguration={"DeploymentType": FSX_DEPLOYMENT_TYPE,
-                             "PerUnitStorageThroughput": FSX_THROUGHPUT_MBPS_PER_TIB,
-                             "DataCompressionType": "LZ4"},
-        Tags=as_tag_list({**aws_tags(volume.cluster, "fsx"), "Name": f"{volume.cluster.name}-{volume.name}"}),
-    )["FileSystem"]
+    request = file_system_request(volume, token)
+    created = ctx.client("fsx").create_file_system(**request)["FileSystem"]
     volume.file_system_id = created["FileSystemId"]
     volume.save(update_fields=["file_system_id", "updated_at"])
     ctx.log(f"FSx for Lustre file system {volume.file_system_id} ({volume.capacity_gib} GiB, "
-            f"{FSX_DEPLOYMENT_TYPE}) requested in {subnet_id}.")
+            f"{FSX_DEPLOYMENT_TYPE}) requested in {request['SubnetIds'][0]}.")
 
 
 def _file_system_ready(ctx: StepContext, volume: StorageVolume) -> Progress | None:
@@ -288,6 +294,11 @@ def _file_system_ready(ctx: StepContext, volume: StorageVolume) -> Progress | No
     return None
 
 
+def file_system_delete_request(volume: StorageVolume) -> dict[str, Any]:
+    """The parameters of the ``DeleteFileSystem`` that deletes ``volume``'s file system."""
+    return {"FileSystemId": volume.file_system_id}
+
+
 def _delete_file_system(ctx: StepContext, volume: StorageVolume) -> str:
     """Delete the volume's file system when it is ours; its state, or ``gone``."""
     fsx = ctx.client("fsx")
@@ -298,7 +309,7 @@ def _delete_file_system(ctx: StepContext, volume: StorageVolume) -> str:
         ctx.log(f"File system {volume.file_system_id} is not ours to delete; leaving it.")
         return _FSX_GONE
     if described["Lifecycle"] in ("AVAILABLE", "FAILED", "MISCONFIGURED"):
-        fsx.delete_file_system(FileSystemId=volume.file_system_id)
+        fsx.delete_file_system(**file_system_delete_request(volume))
         return "DELETING"
     return described["Lifecycle"]
 

@@ -41,6 +41,21 @@ def change(action: str, provider: str, kind: str, name: str = "", **detail: Any)
     return {"action": action, "provider": provider, "kind": kind, "name": name, "detail": _jsonable(detail)}
 
 
+def aws_call(action: str, kind: str, name: str, *, call: str, request: dict[str, Any], **detail: Any) -> Change:
+    """A change one AWS call makes: ``detail.call`` names it (``eks:CreateAddon``) and ``detail.request`` holds the
+    parameters the real run sends, rendered by the same builder the step uses. Values only the real run knows
+    (a ``clientRequestToken`` it persists, the ARN of something an earlier phase creates) are ``<…>`` placeholders."""
+    return change(action, "aws", kind, name, call=call, request=request, **detail)
+
+
+def kubernetes_object(action: str, manifest: dict[str, Any], **detail: Any) -> Change:
+    """A change of one Kubernetes object: ``kind`` and ``namespace/name`` from ``manifest`` (the object as JSON,
+    rendered by the same builder the step applies), and ``detail.manifest`` the object as it would be sent."""
+    meta = manifest.get("metadata") or {}
+    name = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta.get("name", ""))
+    return change(action, "kubernetes", str(manifest.get("kind", "")), name, manifest=manifest, **detail)
+
+
 class PlanReady(BaseException):
     """Raised where a dry run's real call would start its operation; carries the operation's plan
     (``{"kind", "title", "phases": [{"slug", "title", "changes"}]}``). A ``BaseException``, like

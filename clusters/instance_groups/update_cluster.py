@@ -26,6 +26,12 @@ def cluster_name(cluster: Cluster) -> str:
     return cluster.hyperpod_arn or cluster.hyperpod_name
 
 
+def update_request(cluster: Cluster, members: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of the ``UpdateCluster`` that :func:`update_cluster` sends for ``members`` (a dry run's plan
+    shows them)."""
+    return {"ClusterName": cluster_name(cluster), **members}
+
+
 def update_cluster(cluster: Cluster, members: dict[str, Any], *, busy_waits: bool = False) -> bool:
     """Send ``UpdateCluster`` with ``members`` (``InstanceGroups``, ``InstanceGroupsToDelete``, ``NodeRecovery``,
     ``TieredStorageConfig``, ``AutoScaling``…) to ``cluster``'s HyperPod cluster; ``True`` once sent.
@@ -35,8 +41,7 @@ def update_cluster(cluster: Cluster, members: dict[str, Any], *, busy_waits: boo
     call — is not an error but ``False``, nothing sent, for a caller whose next poll reads the cluster again."""
     with aws.translated("sagemaker", "UpdateCluster"):
         try:
-            aws.client("sagemaker", region=cluster.region).update_cluster(ClusterName=cluster_name(cluster),
-                                                                          **members)
+            aws.client("sagemaker", region=cluster.region).update_cluster(**update_request(cluster, members))
         except ClientError as error:
             if busy_waits and aws.error_is(error, "ConflictException"):
                 return False

@@ -1,0 +1,178 @@
+"""Object-level dry-run plans of the clusters pipelines (``clusters/plans.py``): a dry run answers the exact AWS
+request parameters and Kubernetes manifests that the real call then sends, and the sandbox logs no write for it.
+The real call follows each dry run and the test compares the plan with what the sandbox received (its request log)
+or stored (the object read back)."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client as k8s
+
+from cloud import aws, kube
+from clusters.models import ClusterState, StorageState, StorageVolume
+from clusters.plans import TOKEN
+from operations.models import Operation, OperationState
+from tests.clusters.sandbox import tracked_hyperpod_cluster
+from tests.clusters.test_capacity import REGION
+from tests.clusters.test_import import make_eks, make_network
+from tests.clusters.test_storage import ready  # noqa: F401  (the storage tests' cluster with CSI drivers)
+
+pytestmark = pytest.mark.usefixtures("import_allowed")
+
+
+def last_seq(sandbox, log: str = "requests") -> int:
+    return max((entry["seq"] for entry in sandbox.control("GET", log)["requests"]), default=0)
+
+
+def writes_since(sandbox, marks: tuple[int, int]) -> list[dict]:
+    """AWS and Kubernetes writes logged after ``marks`` (from :func:`marks`)."""
+    return (sandbox.control("GET", f"requests?since={marks[0]}")["requests"]
+            + sandbox.control("GET", f"kube-requests?since={marks[1]}")["requests"])
+
+
+def marks(sandbox) -> tuple[int, int]:
+    return last_seq(sandbox), last_seq(sandbox, "kube-requests")
+
+
+def sent(sandbox, mark: int, call: str) -> list[dict]:
+    """The parameters of each effective ``service:Operation`` call logged after ``mark``."""
+    service, operation = call.split(":")
+    return [entry["params"] for entry in sandbox.control(
+        "GET", f"requests?service={service}&operation={operation}&effective=1&since={mark}")["requests"]]
+
+
+def dry_run(client, method: str, path: str, body: dict | None = None) -> dict:
+    separator = "&" if "?" in path else "?"
+    response = client.request(method, f"{path}{separator}dry_run=true", body)
+    assert response.status_code == 200, response.content
+    plan = response.json()
+    assert plan["dry_run"] is True and plan["operation"] is not None, plan
+    return plan
+
+
+def real(client, drive, method: str, path: str, body: dict | None = None) -> Operation:
+    response = client.request(method, path, body)
+    assert response.status_code == 202, response.content
+    operation = drive(Operation.objects.get(pk=response.json()["operation"]["id"]), timeout=90)
+    assert operation.state == OperationState.SUCCEEDED, (operation.phase, operation.error_message)
+    return operation
+
+
+def calls(plan: dict, call: str) -> list[dict]:
+    return [item["detail"]["request"] for item in plan["changes"] if item["detail"].get("call") == call]
+
+
+def manifests(plan: dict, kind: str) -> list[dict]:
+    return [item["detail"]["manifest"] for item in plan["changes"]
+            if item["provider"] == "kubernetes" and item["kind"] == kind and "manifest" in item["detail"]]
+
+
+def test_settings_and_software_update_plans_are_the_update_calls_then_sent(api, cast, sandbox, drive):
+    cluster = tracked_hyperpod_cluster(cast.team)
+    admin = api(cast.admin)
+    before = marks(sandbox)
+    settings = dry_run(admin, "PATCH", f"/api/v1/clusters/{cluster.pk}/settings", {"node_recovery": "None"})
+    software = dry_run(admin, "POST", f"/api/v1/clusters/{cluster.pk}/software-update", {"groups": ["workers"]})
+    assert writes_since(sandbox, before) == [] and not Operation.objects.exists()
+    [planned_update] = calls(settings, "sagemaker:UpdateCluster")
+    assert planned_update == {"ClusterName": cluster.hyperpod_arn, "NodeRecovery": "None"}
+    [planned_software] = calls(software, "sagemaker:UpdateClusterSoftware")
+
+    mark = last_seq(sandbox)
+    real(admin, drive, "PATCH", f"/api/v1/clusters/{cluster.pk}/settings", {"node_recovery": "None"})
+    assert sent(sandbox, mark, "sagemaker:UpdateCluster") == [planned_update]
+    mark = last_seq(sandbox)
+    real(admin, drive, "POST", f"/api/v1/clusters/{cluster.pk}/software-update", {"groups": ["workers"]})
+    assert sent(sandbox, mark, "sagemaker:UpdateClusterSoftware") == [planned_software]
+    assert planned_software["InstanceGroups"] == [{"InstanceGroupName": "workers"}]
+
+
+def core_of(cluster) -> k8s.CoreV1Api:
+    return k8s.CoreV1Api(kube.api_client(cluster.eks_name, region=REGION))
+
+
+def holds(found, planned) -> bool:
+    """Whether the stored object ``found`` has every field of the planned manifest, with its value (the API
+    server adds its own: uid, resourceVersion, status, a bound claim's reference details)."""
+    if isinstance(planned, dict):
+        return isinstance(found, dict) and all(key in found and holds(found[key], value)
+                                               for key, value in planned.items())
+    return found == planned
+
+
+def stored(cluster, manifest: dict) -> dict:
+    """The object the sandbox's API server holds for ``manifest``, as JSON."""
+    core = core_of(cluster)
+    meta = manifest["metadata"]
+    found = (core.read_persistent_volume(meta["name"]) if manifest["kind"] == "PersistentVolume"
+             else core.read_namespaced_persistent_volume_claim(meta["name"], meta["namespace"]))
+    return core.api_client.sanitize_for_serialization(found)
+
+
+def test_volume_plans_carry_the_manifests_and_the_file_system_request_the_real_run_sends(api, cast, sandbox, drive,
+                                                                                        ready):  # noqa: F811
+    cluster, _ = ready()
+    cluster.state = ClusterState.ACTIVE
+    cluster.save()
+    core_of(cluster).create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="team-vision")))
+    aws.client("s3", region=REGION).create_bucket(Bucket="vision-datasets",
+                                                  CreateBucketConfiguration={"LocationConstraint": REGION})
+    operator = api(cast.operator)
+    path = f"/api/v1/clusters/{cluster.pk}/volumes"
+    bucket = {"name": "datasets", "kind": "s3", "bucket": "vision-datasets", "prefix": "imagenet"}
+    lustre = {"name": "scratch", "kind": "fsx", "capacity_gib": 2400}
+    before = marks(sandbox)
+    s3_plan, fsx_plan = dry_run(operator, "POST", path, bucket), dry_run(operator, "POST", path, lustre)
+    assert writes_since(sandbox, before) == [] and not StorageVolume.objects.exists()
+
+    real(operator, drive, "POST", path, bucket)
+    for kind in ("PersistentVolume", "PersistentVolumeClaim"):
+        [manifest] = manifests(s3_plan, kind)
+        assert holds(stored(cluster, manifest), manifest), kind
+
+    mark = last_seq(sandbox)
+    real(operator, drive, "POST", path, lustre)
+    [planned] = calls(fsx_plan, "fsx:CreateFileSystem")
+    [made] = sent(sandbox, mark, "fsx:CreateFileSystem")
+    assert planned["ClientRequestToken"] == TOKEN and made["ClientRequestToken"] != TOKEN
+    assert {**made, "ClientRequestToken": TOKEN} == planned
+    [pv] = manifests(fsx_plan, "PersistentVolume")
+    volume = StorageVolume.objects.get(name="scratch")
+    assert pv["spec"]["csi"]["volumeHandle"] == "<FileSystemId>"
+    assert stored(cluster, pv)["spec"]["csi"]["volumeAttributes"] == {"dnsname": volume.dns_name,
+                                                                      "mountname": volume.mount_name}
+
+    before = marks(sandbox)
+    deleting = dry_run(operator, "DELETE", f"{path}/{volume.pk}")
+    assert writes_since(sandbox, before) == []
+    assert calls(deleting, "fsx:DeleteFileSystem") == [{"FileSystemId": volume.file_system_id}]
+    assert {(item["kind"], item["name"]) for item in deleting["changes"] if item["action"] == "delete"} >= {
+        ("PersistentVolumeClaim", "team-vision/scratch"), ("PersistentVolume", volume.pv_name)}
+    volume.refresh_from_db()
+    assert volume.state == StorageState.AVAILABLE
+    mark = last_seq(sandbox)
+    real(operator, drive, "DELETE", f"{path}/{volume.pk}")
+    [gone] = sent(sandbox, mark, "fsx:DeleteFileSystem")
+    # botocore fills in an idempotency token the plan leaves to it
+    assert {key: value for key, value in gone.items() if key != "ClientRequestToken"} == calls(
+        deleting, "fsx:DeleteFileSystem")[0]
+
+
+def test_an_import_plan_is_the_access_entry_and_policy_then_created(api, cast, sandbox, drive):
+    make_eks("outside", make_network()["private"], mode="API", creator_admin=False)
+    admin = api(cast.admin)
+    body = {"region": REGION, "eks_name": "outside", "team": cast.team.pk}
+    before = marks(sandbox)
+    plan = dry_run(admin, "POST", "/api/v1/clusters/import", body)
+    assert writes_since(sandbox, before) == [] and not Operation.objects.exists()
+    assert [phase["slug"] for phase in plan["operation"]["phases"]] == ["access", "discover"]
+    [entry] = calls(plan, "eks:CreateAccessEntry")
+    [association] = calls(plan, "eks:AssociateAccessPolicy")
+
+    mark = last_seq(sandbox)
+    real(admin, drive, "POST", "/api/v1/clusters/import", body)
+    [made] = sent(sandbox, mark, "eks:CreateAccessEntry")
+    assert {key: made.get(key) for key in entry if key != "clientRequestToken"} == {
+        key: value for key, value in entry.items() if key != "clientRequestToken"}
+    [associated] = sent(sandbox, mark, "eks:AssociateAccessPolicy")
+    assert {key: associated.get(key) for key in association} == association
