@@ -76,6 +76,18 @@ def role_policy(team: Team, region: str) -> dict[str, Any]:
     ]}
 
 
+def role_request(team: Team, region: str) -> dict[str, Any]:
+    """The ``CreateRole`` of the server role (SageMaker's trust, our tags)."""
+    return {"RoleName": role_name(team, region), "AssumeRolePolicyDocument": json.dumps(service_trust(SAGEMAKER)),
+            "Description": f"InstantStart: MLflow tracking server of team {team.slug}", "Tags": as_tag_list(tags(team))}
+
+
+def role_policy_request(team: Team, region: str) -> dict[str, Any]:
+    """The ``PutRolePolicy`` of the server role's inline policy (:func:`role_policy`)."""
+    return {"RoleName": role_name(team, region), "PolicyName": ROLE_POLICY,
+            "PolicyDocument": json.dumps(role_policy(team, region))}
+
+
 def ensure_role(team: Team, region: str) -> str:
     """The server role's ARN: created with our tags when missing, its trust and policy brought to what they should
     be; ``role_name_taken`` (409) when a role of that name is not ours."""
@@ -85,9 +97,7 @@ def ensure_role(team: Team, region: str) -> str:
         role = find_role(iam, name)
         if role is None:
             try:
-                role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust),
-                                       Description=f"InstantStart: MLflow tracking server of team {team.slug}",
-                                       Tags=as_tag_list(tags(team)))["Role"]
+                role = iam.create_role(**role_request(team, region))["Role"]
             except ClientError as error:
                 if not aws.error_is(error, "EntityAlreadyExists"):
                     raise
@@ -98,7 +108,7 @@ def ensure_role(team: Team, region: str) -> str:
                            code="role_name_taken")
         if policy_document(role["AssumeRolePolicyDocument"]) != trust:
             iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
-        iam.put_role_policy(RoleName=name, PolicyName=ROLE_POLICY, PolicyDocument=json.dumps(role_policy(team, region)))
+        iam.put_role_policy(**role_policy_request(team, region))
     return role["Arn"]
 
 
@@ -132,14 +142,24 @@ def create(team: Team, region: str, *, size: str, role_arn: str) -> str:
     """``CreateMlflowTrackingServer`` (artifact store under the team's prefix, our tags); the server's ARN."""
     with aws.translated("sagemaker", "CreateMlflowTrackingServer"):
         return aws.client("sagemaker", region=region).create_mlflow_tracking_server(
-            TrackingServerName=server_name(team), ArtifactStoreUri=artifact_store_uri(team, region),
-            TrackingServerSize=size, RoleArn=role_arn, AutomaticModelRegistration=False,
-            Tags=as_tag_list(tags(team)))["TrackingServerArn"]
+            **create_request(team, region, size=size, role_arn=role_arn))["TrackingServerArn"]
+
+
+def create_request(team: Team, region: str, *, size: str, role_arn: str) -> dict[str, Any]:
+    """The parameters of the ``CreateMlflowTrackingServer`` :func:`create` sends."""
+    return {"TrackingServerName": server_name(team), "ArtifactStoreUri": artifact_store_uri(team, region),
+            "TrackingServerSize": size, "RoleArn": role_arn, "AutomaticModelRegistration": False,
+            "Tags": as_tag_list(tags(team))}
 
 
 def delete(region: str, name: str) -> None:
     with aws.translated("sagemaker", "DeleteMlflowTrackingServer"):
-        aws.client("sagemaker", region=region).delete_mlflow_tracking_server(TrackingServerName=name)
+        aws.client("sagemaker", region=region).delete_mlflow_tracking_server(**delete_request(name))
+
+
+def delete_request(name: str) -> dict[str, Any]:
+    """The parameters of the ``DeleteMlflowTrackingServer`` :func:`delete` sends."""
+    return {"TrackingServerName": name}
 
 
 def presigned_url(region: str, name: str, *, expires_in: int = 300) -> str:
