@@ -12,6 +12,10 @@
    backoff with full jitter while a poll waits, or the slot the rate limiter reserved when the region's
    call budget is spent (the poll then runs at that slot without taking another token).
 
+Cost: a poll that finds the resource still on its way — the step an operation makes most often — is four SQL
+statements: the claim, one read of the operation with its phases, the phase's poll count (``note_phase``) and the
+release (one UPDATE while the operation is still active). ``tests/operations/test_step_cost.py`` holds it there.
+
 Failures: ``PhaseFailed`` and non-retryable errors fail the phase and the operation with their code, message and
 the provider's details. Retryable cloud errors (throttling, 5xx, unreachable) are logged as warnings and retried
 with backoff — the user never sees them as a failure unless the phase's deadline passes. A phase still unfinished
@@ -44,6 +48,7 @@ from operations import logs, ratelimit, transitions
 from operations.context import StepContext
 from operations.models import (
     ACTIVE_STATES,
+    TERMINAL_STATES,
     LogLevel,
     Operation,
     OperationPhase,
@@ -69,12 +74,12 @@ def advance(operation_id: int, *, due: datetime | None = None) -> datetime | Non
     lease = _claim(operation_id, due)
     if lease is None:
         return None
-    operation = Operation.objects.get(pk=operation_id)
+    operation, phases = _load(operation_id)
     undoing = operation.state == OperationState.CANCELLING
     delay: float | None
     try:
         with _heartbeat(operation_id, lease):
-            delay = _run(operation, pipeline_for(operation.kind), lease)
+            delay = _run(operation, phases, pipeline_for(operation.kind), lease)
     except LeaseLost:
         logger.warning("operation %s: lease lost to another worker; stopping", operation_id)
         return None
@@ -153,10 +158,36 @@ def _claim(operation_id: int, due: datetime | None) -> str | None:
     return lease if rows.update(claimed_by=lease, heartbeat_at=now) else None
 
 
+def _load(operation_id: int) -> tuple[Operation, list[OperationPhase]]:
+    """The operation and its phases in order, in one query; every phase's ``operation`` is that one instance, so a
+    change the engine applies to it is what the phases (and ``transitions.publish``) see."""
+    phases = list(OperationPhase.objects.select_related("operation").filter(operation_id=operation_id)
+                  .order_by("index"))
+    if not phases:
+        return Operation.objects.get(pk=operation_id), phases
+    operation = phases[0].operation
+    for phase in phases:
+        phase.operation = operation
+    return operation, phases
+
+
 def _release(operation_id: int, lease: str, delay: float | None, *, cancelled_meanwhile: bool) -> datetime | None:
     """Give the lease back, with the next wake-up. An active operation left without one (a service retried it while
     we held it) is woken at its own ``next_poll_at``; one that became ``cancelling`` while we held it
-    (``cancelled_meanwhile`` and now cancelling) at once, so that its undo starts."""
+    (``cancelled_meanwhile`` and now cancelling) at once, so that its undo starts.
+
+    The usual cases take one UPDATE: a wake-up for an operation still in a state the run expected (any active state
+    while undoing, else ``pending``/``running``), no wake-up for one the run made terminal. Anything else (the state
+    changed under the lease, the lease is gone) takes the general path below."""
+    now = timezone.now()
+    held = Operation.objects.filter(pk=operation_id, claimed_by=lease)
+    if delay is not None:
+        wake = now + timedelta(seconds=delay)
+        expected = ACTIVE_STATES - {OperationState.CANCELLING} if cancelled_meanwhile else ACTIVE_STATES
+        if held.filter(state__in=expected).update(claimed_by="", next_poll_at=wake):
+            return wake
+    elif held.filter(state__in=TERMINAL_STATES).update(claimed_by=""):
+        return None
     changes: dict[str, Any] = {"claimed_by": ""}
     if delay is not None:
         changes["next_poll_at"] = timezone.now() + timedelta(seconds=delay)
@@ -169,57 +200,62 @@ def _release(operation_id: int, lease: str, delay: float | None, *, cancelled_me
     return next_poll_at if state in ACTIVE_STATES else None
 
 
-def _run(operation: Operation, pipeline: Pipeline, lease: str) -> float | None:
+def _run(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, lease: str) -> float | None:
+    """Steps from the freshly loaded ``operation`` and ``phases`` on, keeping both up to date in memory: what a
+    service may change meanwhile is the operation's state (a cancel), and the next phase starts only if the
+    operation is still in the state the run knows (``_start_phase``), as the run's last move is a compare-and-set."""
     for _ in range(settings.OPERATIONS_STEPS_PER_RUN):
-        operation.refresh_from_db(fields=["state", "cancel_requested", "call_reserved", "outputs", "attempt"])
         if operation.state not in ACTIVE_STATES:
             return None
         if operation.state == OperationState.CANCELLING:
-            return _cancel(operation, pipeline, lease)
+            return _cancel(operation, phases, pipeline, lease)
         if operation.state == OperationState.PENDING:
-            transitions.move(operation, OperationState.RUNNING, lease=lease, started_at=timezone.now(),
+            transitions.move(operation, OperationState.RUNNING, lease=lease, phases=phases, started_at=timezone.now(),
                              status_reason="Started")
             logs.append(operation.pk, "Started.")
-        phases = list(OperationPhase.objects.filter(operation=operation).order_by("index"))
         phase = next((phase for phase in phases if phase.state != PhaseState.SUCCEEDED), None)
         if phase is None:
-            _finish(operation, lease)
+            _finish(operation, phases, lease)
             return None
         if phase.state == PhaseState.PENDING:
-            _start_phase(operation, pipeline, phase, lease)
+            _start_phase(operation, phases, pipeline, phase, lease)
         elif phase.state != PhaseState.RUNNING:
             raise StateChanged(f"operation {operation.pk} is running but its phase {phase.slug} is {phase.state}")
-        delay = _step(operation, pipeline, phase, lease)
+        delay = _step(operation, phases, pipeline, phase, lease)
         if delay is not None:
             return delay
     return 0.0
 
 
-def _start_phase(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease: str) -> None:
+def _start_phase(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,
+                 lease: str) -> None:
     spec = pipeline.phase(phase.slug)
     now = timezone.now()
     deadline = now + spec.timeout
     transitions.move_phase(phase, PhaseState.RUNNING, lease=lease, attempts=phase.attempts + 1,
-                           step=PhaseStep.SUBMIT, polls=0, started_at=now, finished_at=None, deadline_at=deadline)
-    transitions.save(operation, lease=lease, phase=phase.slug, deadline_at=deadline, status_reason=spec.title)
-    transitions.publish(operation)
+                           step=PhaseStep.SUBMIT, polls=0, started_at=now, finished_at=None, deadline_at=deadline,
+                           operation_state=operation.state,
+                           operation_changes={"phase": phase.slug, "deadline_at": deadline,
+                                              "status_reason": spec.title})
+    transitions.publish(operation, phases)
     logs.append(operation.pk, f"{spec.title}: started.", phase=phase.slug)
 
 
-def _step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease: str) -> float | None:
+def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,
+          lease: str) -> float | None:
     """Run one step of ``phase``: seconds to wait before the next one, or ``None`` to go on at once (the phase
     ended: succeeded, or failed and took the operation with it)."""
     spec = pipeline.phase(phase.slug)
     if phase.deadline_at is not None and timezone.now() > phase.deadline_at:
         last = f" (last status: {phase.status_reason})" if phase.status_reason else ""
-        _fail(operation, pipeline, phase, lease, ApplicationError(
+        _fail(operation, phases, pipeline, phase, lease, ApplicationError(
             f"{spec.title} did not finish within {_duration(spec.timeout)}{last}.", code="phase_timeout"))
         return None
     context = StepContext(operation, phase, lease=lease, region=pipeline.region(operation.params))
     try:
         if phase.step == PhaseStep.SUBMIT:
             spec.submit(context)
-            transitions.save_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0)
+            transitions.note_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0)
             logs.append(operation.pk, f"{spec.title}: submitted.", phase=phase.slug)
             return first_poll_delay(spec.poll_interval)
         if operation.call_reserved:
@@ -241,18 +277,18 @@ def _step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease
             return delay
         if error.code == "internal_error":
             logger.exception("operation %s phase %s: unexpected error", operation.pk, phase.slug)
-        _fail(operation, pipeline, phase, lease, error)
+        _fail(operation, phases, pipeline, phase, lease, error)
         return None
     if progress.done:
         transitions.move_phase(phase, PhaseState.SUCCEEDED, lease=lease, status_reason=progress.status)
-        transitions.publish(operation)
+        transitions.publish(operation, phases)
         logs.append(operation.pk, f"{spec.title}: done" + (f" ({progress.status})." if progress.status else "."),
                     phase=phase.slug)
         return None
     changed = progress.status != phase.status_reason
-    transitions.save_phase(phase, lease=lease, polls=phase.polls + 1, status_reason=progress.status)
+    transitions.note_phase(phase, lease=lease, polls=phase.polls + 1, status_reason=progress.status)
     if changed:
-        transitions.publish(operation)
+        transitions.publish(operation, phases)
         logs.append(operation.pk, f"{spec.title}: {progress.status}.", phase=phase.slug)
     return progress.after if progress.after is not None else backoff(spec.poll_interval, phase.polls)
 
@@ -275,8 +311,8 @@ def _vocabulary_error(exc: Exception) -> ApplicationError:
     return ApplicationError(f"Unexpected {type(exc).__name__}: {exc}", code="internal_error")
 
 
-def _fail(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease: str,
-          error: ApplicationError) -> None:
+def _fail(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,
+          lease: str, error: ApplicationError) -> None:
     spec = pipeline.phase(phase.slug)
     detail = dict(getattr(error, "provider", {}) or {})
     if error.fields:
@@ -284,25 +320,25 @@ def _fail(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease
     with transaction.atomic():
         transitions.move_phase(phase, PhaseState.FAILED, lease=lease, error_code=error.code,
                                error_message=error.message, error_detail=detail)
-        transitions.move(operation, OperationState.FAILED, lease=lease, error_code=error.code,
+        transitions.move(operation, OperationState.FAILED, lease=lease, phases=phases, error_code=error.code,
                          error_message=f"{spec.title}: {error.message}", status_reason=f"{spec.title} failed")
         logs.append(operation.pk, f"{spec.title}: failed — {error.message}", phase=phase.slug, level=LogLevel.ERROR)
 
 
-def _finish(operation: Operation, lease: str) -> None:
+def _finish(operation: Operation, phases: list[OperationPhase], lease: str) -> None:
     with transaction.atomic():
-        transitions.move(operation, OperationState.SUCCEEDED, lease=lease, phase="", deadline_at=None,
+        transitions.move(operation, OperationState.SUCCEEDED, lease=lease, phases=phases, phase="", deadline_at=None,
                          status_reason="Completed")
         logs.append(operation.pk, "Succeeded.")
 
 
-def _cancel(operation: Operation, pipeline: Pipeline, lease: str) -> float | None:
+def _cancel(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, lease: str) -> float | None:
     """Undo, last phase first: seconds to wait before the next undo step, or ``None`` once the operation is
     ``cancelled``. A phase that never started is ``cancelled``; a started phase with an undo is ``undoing`` until its
     undo reaches its end (``compensated``) or cannot (``failed``, ``undo_failed``) — each undo finishes or fails
     before the one of the phase before it starts."""
     region = pipeline.region(operation.params)
-    for phase in OperationPhase.objects.filter(operation=operation).order_by("-index"):
+    for phase in reversed(phases):
         spec = pipeline.phase(phase.slug)
         if phase.state == PhaseState.PENDING or (phase.state in (PhaseState.RUNNING, PhaseState.FAILED)
                                                  and spec.compensate is None):
@@ -313,26 +349,26 @@ def _cancel(operation: Operation, pipeline: Pipeline, lease: str) -> float | Non
             deadline = now + spec.timeout
             transitions.move_phase(phase, PhaseState.UNDOING, lease=lease, step=PhaseStep.SUBMIT, polls=0,
                                    status_reason="", error_code="", error_message="", error_detail={},
-                                   started_at=now, finished_at=None, deadline_at=deadline)
-            transitions.save(operation, lease=lease, phase=phase.slug, deadline_at=deadline,
-                             status_reason=f"Undoing {spec.title}")
-            transitions.publish(operation)
+                                   started_at=now, finished_at=None, deadline_at=deadline,
+                                   operation_changes={"phase": phase.slug, "deadline_at": deadline,
+                                                      "status_reason": f"Undoing {spec.title}"})
+            transitions.publish(operation, phases)
         if phase.state == PhaseState.UNDOING:
-            delay = _undo_step(operation, pipeline, phase, lease, region)
+            delay = _undo_step(operation, phases, pipeline, phase, lease, region)
             if delay is not None:
                 return delay
-    _finish_cancel(operation, pipeline, lease)
+    _finish_cancel(operation, phases, pipeline, lease)
     return None
 
 
-def _undo_step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease: str,
-               region: str) -> float | None:
+def _undo_step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,
+               lease: str, region: str) -> float | None:
     """Run one step of ``phase``'s undo: seconds to wait before the next one, or ``None`` once the undo ended."""
     spec = pipeline.phase(phase.slug)
     assert spec.compensate is not None  # only phases with an undo become undoing
     if phase.deadline_at is not None and timezone.now() > phase.deadline_at:
         last = f" (last status: {phase.status_reason})" if phase.status_reason else ""
-        _undo_failed(operation, pipeline, phase, lease, region, ApplicationError(
+        _undo_failed(operation, phases, pipeline, phase, lease, region, ApplicationError(
             f"the undo did not finish within {_duration(spec.timeout)}{last}.", code="phase_timeout"))
         return None
     context = StepContext(operation, phase, lease=lease, region=region)
@@ -342,7 +378,7 @@ def _undo_step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, 
             if spec.undo_poll is None:
                 progress = Progress.finished()
             else:
-                transitions.save_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0)
+                transitions.note_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0)
                 logs.append(operation.pk, f"{spec.title}: undo submitted.", phase=phase.slug)
                 return first_poll_delay(spec.poll_interval)
         else:
@@ -366,23 +402,23 @@ def _undo_step(operation: Operation, pipeline: Pipeline, phase: OperationPhase, 
             return delay
         if error.code == "internal_error":
             logger.exception("operation %s phase %s: unexpected error in its undo", operation.pk, phase.slug)
-        _undo_failed(operation, pipeline, phase, lease, region, error)
+        _undo_failed(operation, phases, pipeline, phase, lease, region, error)
         return None
     if progress.done:
         transitions.move_phase(phase, PhaseState.COMPENSATED, lease=lease, status_reason=progress.status)
-        transitions.publish(operation)
+        transitions.publish(operation, phases)
         logs.append(operation.pk, f"{spec.title}: undone.", phase=phase.slug)
         return None
     changed = progress.status != phase.status_reason
-    transitions.save_phase(phase, lease=lease, polls=phase.polls + 1, status_reason=progress.status)
+    transitions.note_phase(phase, lease=lease, polls=phase.polls + 1, status_reason=progress.status)
     if changed:
-        transitions.publish(operation)
+        transitions.publish(operation, phases)
         logs.append(operation.pk, f"{spec.title}: undoing — {progress.status}.", phase=phase.slug)
     return progress.after if progress.after is not None else backoff(spec.poll_interval, phase.polls)
 
 
-def _undo_failed(operation: Operation, pipeline: Pipeline, phase: OperationPhase, lease: str, region: str,
-                 error: ApplicationError) -> None:
+def _undo_failed(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,
+                 lease: str, region: str, error: ApplicationError) -> None:
     """The phase's undo cannot finish: ``failed`` with ``undo_failed``, naming what is left (the phase's
     ``leftovers``, else the undo's last status)."""
     spec = pipeline.phase(phase.slug)
@@ -400,15 +436,15 @@ def _undo_failed(operation: Operation, pipeline: Pipeline, phase: OperationPhase
     message = f"{error.message.rstrip('.')}." + (f" Left: {', '.join(left)}." if left else "")
     transitions.move_phase(phase, PhaseState.FAILED, lease=lease, error_code="undo_failed",
                            error_message=f"Could not undo: {message}", error_detail=detail)
-    transitions.publish(operation)
+    transitions.publish(operation, phases)
     logs.append(operation.pk, f"{spec.title}: could not undo — {message}", phase=phase.slug,
                 level=LogLevel.WARNING)
 
 
-def _finish_cancel(operation: Operation, pipeline: Pipeline, lease: str) -> None:
+def _finish_cancel(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, lease: str) -> None:
     """``cancelled``; when an undo failed, ``undo_incomplete`` with what is left and how to remove it."""
-    left = list(OperationPhase.objects.filter(operation=operation, state=PhaseState.FAILED,
-                                              error_code="undo_failed").order_by("-index"))
+    left = [phase for phase in reversed(phases)
+            if phase.state == PhaseState.FAILED and phase.error_code == "undo_failed"]
     changes: dict[str, Any] = {"phase": "", "deadline_at": None, "status_reason": "Cancelled; everything undone"}
     if left:
         remedy = pipeline.remedy(operation.params) if pipeline.remedy is not None else ""
@@ -417,7 +453,7 @@ def _finish_cancel(operation: Operation, pipeline: Pipeline, lease: str) -> None
                        + " ".join(f"{phase.title}: {phase.error_message.removeprefix('Could not undo: ')}"
                                   for phase in left) + (f" {remedy}" if remedy else ""))
     with transaction.atomic():
-        transitions.move(operation, OperationState.CANCELLED, lease=lease, **changes)
+        transitions.move(operation, OperationState.CANCELLED, lease=lease, phases=phases, **changes)
         logs.append(operation.pk, "Cancelled." if not left else f"Cancelled. {changes['error_message']}",
                     level=LogLevel.INFO if not left else LogLevel.WARNING)
 

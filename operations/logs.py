@@ -1,33 +1,49 @@
 """An operation's log: append-only lines numbered by ``seq`` (1, 2, …) and pushed live to ``operation.<id>``.
 
 Any writer may append (the engine, a service cancelling the operation); ``seq`` is allocated as the next number
-after the highest stored one, and a collision with a concurrent writer is retried, so numbers never repeat and
-never leave gaps.
+after the highest stored one by the INSERT itself (one statement: ``INSERT … SELECT MAX(seq) + 1 … RETURNING``), and
+a collision with a concurrent writer (the unique ``(operation, seq)`` constraint) is retried, so numbers never
+repeat and never leave gaps.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from config.realtime import publish_on_commit
 from operations.models import LogLevel, OperationLog
 
 _ATTEMPTS = 8
+_COLUMNS = ("operation_id", "seq", "phase", "level", "message", "created_at")
+
+
+def _insert_sql() -> str:
+    table = connection.ops.quote_name(OperationLog._meta.db_table)
+    column = {name: connection.ops.quote_name(name) for name in _COLUMNS}  # no field renames its column
+    return (f"INSERT INTO {table} ({', '.join(column[name] for name in _COLUMNS)}) "
+            f"SELECT %s, COALESCE(MAX({column['seq']}), 0) + 1, %s, %s, %s, %s FROM {table} "
+            f"WHERE {column['operation_id']} = %s RETURNING {connection.ops.quote_name('id')}, {column['seq']}")
 
 
 def append(operation_id: int, message: str, *, phase: str = "", level: str = LogLevel.INFO) -> OperationLog:
     """Store one line and publish it as ``operation.log``."""
+    now = timezone.now()
+    stored_now = connection.ops.adapt_datetimefield_value(now)
     for _ in range(_ATTEMPTS):
-        last = OperationLog.objects.filter(operation_id=operation_id).aggregate(last=Max("seq"))["last"] or 0
+        # inside a transaction, a savepoint keeps a collision from breaking it; outside, the statement is atomic
+        guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
         try:
-            with transaction.atomic():
-                line = OperationLog.objects.create(operation_id=operation_id, seq=last + 1, phase=phase,
-                                                   level=level, message=message)
+            with guard, connection.cursor() as cursor:
+                cursor.execute(_insert_sql(), [operation_id, phase, level, message, stored_now, operation_id])
+                pk, seq = cursor.fetchone()
         except IntegrityError:
             continue
+        line = OperationLog.from_db(connection.alias, ["id", *_COLUMNS],
+                                    [pk, operation_id, seq, phase, level, message, now])
         publish_on_commit(f"operation.{operation_id}", "operation.log", line_payload(line))
         return line
     raise RuntimeError(f"could not allocate a log sequence number for operation {operation_id}")

@@ -6,17 +6,24 @@
   makes an operation terminal runs its pipeline's ``on_finished`` in the same transaction: nowhere else calls it.
 * :func:`move_phase` does the same for a phase along ``PHASE_TRANSITIONS``.
 * :func:`save` writes other fields of a leased operation (heartbeat, next poll, outputs) and :func:`save_phase`
-  of its phases, failing with :class:`LeaseLost` when another worker took the operation over.
+  of its phases, failing with :class:`LeaseLost` when another worker took the operation over. A phase write locks
+  the operation row (the fence) until it commits, so a worker taking the lease over waits for it and then reads it.
+* :func:`note_phase` writes a phase's poll bookkeeping (its step, poll count, provider status) in one statement,
+  fenced by the lease but without the lock: what a step must persist before acting (an intent) goes through
+  :func:`save_phase`; what a takeover may see a moment late, because the next step reads the world again, may go
+  through :func:`note_phase`.
 
 Every successful change is published after commit to ``operation.<id>`` and ``team.<id>`` (``operation.updated``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists
 from django.utils import timezone
 
 from config import metrics
@@ -47,11 +54,12 @@ def operation_group(operation_id: int) -> str:
 
 
 def move(operation: Operation, to: str, *, lease: str | None = None, conflict_code: str = "operation_state_conflict",
-         **changes: Any) -> Operation:
+         phases: Sequence[OperationPhase] | None = None, **changes: Any) -> Operation:
     """Move ``operation`` from the state it was read in to ``to``, writing ``changes`` in the same UPDATE.
 
     Raises ``Conflict`` (``conflict_code``) when the transition is not allowed or the row is no longer in the
-    state the caller read; :class:`LeaseLost` when ``lease`` is given and no longer held.
+    state the caller read; :class:`LeaseLost` when ``lease`` is given and no longer held. ``phases``, when the
+    caller holds every phase row up to date, spares :func:`publish` reading them again.
     """
     current = operation.state
     if to not in OPERATION_TRANSITIONS[current]:
@@ -73,7 +81,7 @@ def move(operation: Operation, to: str, *, lease: str | None = None, conflict_co
         if to in TERMINAL_STATES:
             _run_finish_hook(operation)
     _count_operation(operation, current, to)
-    publish(operation)
+    publish(operation, phases)
     return operation
 
 
@@ -99,8 +107,13 @@ def save(operation: Operation, *, lease: str, **changes: Any) -> Operation:
     return operation
 
 
-def move_phase(phase: OperationPhase, to: str, *, lease: str | None = None, **changes: Any) -> OperationPhase:
-    """Move ``phase`` from the state it was read in to ``to`` (``Conflict`` if not allowed or changed meanwhile)."""
+def move_phase(phase: OperationPhase, to: str, *, lease: str | None = None, operation_state: str | None = None,
+               operation_changes: dict[str, Any] | None = None, **changes: Any) -> OperationPhase:
+    """Move ``phase`` from the state it was read in to ``to`` (``Conflict`` if not allowed or changed meanwhile).
+
+    With ``lease`` only: ``operation_state`` is the state the leased operation must still be in (``StateChanged``
+    otherwise: a service cancelled it meanwhile), and ``operation_changes`` are written to it by the fence's own
+    UPDATE, in the same transaction, and applied to ``phase.operation``."""
     current = phase.state
     if to not in PHASE_TRANSITIONS[current]:
         raise StateChanged(f"The phase {phase.slug} is {current}; it cannot become {to}.",
@@ -110,9 +123,11 @@ def move_phase(phase: OperationPhase, to: str, *, lease: str | None = None, **ch
     if ended:
         changes.setdefault("finished_at", timezone.now())
     with transaction.atomic():
-        _fence(phase.operation_id, lease)
+        fenced = _fence(phase.operation_id, lease, operation_state, **(operation_changes or {}))
         if not OperationPhase.objects.filter(pk=phase.pk, state=current).update(**changes):
             raise StateChanged(f"The phase {phase.slug} changed meanwhile.", code="phase_state_conflict")
+    if operation_changes:
+        _apply(phase.operation, fenced)
     _apply(phase, changes)
     if ended and phase.started_at is not None and phase.finished_at is not None:
         metrics.PHASE_DURATION.labels(phase.operation.kind, phase.slug, to).observe(
@@ -137,17 +152,30 @@ def save_phase(phase: OperationPhase, *, lease: str, **changes: Any) -> Operatio
     return phase
 
 
-def publish(operation: Operation) -> None:
-    """Push the operation's current state (with its phases) to its own group and its team's feed."""
-    payload = summary(operation)
+def note_phase(phase: OperationPhase, *, lease: str, **changes: Any) -> OperationPhase:
+    """Write a phase's poll bookkeeping in one UPDATE that matches only while ``lease`` holds the operation
+    (:class:`LeaseLost` otherwise). Unlike :func:`save_phase` it does not lock the operation row: never use it for
+    what must be persisted before a mutation is sent."""
+    held = Operation.objects.filter(pk=phase.operation_id, claimed_by=lease)
+    if not OperationPhase.objects.filter(Exists(held), pk=phase.pk).update(**changes):
+        raise LeaseLost(phase.operation_id)
+    _apply(phase, changes)
+    return phase
+
+
+def publish(operation: Operation, phases: Sequence[OperationPhase] | None = None) -> None:
+    """Push the operation's current state (with its phases) to its own group and its team's feed; ``phases``, when
+    given, are every phase of the operation, up to date (else they are read)."""
+    payload = summary(operation, phases)
     publish_on_commit(operation_group(operation.pk), "operation.updated", payload)
     publish_on_commit(team_group(operation.team_id), "operation.updated", payload)
 
 
-def summary(operation: Operation) -> dict[str, Any]:
+def summary(operation: Operation, phases: Sequence[OperationPhase] | None = None) -> dict[str, Any]:
     """The live-update payload: the operation's state and every phase's state, provider reference and error
-    detail, JSON-safe (the portal's progress panel renders phases from it exactly as from the rows)."""
-    phases = OperationPhase.objects.filter(operation_id=operation.pk).order_by("index")
+    detail, JSON-safe (the portal's progress panel renders phases from it exactly as from the rows). ``phases``:
+    every phase of the operation in order, when the caller already holds them up to date."""
+    rows = phases if phases is not None else OperationPhase.objects.filter(operation_id=operation.pk).order_by("index")
     return {
         "id": operation.pk,
         "team": operation.team_id,
@@ -170,17 +198,25 @@ def summary(operation: Operation) -> dict[str, Any]:
                 "error_message": phase.error_message, "error_detail": phase.error_detail,
                 "started_at": _iso(phase.started_at), "finished_at": _iso(phase.finished_at),
             }
-            for phase in phases
+            for phase in rows
         ],
     }
 
 
-def _fence(operation_id: int, lease: str | None) -> None:
+def _fence(operation_id: int, lease: str | None, state: str | None = None, **changes: Any) -> dict[str, Any]:
+    """Lock the leased operation's row for the rest of the transaction, refreshing its heartbeat and writing
+    ``changes``; returns what it wrote. :class:`LeaseLost` when ``lease`` is no longer held; ``StateChanged`` when
+    ``state`` is given and the operation is no longer in it."""
     if lease is None:
-        return
+        return {}
     now = timezone.now()
-    if not Operation.objects.filter(pk=operation_id, claimed_by=lease).update(heartbeat_at=now):
+    changes = {"heartbeat_at": now, **({"updated_at": now} if changes else {}), **changes}
+    held = Operation.objects.filter(pk=operation_id, claimed_by=lease)
+    if not (held.filter(state=state) if state is not None else held).update(**changes):
+        if state is not None and held.exists():
+            raise StateChanged("The operation changed meanwhile.", code="operation_state_conflict")
         raise LeaseLost(operation_id)
+    return changes
 
 
 def _apply(obj: Any, changes: dict[str, Any]) -> None:

@@ -1,0 +1,79 @@
+"""What one engine step costs in SQL: a poll that finds the resource still on its way (the step an operation makes
+most often), and every step of a whole demo operation on average. A regression here is a throughput regression:
+at a thousand operations the worker's database round trips, not the cloud, bound the steps per second."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from operations import demo, engine, pipeline, services
+from operations.models import Operation, OperationPhase, OperationState, PhaseState
+from operations.pipeline import Phase, Pipeline, Progress
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+#: A poll that finds nothing new (issue 21): the claim, one read of the operation with its phases, the phase's poll
+#: count, the release. It was 9.
+QUERIES_PER_STEP = 4
+#: Every step of a demo operation, on average: a phase's start, its submit (which persists its intents and provider
+#: references, each fenced by the lease) and its last poll cost more than a poll. It was about 15.
+AVERAGE_PER_STEP = 8
+#: Not counted: SQLite's driver sends them through the cursor, PostgreSQL's outside it (the same round trips).
+_TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
+_names = itertools.count(1)
+
+
+def _identity(ctx):
+    ctx.client("sts").get_caller_identity()
+
+
+def _creating(ctx):
+    _identity(ctx)
+    return Progress.waiting("CREATING")
+
+
+pipeline.register(Pipeline(kind="test.step-cost", phases=(
+    Phase("wait", "Waiting", _identity, _creating, poll_interval=0.01),)))
+
+
+def advance_counted(operation: Operation) -> int:
+    """Advance the operation once at its wake-up; the SQL statements that took (transaction control aside)."""
+    operation.refresh_from_db(fields=["next_poll_at"])
+    with CaptureQueriesContext(connection) as queries:
+        engine.advance(operation.pk, due=operation.next_poll_at)
+    return sum(not query["sql"].startswith(_TRANSACTION_CONTROL) for query in queries.captured_queries)
+
+
+def test_a_poll_that_finds_nothing_new_costs_at_most_the_step_budget(sandbox, cast, fast_polling):
+    operation, _ = services.operation_start(actor=cast.admin, team=cast.team, kind="test.step-cost", title="cost",
+                                            params={"region": "us-west-2"}, source="system")
+    advance_counted(operation)  # start, submit
+    first = advance_counted(operation)  # CREATING: a new status, published and logged
+    costs = [advance_counted(operation) for _ in range(2)]  # CREATING again: nothing new
+    phase = OperationPhase.objects.get(operation=operation)
+    assert phase.state == PhaseState.RUNNING and phase.polls == 3 and phase.status_reason == "CREATING"
+    assert costs == [QUERIES_PER_STEP] * 2, (first, costs)
+
+
+def test_a_whole_demo_operation_averages_at_most_the_step_budget(sandbox, cast, fast_polling):
+    operation = demo.demo_start(actor=cast.admin, team=cast.team, name=f"cost{next(_names)}", region="us-west-2",
+                                source="api")
+    total = 0
+    while True:
+        operation.refresh_from_db()
+        if operation.state != OperationState.PENDING and operation.state != OperationState.RUNNING:
+            break
+        due = operation.next_poll_at
+        if due is not None and due > timezone.now():
+            time.sleep((due - timezone.now()).total_seconds())
+        total += advance_counted(operation)
+    assert operation.state == OperationState.SUCCEEDED
+    phases = list(OperationPhase.objects.filter(operation=operation))
+    steps = sum(2 + phase.polls for phase in phases)  # a submit and a last poll per phase, and the polls between
+    assert total / steps <= AVERAGE_PER_STEP, (total, steps)
