@@ -143,9 +143,10 @@ class Sampler(threading.Thread):
                 self.cpu[pid] = max(self.cpu.get(pid, 0.0), cpu_seconds(pid))
 
 
-def start_process(arguments: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+def start_process(arguments: list[str], env: dict[str, str], log: Path, root: Path = REPO) -> subprocess.Popen:
+    """A ``celery`` process of the checkout at ``root`` (another tree than this one: a baseline's source)."""
     with log.open("a") as output:
-        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", *arguments], cwd=REPO, env=env,
+        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", *arguments], cwd=root, env=env,
                                 stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
                                 start_new_session=True)
 
@@ -309,7 +310,7 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def run_mode(mode: Mode, args, counter: CallCounter, durations: Durations, workdir: Path,
-             base_env: dict[str, str]) -> Result:
+             base_env: dict[str, str], root: Path = REPO) -> Result:
     from accounts import services as accounts
     from accounts.models import User
     from config.celery import app as celery_app
@@ -333,12 +334,12 @@ def run_mode(mode: Mode, args, counter: CallCounter, durations: Durations, workd
         "INSTANTSTART_CLOUD_CALLS_PER_SECOND": str(args.calls_per_second / scale),
         "INSTANTSTART_CLOUD_CALLS_BURST": str(max(args.calls_per_second / scale, 20.0)),
     }
-    log = workdir / f"{mode.name}.log"
+    log = workdir / f"{mode.name}-{root.name}.log"
     worker = start_process(["worker", "--hostname", f"bench-{mode.name}@%h", "--pool", "prefork", "--concurrency",
                             str(args.concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
-                            "--without-heartbeat", "--include", "bench.pipeline"], env, log)
+                            "--without-heartbeat", "--include", "bench.pipeline"], env, log, root)
     beat = start_process(["beat", "--loglevel", "WARNING", "--schedule", str(workdir / f"beat-{mode.name}")], env,
-                         log)
+                         log, root)
     sampler = Sampler(worker.pid)
     try:
         deadline = time.monotonic() + 60
@@ -347,7 +348,8 @@ def run_mode(mode: Mode, args, counter: CallCounter, durations: Durations, workd
                 raise RuntimeError(f"the worker did not start; see {log}")
         sampler.start()
 
-        user = User.objects.create_user(username=f"bench-{mode.name}-{time.time_ns()}", password="unused-password")
+        user = User.objects.create_superuser(username=f"bench-{mode.name}-{time.time_ns()}",
+                                             password="unused-password")  # only platform admins create teams
         team = accounts.team_create(actor=user, name=f"Bench {mode.name} {time.time_ns()}",
                                     slug=f"bench-{mode.name}-{time.time_ns()}", source="system")
         print(f"[{mode.name}] creating {args.operations} operations…", flush=True)

@@ -22,12 +22,14 @@ from redis.commands.core import Script
 
 logger = logging.getLogger(__name__)
 
-# KEYS[1] bucket; ARGV: rate per second, burst, now (seconds). Returns the seconds until the reserved slot
-# (0: a token was there). The balance may go negative: each caller reserves the slot after the previous one.
+# KEYS[1] bucket; ARGV: rate per second, burst. Returns the seconds until the reserved slot (0: a token was there).
+# The balance may go negative: each caller reserves the slot after the previous one. The clock is Redis's own (one
+# round trip per take; scripts replicate their effects, so reading TIME before writing is allowed).
 _TAKE = """
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) + tonumber(time[2]) / 1000000
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1]) or burst
 local at = tonumber(state[2]) or now
@@ -57,9 +59,8 @@ def take(account: str, region: str) -> float:
     call reserved (the caller then calls at that time without taking again)."""
     key = f"instantstart:ratelimit:{account}:{region}"
     try:
-        now = _connection().time()
         wait = _script()(keys=[key], args=[settings.OPERATIONS_CLOUD_CALLS_PER_SECOND,
-                                           settings.OPERATIONS_CLOUD_CALLS_BURST, now[0] + now[1] / 1e6])
+                                           settings.OPERATIONS_CLOUD_CALLS_BURST])
     except redis.RedisError:
         logger.warning("rate limiter unavailable; letting the call through", exc_info=True)
         return 0.0
