@@ -123,3 +123,7 @@ class ChatSerializer(StrictSerializer):
     messages = ChatMessageSerializer(many=True, allow_empty=False, max_length=200)  # type: ignore[call-arg]  # ListSerializer takes it
     max_tokens = serializers.IntegerField(min_value=1, max_value=32768, default=256)
     temperature = serializers.FloatField(min_value=0, max_value=2, default=0.7)
+    session_id = serializers.RegexField(r"^[A-Za-z0-9._:-]{1,128}$", required=False, default="", allow_blank=True,
+                                        help_text="A managed endpoint routed by session: the conversation's session "
+                                                  "id, sent under the endpoint's session key (default: one "
+                                                  "derived from the caller).")

@@ -181,4 +181,5 @@ class EndpointChatView(APIView):
         access.require(request.user, actions.ENDPOINT_CALL, endpoint)
         data = validated(s.ChatSerializer, request)
         return Response(calls.chat(endpoint, data["messages"], max_tokens=data["max_tokens"],
-                                   temperature=data["temperature"]))
+                                   temperature=data["temperature"],
+                                   session_id=data["session_id"] or calls.session_id_of(f"user:{request.user.pk}")))

@@ -50,6 +50,10 @@ STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")
 L2_BACKENDS = ("tieredstorage", "redis")
 #: LMCache's setting of the L1 (CPU memory) size in GiB, read from the worker's environment.
 L1_SIZE_ENV = "LMCACHE_MAX_LOCAL_CPU_SIZE"
+#: Session routing's header, recorded on the operator object: the CRD has no field for it, and InstantStart's calls
+#: send the caller's session id under it (:func:`inference.endpoints.calls.session_headers`).
+SESSION_KEY_ANNOTATION = "instantstart.io/session-key"
+DEFAULT_SESSION_KEY = "x-session-id"
 REDIS_URL = re.compile(r"^rediss?://([^:@/\s]+(:[^@/\s]*)?@)?[A-Za-z0-9.-]+(:\d{1,5})?(/\d{1,2})?$")
 HEADER = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$")
 JUMPSTART_ID = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -209,7 +213,7 @@ def _routing(request: ManagedRequest, problems: InvalidFields) -> dict[str, Any]
                      f"{', '.join(STRATEGIES)}; got {strategy!r}.")
     decided = {"strategy": strategy}
     if strategy == "session":
-        key = str(asked.get("session_key") or "x-session-id")
+        key = str(asked.get("session_key") or DEFAULT_SESSION_KEY)
         if not HEADER.match(key):
             problems.add("routing.session_key", "invalid_session_key", "The session key is the name of the HTTP "
                          f"header carrying a client's session id; got {key!r}.")
@@ -332,9 +336,12 @@ def plan(*, cluster: Cluster, request: ManagedRequest, existing: Endpoint | None
         kv_cache=kv_cache, routing=routing, autoscaling=autoscaling, tls_output_uri=request.tls_output_uri,
         sagemaker_endpoint=request.sagemaker_endpoint or request.name, body={})
     labels = {**kube_labels(cluster), manifests.ENDPOINT_LABEL: request.name}
+    metadata: dict[str, Any] = {"name": request.name, "namespace": namespace, "labels": labels}
+    if routing.get("session_key"):
+        metadata["annotations"] = {SESSION_KEY_ANNOTATION: routing["session_key"]}
     body = {"apiVersion": f"{GROUP}/v1",
             "kind": "JumpStartModel" if decided.kind == JUMPSTART else "InferenceEndpointConfig",
-            "metadata": {"name": request.name, "namespace": namespace, "labels": labels},
+            "metadata": metadata,
             "spec": _spec(decided, source, request.memory_gib)}
     return ManagedPlan(**{**decided.__dict__, "body": body})
 

@@ -9,7 +9,9 @@ against the real CRD (a server-side dry run) — and writes the row, its operati
 
 Update follows the explicit-diff contract: only the fields the request names and that differ from the object on the
 cluster (:func:`holds`: the CRD's defaults the API server added are no difference) are patched (``no_changes`` when
-the cluster already matches: nothing is sent). Intelligent routing cannot be changed on a deployed endpoint
+the cluster already matches: nothing is sent); a part turned off is removed with ``null`` in the merge patch (a whole
+``kvCacheSpec``, ``autoScalingSpec`` or ``tlsConfig``, or :data:`OPTIONAL_PARTS` such as ``l2CacheSpec``).
+Intelligent routing cannot be changed on a deployed endpoint
 (``routing_immutable``: the operator's CRD says its ``enabled`` cannot be modified and routing is not supported for
 existing deployments).
 """
@@ -190,6 +192,19 @@ def holds(live: Any, wanted: Any) -> bool:
     return bool(live == wanted)
 
 
+#: Optional parts of a spec object InstantStart writes, as (object, part): a part the new value lacks but the cluster
+#: has is removed (``null`` in the merge patch), e.g. ``l2CacheSpec`` when L2 is turned off.
+OPTIONAL_PARTS = (("kvCacheSpec", "l2CacheSpec"), ("autoScalingSpec", "prometheusTrigger"))
+
+
+def _removed(live: Any, wanted: Any, key: str) -> dict[str, None]:
+    """The optional parts of ``key``'s object (:data:`OPTIONAL_PARTS`) that the cluster has and ``wanted`` lacks,
+    each as ``None`` (``{}``: none, or the object itself goes)."""
+    if not isinstance(live, dict) or not isinstance(wanted, dict):
+        return {}
+    return {part: None for name, part in OPTIONAL_PARTS if name == key and part in live and part not in wanted}
+
+
 def _merge(into: dict[str, Any], patch: dict[str, Any]) -> None:
     for key, value in patch.items():
         if isinstance(value, dict) and isinstance(into.get(key), dict):
@@ -230,8 +245,10 @@ def managed_endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, ide
     changed: dict[str, Any] = {}
     for key in asked:
         path = SPEC_PATHS[key][1 if jumpstart else 0]
-        if path and not holds(_at(spec, path), _at(wanted, path)):
-            _merge(patch, _nest(path, _at(wanted, path)))
+        gone = _removed(_at(spec, path), _at(wanted, path), path[-1]) if path else {}
+        if path and (gone or not holds(_at(spec, path), _at(wanted, path))):
+            value = _at(wanted, path)
+            _merge(patch, _nest(path, {**value, **gone} if gone else value))
             changed[key] = asked[key]
     if "kv_cache" in changed and not jumpstart and \
             not holds(_at(spec, ("worker", "environmentVariables")), _at(wanted, ("worker", "environmentVariables"))):

@@ -206,7 +206,8 @@ def endpoint_stream(request: PortalRequest, endpoint_id: int) -> HttpResponse | 
         return HttpResponse(json.dumps({"code": "invalid", "message": "messages must be a list of role/content."}),
                             status=400, content_type="application/json")
     try:
-        stream = calls.chat_stream(endpoint, messages_, max_tokens=max_tokens)
+        session = calls.session_id_of(f"portal:{request.session.session_key or request.user.pk}")
+        stream = calls.chat_stream(endpoint, messages_, max_tokens=max_tokens, session_id=session)
         first = next(stream, "")
     except ApplicationError as error:
         return HttpResponse(json.dumps(error.as_dict()), status=error.status, content_type="application/json")

@@ -77,10 +77,12 @@ def _pod(store: Store, target: Target, raw: bytes = b"", headers: Mapping[str, s
              and _ready(pod) and not pod["metadata"].get("deletionTimestamp")]
     if not ready:
         raise _unavailable(f'no endpoints available for service "{target.name}"')
-    strategy = (service["metadata"].get("annotations") or {}).get(inference.ROUTING_ANNOTATION)
+    annotations = service["metadata"].get("annotations") or {}
+    strategy = annotations.get(inference.ROUTING_ANNOTATION)
     if strategy:
         return kvcache.choose(ready, strategy, raw, headers or {},
-                              keys=[_key(store, target.namespace, pod) for pod in ready])
+                              keys=[_key(store, target.namespace, pod) for pod in ready],
+                              session_header=annotations.get(inference.SESSION_ANNOTATION, kvcache.SESSION_HEADER))
     return ready[next(_turns) % len(ready)]
 
 

@@ -13,7 +13,8 @@ size the spec's worker environment names, ``LMCACHE_MAX_LOCAL_CPU_SIZE``), ``LMC
 Redis URL, or ``sagemaker-hyperpod://`` managed tiered storage); :mod:`sandbox.sim.kvcache` serves the resulting
 prefix-cache hits. **Intelligent routing** (``intelligentRoutingSpec``): the routing Service carries the strategy
 (:data:`ROUTING_ANNOTATION`), which :mod:`sandbox.kube.proxy` applies when it picks the replica — prefix-aware and
-KV-aware send a repeated prefix to the replica that holds it, session routing keys on the session header. The
+KV-aware send a repeated prefix to the replica that holds it, session routing keys on the session header (the one
+the config's ``instantstart.io/session-key`` annotation names, else ``x-session-id``). The
 ``DeploymentComplete`` condition's message names both.
 
 ``status`` mirrors the Deployment: ``state`` DeploymentInProgress → DeploymentComplete once every replica is
@@ -35,7 +36,7 @@ from typing import Any
 
 from sandbox.aws import s3_objects
 from sandbox.endpoints import ACCOUNT_ID
-from sandbox.sim import events, instances, objects
+from sandbox.sim import events, instances, kvcache, objects
 from sandbox.sim.context import Context
 
 RESOURCE = "inferenceendpointconfigs.inference.sagemaker.aws.amazon.com"
@@ -47,6 +48,11 @@ CONTAINER = "model-server"
 WORKER_HASH = "inference.sagemaker.aws.amazon.com/worker-hash"
 #: The routing Service's strategy, as the sandbox's API-server proxy reads it (``sandbox.sim.kvcache``).
 ROUTING_ANNOTATION = "sandbox.instantstart.dev/routing-strategy"
+#: The routing Service's session header (session routing), as the proxy reads it: the config's
+#: :data:`SESSION_KEY_ANNOTATION`, else :data:`sandbox.sim.kvcache.SESSION_HEADER`.
+SESSION_ANNOTATION = "sandbox.instantstart.dev/session-key"
+#: Where InstantStart records the session routing header of a config (the CRD has no field for it).
+SESSION_KEY_ANNOTATION = "instantstart.io/session-key"
 #: The sandbox's JumpStart hub: model id → (image, args).
 JUMPSTART_MODELS: dict[str, tuple[str, list[str]]] = {
     "deepseek-llm-r1-distill-qwen-1-5b": ("lmcache/vllm-openai:v0.3.7",
@@ -127,7 +133,11 @@ def _routing_body(config: dict[str, Any]) -> dict[str, Any]:
     body = _service_body(config, f"{objects.name(config)}-routing", 80)
     routing = config["spec"].get("intelligentRoutingSpec") or {}
     if routing.get("enabled"):
-        body["metadata"]["annotations"] = {ROUTING_ANNOTATION: routing.get("routingStrategy", "prefixaware")}
+        strategy = routing.get("routingStrategy", "prefixaware")
+        body["metadata"]["annotations"] = {ROUTING_ANNOTATION: strategy}
+        if strategy == "session":
+            body["metadata"]["annotations"][SESSION_ANNOTATION] = objects.annotation(
+                config, SESSION_KEY_ANNOTATION) or kvcache.SESSION_HEADER
     return body
 
 

@@ -9,7 +9,8 @@ tokens looked up) and ``vllm:prefix_cache_hits_total`` (tokens found), per pod.
 
 **Routing** (a Service carrying ``sandbox.sim.inference.ROUTING_ANNOTATION``): ``prefixaware`` sends a prefix to
 the replica its hash names, so a repeated prefix lands where it is cached; ``kvaware`` sends it to a replica that
-has it cached (else as prefix-aware); ``session`` keys on the session header :data:`SESSION_HEADER`; ``roundrobin``
+has it cached (else as prefix-aware); ``session`` keys on the session header the routing Service names
+(default :data:`SESSION_HEADER`), a request without one taking turns; ``roundrobin``
 (and any request without a prefix) takes turns. Round robin spreads a repeated prefix over the replicas, so each
 computes it once — the lower hit rate prefix-aware routing avoids.
 """
@@ -95,12 +96,14 @@ def _hashed(value: str, count: int) -> int:
 
 
 def choose(pods: list[dict[str, Any]], strategy: str, raw: bytes, headers: Mapping[str, str], *,
-           keys: list[str]) -> dict[str, Any]:
-    """The replica the router sends a request to (``pods`` ready, ``keys`` their cache keys in the same order)."""
+           keys: list[str], session_header: str = SESSION_HEADER) -> dict[str, Any]:
+    """The replica the router sends a request to (``pods`` ready, ``keys`` their cache keys in the same order;
+    ``session_header`` the header session routing keys on, matched without regard to case)."""
     order = sorted(range(len(pods)), key=lambda index: pods[index]["metadata"]["name"])
     head = prefix(raw)
     if strategy == "session":
-        session = headers.get(SESSION_HEADER, "")
+        wanted = session_header.lower()
+        session = next((value for name, value in headers.items() if name.lower() == wanted), "")
         if session:
             return pods[order[_hashed(session, len(order))]]
     elif strategy in ("prefixaware", "kvaware") and head:

@@ -328,3 +328,68 @@ def test_operator_autoscaling_installs_keda_first_and_is_sent_in_the_spec(api, c
     assert same.status_code == 400 and same.json()["fields"]["non_field_errors"][0]["code"] == "no_changes"
     keda = k8s.AppsV1Api(_api(cluster)).read_namespaced_deployment("keda-operator", "keda")
     assert keda.status.available_replicas == 1
+
+
+def _queries_by_pod(cluster, name: str) -> dict[str, float]:
+    """Each pod of config ``name``: the prompt tokens its prefix cache was asked for (the requests it served)."""
+    core = k8s.CoreV1Api(_api(cluster))
+    namespace = f"team-{cluster.team.slug}"
+    counts = {}
+    for pod in core.list_namespaced_pod(namespace, label_selector=f"{CONFIG_LABEL}={name}").items:
+        text = core.connect_get_namespaced_pod_proxy_with_path(pod.metadata.name, namespace, "metrics")
+        counts[pod.metadata.name] = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                                        if line.startswith("vllm:prefix_cache_queries_total"))
+    return counts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_session_routing_keeps_a_session_on_one_replica_and_l2_off_removes_its_spec(api, cast, cluster, drive):
+    created = api(cast.operator).post(MANAGED, _body(
+        cluster, name="chatty", replicas=2, routing={"strategy": "session", "session_key": "x-conversation"},
+        kv_cache={"l1": True, "l2_backend": "tieredstorage"}))
+    assert created.status_code == 202, created.content
+    assert drive(Operation.objects.get(pk=created.json()["operation"]["id"]), timeout=60).state == "succeeded"
+    sent = _config(cluster, "chatty")
+    assert sent["metadata"]["annotations"][managed.SESSION_KEY_ANNOTATION] == "x-conversation"
+    endpoint_id = created.json()["endpoint"]["id"]
+
+    def chat(content: str, **extra) -> None:
+        answer = api(cast.viewer).post(f"/api/v1/endpoints/{endpoint_id}/chat",
+                                       {"messages": [{"role": "user", "content": content}], "max_tokens": 2, **extra})
+        assert answer.status_code == 200, answer.content
+
+    for turn in range(4):  # different prompts, one session: one replica
+        chat(f"turn {turn} of a conversation", session_id="conversation-1")
+    served = [pod for pod, queries in _queries_by_pod(cluster, "chatty").items() if queries]
+    assert len(served) == 1
+    before = _queries_by_pod(cluster, "chatty")
+    for turn in range(4):  # no session_id: the caller's own, derived from the user — again one replica
+        chat(f"another question {turn}")
+    after = _queries_by_pod(cluster, "chatty")
+    assert len([pod for pod in after if after[pod] > before[pod]]) == 1
+
+    # The sandbox's router reads the configured key, not x-session-id: that header alone takes turns.
+    raw = _api(cluster)
+    namespace = f"team-{cluster.team.slug}"
+    path = f"/api/v1/namespaces/{namespace}/services/chatty-routing:80/proxy/v1/chat/completions"
+    before = _queries_by_pod(cluster, "chatty")
+    for turn in range(4):
+        body = {"messages": [{"role": "user", "content": f"round {turn}"}]}
+        method, url, headers, payload, _ = raw.param_serialize(
+            "POST", path, body=body, auth_settings=["BearerToken"],
+            header_params={"Content-Type": "application/json", "x-session-id": "conversation-1"})
+        assert raw.call_api(method, url, header_params=headers, body=payload).status == 200
+    after = _queries_by_pod(cluster, "chatty")
+    assert all(after[pod] > before[pod] for pod in after)
+
+    url = f"{MANAGED}/{endpoint_id}"
+    off = api(cast.operator).patch(url, {"kv_cache": {"l1": True}})
+    assert off.status_code == 202, off.content
+    operation = Operation.objects.get(pk=off.json()["operation"]["id"])
+    assert operation.params["patch"] == {"spec": {"kvCacheSpec": {"enableL1Cache": True, "enableL2Cache": False,
+                                                                  "l2CacheSpec": None}}}
+    assert drive(operation, timeout=60).state == "succeeded"
+    kv = _config(cluster, "chatty")["spec"]["kvCacheSpec"]
+    assert kv["enableL2Cache"] is False and "l2CacheSpec" not in kv
+    again = api(cast.operator).patch(url, {"kv_cache": {"l1": True}})
+    assert again.status_code == 400 and again.json()["fields"]["non_field_errors"][0]["code"] == "no_changes"
