@@ -77,6 +77,14 @@ def check_with_api_server(cluster: Cluster, body: dict[str, Any], *, existing: b
         problems.raise_if_any()
 
 
+def _desired(spec: dict[str, Any], deployment: dict[str, Any]) -> int:
+    """The replicas the endpoint should have: ``spec.replicas``, or — when the operator autoscales it (KEDA owns
+    the count; ``spec.replicas`` was the initial one) — its Deployment's."""
+    if spec.get("autoScalingSpec") and deployment.get("replicas") is not None:
+        return int(deployment["replicas"])
+    return int(spec.get("replicas") or 1)
+
+
 def look(endpoint: Endpoint) -> dict[str, Any]:
     """What the operator's object, its pods, its events and its SageMaker registration show now (``exists``
     false: the object is gone)."""
@@ -102,7 +110,7 @@ def look(endpoint: Endpoint) -> dict[str, Any]:
     spec = found.get("spec") or {}
     return {"exists": True, "state": status.get("state", "DeploymentPending"),
             "current": status.get("observedGeneration", 0) >= generation,
-            "desired": int(spec.get("replicas") or 1), "ready": int(deployment.get("readyReplicas") or 0),
+            "desired": _desired(spec, deployment), "ready": int(deployment.get("readyReplicas") or 0),
             "conditions": conditions, "failure": (f"{failed['reason']}: {failed['message']}" if failed else ""),
             "sagemaker": {"name": endpoint.sagemaker_endpoint, "state": sagemaker.get("state", ""),
                           "arn": sagemaker.get("endpointArn", "")},

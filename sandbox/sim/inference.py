@@ -17,6 +17,13 @@ KV-aware send a repeated prefix to the replica that holds it, session routing ke
 the config's ``instantstart.io/session-key`` annotation names, else ``x-session-id``). The
 ``DeploymentComplete`` condition's message names both.
 
+**Autoscaling** (``autoScalingSpec``, once KEDA's CRD is served): a KEDA ScaledObject ``<name>-scaledobject`` owned by
+the config scales the Deployment — its bounds, polling interval, cooldowns and HPA stabilization windows from the spec,
+a ``prometheus`` trigger per Prometheus trigger (``threshold`` its ``targetValue``) and an ``aws-cloudwatch`` one per
+CloudWatch trigger; :mod:`sandbox.sim.scaledobjects` then plays KEDA. While it exists the operator leaves the
+Deployment's replica count to KEDA (``spec.replicas`` is the initial count) and reports against it; a spec without a
+trigger makes none, and removing the spec deletes it.
+
 ``status`` mirrors the Deployment: ``state`` DeploymentInProgress → DeploymentComplete once every replica is
 available, the conditions ``DeploymentInProgress`` and ``DeploymentComplete``, ``deploymentStatus``,
 ``replicas``/``selector`` (the scale subresource), and — with an endpoint name — the SageMaker endpoint the
@@ -42,6 +49,7 @@ from sandbox.sim.context import Context
 RESOURCE = "inferenceendpointconfigs.inference.sagemaker.aws.amazon.com"
 JUMPSTART = "jumpstartmodels.inference.sagemaker.aws.amazon.com"
 REGISTRATIONS = "sagemakerendpointregistrations.inference.sagemaker.aws.amazon.com"
+SCALED_OBJECTS = "scaledobjects.keda.sh"
 CONFIG_LABEL = "inference.sagemaker.aws.amazon.com/endpoint-config"
 CONTAINER = "model-server"
 #: The hash of the worker template the Deployment runs (a changed worker or KV cache rolls it out again).
@@ -139,6 +147,82 @@ def _routing_body(config: dict[str, Any]) -> dict[str, Any]:
             body["metadata"]["annotations"][SESSION_ANNOTATION] = objects.annotation(
                 config, SESSION_KEY_ANNOTATION) or kvcache.SESSION_HEADER
     return body
+
+
+def scaled_object_name(config: dict[str, Any]) -> str:
+    """The ScaledObject the operator makes for a config's ``autoScalingSpec``."""
+    return f"{objects.name(config)}-scaledobject"
+
+
+def _metric_type(trigger: dict[str, Any]) -> str:
+    return "Value" if trigger.get("metricType") == "Value" else "AverageValue"
+
+
+def _triggers(ctx: Context, scaling: dict[str, Any]) -> list[dict[str, Any]]:
+    """KEDA triggers of an ``autoScalingSpec``: its Prometheus triggers (``prometheusTriggerList`` over
+    ``prometheusTrigger``) as ``prometheus`` ones, its CloudWatch triggers as ``aws-cloudwatch`` ones."""
+    found: list[dict[str, Any]] = []
+    prometheus = scaling.get("prometheusTriggerList") or [scaling.get("prometheusTrigger") or {}]
+    for trigger in (entry for entry in prometheus if entry.get("query")):
+        metadata = {"serverAddress": str(trigger.get("serverAddress", "")), "query": str(trigger["query"]),
+                    "threshold": str(trigger.get("targetValue", 1)),
+                    "activationThreshold": str(trigger.get("activationTargetValue", 0))}
+        metadata.update({key: str(trigger[key]) for key in ("namespace", "customHeaders") if trigger.get(key)})
+        found.append({"type": "prometheus", "metricType": _metric_type(trigger), "metadata": metadata,
+                      **({"name": trigger["name"]} if trigger.get("name") else {})})
+    cloudwatch = scaling.get("cloudWatchTriggerList") or [scaling.get("cloudWatchTrigger") or {}]
+    for trigger in (entry for entry in cloudwatch if entry.get("metricName")):
+        dimensions = trigger.get("dimensions") or []
+        metadata = {"namespace": str(trigger.get("namespace", "")), "metricName": str(trigger["metricName"]),
+                    "targetMetricValue": str(trigger.get("targetValue", 1)),
+                    "activationTargetMetricValue": str(trigger.get("activationTargetValue", 0)),
+                    "minMetricValue": str(trigger.get("minValue", 0)), "awsRegion": ctx.region,
+                    "dimensionName": ";".join(str(entry.get("name", "")) for entry in dimensions),
+                    "dimensionValue": ";".join(str(entry.get("value", "")) for entry in dimensions)}
+        found.append({"type": "aws-cloudwatch", "metricType": _metric_type(trigger), "metadata": metadata,
+                      **({"name": trigger["name"]} if trigger.get("name") else {})})
+    return found
+
+
+def _scaled_object_body(ctx: Context, config: dict[str, Any]) -> dict[str, Any] | None:
+    """The KEDA ScaledObject of a config's ``autoScalingSpec`` scaling its Deployment (``None``: no spec, or no
+    trigger to scale on)."""
+    scaling = config["spec"].get("autoScalingSpec")
+    triggers = _triggers(ctx, scaling) if scaling else []
+    if not scaling or not triggers:
+        return None
+    name = objects.name(config)
+    behavior = {"scaleDown": {"stabilizationWindowSeconds": int(scaling.get("scaleDownStabilizationTime", 300))},
+                "scaleUp": {"stabilizationWindowSeconds": int(scaling.get("scaleUpStabilizationTime", 0))}}
+    return {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+            "metadata": {"name": scaled_object_name(config), "labels": {CONFIG_LABEL: name}},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                     "minReplicaCount": int(scaling.get("minReplicaCount", 1)),
+                     "maxReplicaCount": int(scaling.get("maxReplicaCount", 5)),
+                     "pollingInterval": int(scaling.get("pollingInterval", 30)),
+                     "cooldownPeriod": int(scaling.get("cooldownPeriod", 300)),
+                     "initialCooldownPeriod": int(scaling.get("initialCooldownPeriod", 300)),
+                     "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior}},
+                     "triggers": triggers}}
+
+
+def _autoscale(ctx: Context, config: dict[str, Any], deployed: dict[str, Any]) -> bool:
+    """Keep the config's ScaledObject as its ``autoScalingSpec`` says (made, changed, or deleted when the spec
+    goes); whether KEDA scales the Deployment (the operator then leaves its replica count alone)."""
+    namespace = objects.namespace(config)
+    if not ctx.served(SCALED_OBJECTS):
+        return False
+    found = ctx.store.find(SCALED_OBJECTS, scaled_object_name(config), namespace)
+    body = _scaled_object_body(ctx, deployed)
+    if body is None:
+        if found is not None:
+            ctx.delete(SCALED_OBJECTS, found)
+        return False
+    if found is None:
+        ctx.create(SCALED_OBJECTS, body, config)
+    elif found["spec"] != body["spec"]:
+        ctx.store.update(SCALED_OBJECTS, {**found, "spec": body["spec"]}, namespace)
+    return True
 
 
 def _ensure(ctx: Context, config: dict[str, Any], resource: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -267,7 +351,8 @@ def _sync(ctx: Context, resource: str, config: dict[str, Any]) -> None:
         return
     body = _deployment_body(deployed)
     deployment = _ensure(ctx, config, "deployments", body)
-    replicas = deployed["spec"].get("replicas", 1)
+    scaled = _autoscale(ctx, config, deployed)
+    replicas = deployment["spec"].get("replicas", 1) if scaled else deployed["spec"].get("replicas", 1)
     wanted = body["metadata"]["annotations"][WORKER_HASH]
     if deployment["spec"].get("replicas") != replicas or objects.annotation(deployment, WORKER_HASH) != wanted:
         metadata = {**deployment["metadata"],

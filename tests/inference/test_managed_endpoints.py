@@ -311,9 +311,10 @@ def test_a_jumpstart_model_is_deployed_and_called_and_an_unknown_id_fails(api, c
 
 
 @pytest.mark.django_db(transaction=True)
-def test_operator_autoscaling_installs_keda_first_and_is_sent_in_the_spec(api, cast, cluster, drive):
-    created = api(cast.operator).post(MANAGED, _body(cluster, name="scaled", autoscaling={
-        "min_replicas": 1, "max_replicas": 3, "polling_interval": 15, "cooldown_period": 120}))
+def test_operator_autoscaling_installs_keda_first_and_the_operator_scales_through_keda(api, cast, cluster, drive):
+    autoscaling = {"min_replicas": 1, "max_replicas": 3, "polling_interval": 15, "cooldown_period": 120,
+                   "query": "sum(vllm:prompt_tokens_total)", "target_value": 1}
+    created = api(cast.operator).post(MANAGED, _body(cluster, name="scaled", autoscaling=autoscaling))
     assert created.status_code == 202, created.content
     operation = drive(Operation.objects.get(pk=created.json()["operation"]["id"]), timeout=90)
     assert operation.state == "succeeded", operation.error_message
@@ -323,11 +324,40 @@ def test_operator_autoscaling_installs_keda_first_and_is_sent_in_the_spec(api, c
                                          "cooldownPeriod")} == {"minReplicaCount": 1, "maxReplicaCount": 3,
                                                                 "pollingInterval": 15, "cooldownPeriod": 120}
     assert stored["scaleDownStabilizationTime"] == 300  # the CRD's default, added by the API server
-    same = api(cast.operator).patch(f"{MANAGED}/{created.json()['endpoint']['id']}", {"autoscaling": {
-        "min_replicas": 1, "max_replicas": 3, "polling_interval": 15, "cooldown_period": 120}})
+    url = f"{MANAGED}/{created.json()['endpoint']['id']}"
+    same = api(cast.operator).patch(url, {"autoscaling": autoscaling})
     assert same.status_code == 400 and same.json()["fields"]["non_field_errors"][0]["code"] == "no_changes"
     keda = k8s.AppsV1Api(_api(cluster)).read_namespaced_deployment("keda-operator", "keda")
     assert keda.status.available_replicas == 1
+
+    # The operator made a ScaledObject of the spec for the endpoint's Deployment; a call's prompt tokens exceed
+    # the target, so KEDA scales it to the maximum.
+    custom = k8s.CustomObjectsApi(_api(cluster))
+    namespace = f"team-{cluster.team.slug}"
+    scaled = custom.get_namespaced_custom_object("keda.sh", "v1alpha1", namespace, "scaledobjects",
+                                                 "scaled-scaledobject")
+    assert scaled["spec"]["scaleTargetRef"]["name"] == "scaled"
+    assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (1, 3)
+    assert scaled["spec"]["triggers"][0]["type"] == "prometheus"
+    assert scaled["spec"]["triggers"][0]["metadata"]["query"] == "sum(vllm:prompt_tokens_total)"
+    custom.create_namespaced_custom_object("keda.sh", "v1alpha1", namespace, "scaledobjects", {
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "copy"},
+        "spec": scaled["spec"]}, dry_run="All")  # what the operator made is what KEDA's CRD accepts
+    chat = {"messages": [{"role": "user", "content": "scale me out please"}], "max_tokens": 2}
+    assert api(cast.viewer).post(f"/api/v1/endpoints/{created.json()['endpoint']['id']}/chat", chat).status_code == 200
+    _wait(lambda: api(cast.viewer).get(url).json()["observed"].get("ready") == 3, "KEDA scaling the endpoint to 3")
+    assert api(cast.viewer).get(url).json()["observed"]["desired"] == 3
+
+    # Without the query the trigger goes from the spec (null in the patch) and the ScaledObject with it.
+    plain = api(cast.operator).patch(url, {"autoscaling": {key: value for key, value in autoscaling.items()
+                                                           if key not in ("query", "target_value")}})
+    assert plain.status_code == 202, plain.content
+    operation = Operation.objects.get(pk=plain.json()["operation"]["id"])
+    assert operation.params["patch"]["spec"]["autoScalingSpec"]["prometheusTrigger"] is None
+    assert drive(operation, timeout=60).state == "succeeded"
+    assert "prometheusTrigger" not in _config(cluster, "scaled")["spec"]["autoScalingSpec"]
+    _wait(lambda: not custom.list_namespaced_custom_object("keda.sh", "v1alpha1", namespace, "scaledobjects")["items"],
+          "the ScaledObject deleted")
 
 
 def _queries_by_pod(cluster, name: str) -> dict[str, float]:
