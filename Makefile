@@ -40,8 +40,11 @@ tour: $(STAMP) $(CHROMIUM)
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
+# The first install downloads and installs ~180 packages: a few minutes, with pip's progress shown (README, "Two commands").
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install --quiet -e '.[test,dev,sandbox]'
+	@echo "Installing the project and its dependencies into $(VENV) (first run: a few minutes)..."
+	$(VENV)/bin/python -m pip install --progress-bar on -e '.[test,dev,sandbox]'
+	@echo "Installed; later runs skip this step until pyproject.toml changes."
 	touch $@
 
 # Browser tests drive Debian's Chromium; only root can install it, anyone else is told how.

@@ -23,8 +23,8 @@ from operations.models import IdempotencyRecord
 from operations.tasks import purge_idempotency_records
 
 REPO = Path(__file__).resolve().parents[2]
-#: A start is judged by the work it does, not by the wall clock: the runner's processes (the sandbox, migrate,
-#: collectstatic, ensure_first_admin, web, worker, beat, logs) are ready after about START_CPU_TYPICAL CPU-seconds
+#: A start is judged by the work it does, not by the wall clock: the runner's processes (the sandbox, the setup
+#: step, web, worker, beat, logs) are ready after about START_CPU_TYPICAL CPU-seconds
 #: whatever the load, while the wall time of that work grows with it (130 s at load 16 on two cores). A start that
 #: has used START_CPU_BUDGET CPU-seconds without being ready is too slow; one that used less than STALL_CPU
 #: CPU-seconds in the last STALL_SECONDS while not ready is not starting but hanging. START_WALL_LIMIT bounds the rest.
@@ -33,7 +33,7 @@ START_CPU_BUDGET = 4 * START_CPU_TYPICAL
 STALL_SECONDS = 60
 STALL_CPU = 1.0
 START_WALL_LIMIT = 900
-#: The runner gives its children 10 s, then kills them, then stops Redis the same way; more than this is a hang.
+#: The runner gives its children 1.5 s, then kills them, then gives Redis up to 10 s; more than this is a hang.
 STOP_TIMEOUT = 45
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
