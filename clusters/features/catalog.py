@@ -2,6 +2,10 @@
 
 ``prerequisites`` are cluster dependencies (``clusters.dependencies`` components, plus ``metrics-server``) that must
 be ACTIVE before the feature is enabled; the operation's *prerequisites* phase installs the absent ones first.
+``brings`` are features of this catalog a feature needs on (the inference operator: the AWS Load Balancer
+Controller, whose role AWS's add-on setup asks for, for the operator's load balancers): enabling the feature enables
+them in the same operation when they are off, and disabling it disables those it brought
+(``clusters.features.services``).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ class Feature:
     addon: str = ""
     #: whether it needs the cluster's HyperPod cluster (UpdateCluster settings)
     needs_hyperpod: bool = False
+    #: features enabled in the same operation when they are off (and turned off with it when it brought them)
+    brings: tuple[str, ...] = ()
 
 
 CATALOG: tuple[Feature, ...] = (
@@ -46,7 +52,7 @@ CATALOG: tuple[Feature, ...] = (
     Feature(INFERENCE_OPERATOR, "HyperPod inference operator",
             "Deploys models from S3, FSx or JumpStart as autoscaled endpoints on the cluster.",
             prerequisites=(POD_IDENTITY_AGENT, CERT_MANAGER, S3_CSI, FSX_CSI, METRICS_SERVER),
-            addon="amazon-sagemaker-hyperpod-inference"),
+            addon="amazon-sagemaker-hyperpod-inference", brings=(LOAD_BALANCER_CONTROLLER,)),
     Feature(OBSERVABILITY, "HyperPod observability",
             "Cluster, GPU and job metrics in an Amazon Managed Service for Prometheus workspace (billed separately).",
             prerequisites=(POD_IDENTITY_AGENT,), addon="amazon-sagemaker-hyperpod-observability"),

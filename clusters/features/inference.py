@@ -11,7 +11,8 @@ else.
 which may only read JumpStart's gated-model cache of the region and trusts only the operator's role; disabling deletes
 it after the add-on. KEDA (the operator's autoscaling) is installed when a managed endpoint first autoscales
 (``inference.endpoints.managed_pipeline``); the AWS Load Balancer Controller, with its role, is a feature of its own
-(:mod:`.load_balancer`).
+(:mod:`.load_balancer`) that this one brings (``Feature.brings``: enabled in the same operation when off, disabled
+with it when it brought it).
 """
 
 from __future__ import annotations

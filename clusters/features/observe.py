@@ -61,6 +61,10 @@ def observe(cluster: Cluster, slugs: Iterable[str] = ORDER) -> dict[str, Feature
     return {slug: observe_one(cluster, slug) for slug in slugs}
 
 
+#: The detail of a feature's row naming the feature that enabled it (``Feature.brings``), kept across observations.
+BROUGHT_BY = "brought_by"
+
+
 def record(cluster: Cluster, observations: Iterable[FeatureObservation], *, keep_transitions: bool = True,
            ) -> list[ClusterFeature]:
     """Write ``observations`` into the cluster's ClusterFeature rows (created as needed) and return them."""
@@ -77,7 +81,7 @@ def record(cluster: Cluster, observations: Iterable[FeatureObservation], *, keep
                 row.state = seen.state
             row.last_error = seen.message if seen.state == FeatureState.FAILED else ""
             row.details = {**{key: value for key, value in (row.details or {}).items()
-                              if key == "installed_prerequisites"},
+                              if key in ("installed_prerequisites", BROUGHT_BY)},
                            **seen.details, "settings": seen.settings, "managed": seen.managed}
         row.observed_at = now
         row.save()

@@ -2,7 +2,8 @@
 
 ``features_get`` observes the actual state (AWS, Kubernetes) and records it. ``features_update`` authorizes, checks
 the cluster (``cluster_not_active``, ``cluster_busy``) before it reads anything, observes, computes the diff (turning
-the load balancer controller off is ``load_balancer_in_use`` while Services it serves exist) and —
+the load balancer controller off is ``load_balancer_in_use`` while Services it serves exist), adds the features those
+changed bring (``Feature.brings``: on with them, off with the feature that brought them) and —
 only when something differs — records the audit event and starts one ``cluster.features:…`` operation for exactly
 those features. Nothing mutating is sent to AWS by these functions; refusals send nothing at all.
 """
@@ -78,7 +79,9 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
     _require_changeable(cluster)
     actual: dict[str, FeatureObservation] = observe.observe(cluster, [slug for slug in ORDER if slug in requested])
     found = diff.changes(cluster, requested, actual)
-    if found.get(LOAD_BALANCER_CONTROLLER, {}).get("enabled") is False:
+    brought = _brought(cluster, requested, found, actual)
+    found = {slug: found[slug] for slug in ORDER if slug in found}
+    if found.get(LOAD_BALANCER_CONTROLLER, {}).get("enabled") is False and LOAD_BALANCER_CONTROLLER in requested:
         in_use = InvalidFields()
         load_balancer.refuse_disable_in_use(cluster, in_use)
         in_use.raise_if_any("Some features cannot be changed as asked.")
@@ -97,12 +100,38 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
             source=source,
             target=cluster, idempotency_key=idempotency_key)
         for slug, change in found.items():
-            ClusterFeature.objects.update_or_create(cluster=cluster, feature=slug, defaults={
+            row, _ = ClusterFeature.objects.update_or_create(cluster=cluster, feature=slug, defaults={
                 "state": FeatureState.ENABLING if change["enabled"] else FeatureState.DISABLING, "last_error": ""})
+            if slug in brought and change["enabled"]:
+                row.details = {**row.details, observe.BROUGHT_BY: brought[slug]}
+                row.save(update_fields=["details", "updated_at"])
         audit.record(actor=actor, source=source, action=actions.FEATURE_UPDATE, target=cluster, team=cluster.team,
                      before={slug: {"state": actual[slug].state, **actual[slug].settings} for slug in found},
                      after={**found, "operation": operation.pk})
     return FeatureUpdate(found, operation, warnings)
+
+
+def _brought(cluster: Cluster, requested: dict[str, dict[str, Any]], found: dict[str, dict[str, Any]],
+             actual: dict[str, FeatureObservation]) -> dict[str, str]:
+    """Add to ``found`` the features those it changes bring (``Feature.brings``) and the request does not name:
+    enabled when off; disabled when the feature turned off brought them and — for the load balancer controller —
+    no Service it serves is left (their observations go into ``actual``). Returns each brought feature → the
+    feature bringing it."""
+    brought: dict[str, str] = {}
+    for slug, change in list(found.items()):
+        for other in FEATURES[slug].brings:
+            if other in requested or other in found:
+                continue
+            seen = actual[other] = observe.observe(cluster, [other])[other]
+            if change["enabled"] and seen.state != FeatureState.ENABLED and seen.managed:
+                found[other], brought[other] = {"enabled": True}, slug
+                continue
+            row = ClusterFeature.objects.filter(cluster=cluster, feature=other).first()
+            mine = row is not None and (row.details or {}).get(observe.BROUGHT_BY) == slug
+            in_use = other == LOAD_BALANCER_CONTROLLER and load_balancer.services_in_use(cluster)
+            if not change["enabled"] and mine and seen.state == FeatureState.ENABLED and not in_use:
+                found[other], brought[other] = {"enabled": False}, slug
+    return brought
 
 
 def _warnings(cluster: Cluster, found: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

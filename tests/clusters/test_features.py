@@ -219,8 +219,9 @@ def test_inference_and_observability_in_one_operation_then_off_leave_nothing(api
     roles_before, addons_before = roles(cluster.pk), addons(cluster)
     operation = run(drive, patch(api, cast.admin, cluster, {"inference_operator": {"enabled": True},
                                                             "observability": {"enabled": True}}))
-    assert [phase.slug for phase in operation.phases.order_by("index")] == [
-        "prerequisites", "inference_operator", "observability"]
+    assert [phase.slug for phase in operation.phases.order_by("index")] == [  # the operator brings the controller
+        "prerequisites", "inference_operator", "observability", "load_balancer_controller"]
+    assert features(api, cast.admin, cluster)["load_balancer_controller"]["state"] == "enabled"
     assert {"amazon-sagemaker-hyperpod-inference", "amazon-sagemaker-hyperpod-observability",
             "metrics-server"} <= addons(cluster)
     gated = aws.client("iam", region=REGION).get_role(RoleName=f"instantstart-{cluster.pk}-jumpstart-gated")["Role"]
@@ -236,7 +237,8 @@ def test_inference_and_observability_in_one_operation_then_off_leave_nothing(api
     run(drive, patch(api, cast.admin, cluster, {"inference_operator": {"enabled": False},
                                                 "observability": {"enabled": False}}))
     assert addons(cluster) == addons_before
-    assert roles(cluster.pk) == roles_before
+    assert roles(cluster.pk) == roles_before  # the load balancer controller's role went with the operator
+    assert features(api, cast.admin, cluster)["load_balancer_controller"]["state"] == "disabled"
     left = [w for w in aws.client("amp", region=REGION).list_workspaces(alias=f"instantstart-{cluster.pk}")[
         "workspaces"] if w["status"]["statusCode"] != "DELETING"]
     assert left == []
