@@ -361,14 +361,22 @@ def settle(cluster: Cluster) -> list[Observation]:
 # installation ----------------------------------------------------------------------------------------------------
 
 
-def install_addon(cluster: Cluster, component: Component, *, token: str) -> Observation:
-    """CreateAddon for ``component`` (tagged as ours, with its pod identity role) under ``token`` — a
-    ``clientRequestToken`` the caller persisted before calling. An add-on that exists already is adopted."""
+def addon_request(cluster: Cluster, component: Component, *, token: str, role_arn: str) -> dict[str, Any]:
+    """The ``CreateAddon`` :func:`install_addon` sends (``role_arn``: the component's pod identity role, when it
+    has one)."""
     params: dict[str, Any] = {"clusterName": cluster.eks_name, "addonName": component.name,
                               "clientRequestToken": token, "tags": aws_tags(cluster, component.name)}
     if component.identity is not None:
         params["podIdentityAssociations"] = [{"serviceAccount": component.identity.service_account,
-                                              "roleArn": pod_identity.ensure_role(cluster, component.identity)}]
+                                              "roleArn": role_arn}]
+    return params
+
+
+def install_addon(cluster: Cluster, component: Component, *, token: str) -> Observation:
+    """CreateAddon for ``component`` (tagged as ours, with its pod identity role) under ``token`` — a
+    ``clientRequestToken`` the caller persisted before calling. An add-on that exists already is adopted."""
+    role_arn = pod_identity.ensure_role(cluster, component.identity) if component.identity is not None else ""
+    params = addon_request(cluster, component, token=token, role_arn=role_arn)
     with aws.translated("eks", "CreateAddon"):
         try:
             addon = _eks(cluster).create_addon(**params)["addon"]
@@ -379,11 +387,16 @@ def install_addon(cluster: Cluster, component: Component, *, token: str) -> Obse
     return addon_observation(cluster, addon)
 
 
+def delete_addon_request(cluster: Cluster, name: str) -> dict[str, Any]:
+    """The ``DeleteAddon`` :func:`replace_addon` sends."""
+    return {"clusterName": cluster.eks_name, "addonName": name}
+
+
 def replace_addon(cluster: Cluster, name: str) -> None:
     """DeleteAddon (so that it can be created again); nothing when it is gone already."""
     with aws.translated("eks", "DeleteAddon"):
         try:
-            _eks(cluster).delete_addon(clusterName=cluster.eks_name, addonName=name)
+            _eks(cluster).delete_addon(**delete_addon_request(cluster, name))
         except ClientError as error:
             if not aws.error_is(error, "ResourceNotFoundException"):
                 raise

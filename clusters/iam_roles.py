@@ -26,6 +26,18 @@ def find_role(iam, name: str) -> dict[str, Any] | None:
         raise
 
 
+def create_role_request(cluster: Cluster, *, purpose: str, trust: dict[str, Any], description: str) -> dict[str, Any]:
+    """The ``CreateRole`` :func:`owned_role` sends for a missing role (named ``iam_name(cluster, purpose)``, our
+    tags)."""
+    return {"RoleName": iam_name(cluster, purpose), "AssumeRolePolicyDocument": json.dumps(trust),
+            "Description": description, "Tags": as_tag_list(aws_tags(cluster, purpose))}
+
+
+def inline_policy_request(role: str, policy_name: str, document: dict[str, Any]) -> dict[str, Any]:
+    """The ``PutRolePolicy`` :func:`ensure_inline_policy` sends."""
+    return {"RoleName": role, "PolicyName": policy_name, "PolicyDocument": json.dumps(document)}
+
+
 def owned_role(iam, cluster: Cluster, *, purpose: str, trust: dict[str, Any], description: str) -> dict[str, Any]:
     """The role ``iam_name(cluster, purpose)``: created with ``trust`` and our tags when missing (a concurrent
     creation is adopted), else the existing one — ``role_name_taken`` (409) when it lacks our tags. Its trust
@@ -34,8 +46,8 @@ def owned_role(iam, cluster: Cluster, *, purpose: str, trust: dict[str, Any], de
     role = find_role(iam, name)
     if role is None:
         try:
-            return iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust), Description=description,
-                                   Tags=as_tag_list(aws_tags(cluster, purpose)))["Role"]
+            return iam.create_role(**create_role_request(cluster, purpose=purpose, trust=trust,
+                                                         description=description))["Role"]
         except ClientError as error:
             if not aws.error_is(error, "EntityAlreadyExists"):
                 raise
@@ -61,7 +73,7 @@ def ensure_inline_policy(iam, role: str, policy_name: str, document: dict[str, A
             raise
         current = None
     if current is None or policy_document(current) != document:
-        iam.put_role_policy(RoleName=role, PolicyName=policy_name, PolicyDocument=json.dumps(document))
+        iam.put_role_policy(**inline_policy_request(role, policy_name, document))
 
 
 def delete_owned_role(iam, name: str, *, owned: Callable[[list[dict[str, str]]], bool]) -> bool:

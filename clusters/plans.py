@@ -32,6 +32,7 @@ from clusters.ownership import iam_name, team_namespace
 from config.plans import Change, aws_call, change, kubernetes_object
 
 Params = Mapping[str, Any]
+PhasePlans = dict[str, Callable[[Params], list[Change]]]
 #: What stands for a client request token the real run makes and persists before it sends it.
 TOKEN = "<the operation's persisted token>"
 _SERIALIZER = k8s.ApiClient()
@@ -217,13 +218,13 @@ def node_batch(action: str, call: str) -> Callable[[Params], list[Change]]:
     return plan
 
 
-CREATE = {"network": network, "eks": eks, "system-nodes": system_nodes, "activate": activate,
+CREATE: PhasePlans = {"network": network, "eks": eks, "system-nodes": system_nodes, "activate": activate,
           "dependencies": dependency_install, "hyperpod": hyperpod, "storage": storage}
-DELETE = {"storage": storage_delete, "hyperpod": hyperpod_delete, "dependencies": dependency_removal,
+DELETE: PhasePlans = {"storage": storage_delete, "hyperpod": hyperpod_delete, "dependencies": dependency_removal,
           "system-nodes": system_nodes_delete, "eks": eks_delete, "network": network_delete}
-GROUP_ADD = {"placement": group_placement, "hyperpod": group_add, "autoscaling": group_objects}
-GROUP_UPDATE = {"hyperpod": group_update}
-GROUP_DELETE = {"autoscaling": group_objects_delete, "hyperpod": group_delete}
+GROUP_ADD: PhasePlans = {"placement": group_placement, "hyperpod": group_add, "autoscaling": group_objects}
+GROUP_UPDATE: PhasePlans = {"hyperpod": group_update}
+GROUP_DELETE: PhasePlans = {"autoscaling": group_objects_delete, "hyperpod": group_delete}
 
 
 def settings_update(params: Params) -> list[Change]:
@@ -299,8 +300,8 @@ def import_discover(params: Params) -> list[Change]:
                             "storage volumes (unmanaged)"])]
 
 
-SETTINGS = {"hyperpod": settings_update}
-SOFTWARE = {"hyperpod": software_update}
-VOLUME_CREATE = {"volume": volume_create}
-VOLUME_DELETE = {"volume": volume_delete}
-IMPORT = {"access": import_access, "discover": import_discover}
+SETTINGS: PhasePlans = {"hyperpod": settings_update}
+SOFTWARE: PhasePlans = {"hyperpod": software_update}
+VOLUME_CREATE: PhasePlans = {"volume": volume_create}
+VOLUME_DELETE: PhasePlans = {"volume": volume_delete}
+IMPORT: PhasePlans = {"access": import_access, "discover": import_discover}

@@ -79,6 +79,14 @@ def pod_identity_trust(cluster: Cluster) -> dict[str, Any]:
         "Action": ["sts:AssumeRole", "sts:TagSession"], "Condition": condition}]}
 
 
+def managed_policy_arn(cluster: Cluster, name: str) -> str:
+    return f"arn:{aws.partition(cluster.region)}:iam::aws:policy/{name}"
+
+
+def role_description(cluster: Cluster, identity: PodIdentity) -> str:
+    return f"InstantStart: {identity.service_account} on cluster {cluster.name}"
+
+
 def ensure_role(cluster: Cluster, identity: PodIdentity) -> str:
     """The ARN of ``identity``'s role, created (or adopted: same deterministic name, our tags) with its policies;
     only what differs from the desired state is sent. ``role_name_taken`` when a role of that name exists
@@ -87,7 +95,7 @@ def ensure_role(cluster: Cluster, identity: PodIdentity) -> str:
     name = iam_name(cluster, identity.purpose)
     with aws.translated("iam", "CreateRole"):
         role = owned_role(iam, cluster, purpose=identity.purpose, trust=pod_identity_trust(cluster),
-                          description=f"InstantStart: {identity.service_account} on cluster {cluster.name}")
+                          description=role_description(cluster, identity))
         trust = pod_identity_trust(cluster)
         if policy_document(role["AssumeRolePolicyDocument"]) != trust:
             iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
@@ -96,7 +104,7 @@ def ensure_role(cluster: Cluster, identity: PodIdentity) -> str:
         attached = {policy["PolicyArn"]
                     for policy in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]}
         for policy_name in identity.managed_policies:
-            arn = f"arn:{aws.partition(cluster.region)}:iam::aws:policy/{policy_name}"
+            arn = managed_policy_arn(cluster, policy_name)
             if arn not in attached:
                 iam.attach_role_policy(RoleName=name, PolicyArn=arn)
     return role["Arn"]

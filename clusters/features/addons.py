@@ -63,22 +63,36 @@ class AddonFeature:
 
     # steps -------------------------------------------------------------------------------------------------------
 
-    def ensure_role(self, cluster: Cluster) -> str:
-        return identity.ensure_role(
-            cluster, purpose=self.purpose, policy=self.policy(cluster),
+    def role(self, cluster: Cluster, *, policy: dict[str, Any] | None = None) -> identity.RoleSpec:
+        """What the add-on's pod identity role is: its trust, inline policy (``policy`` in place of
+        ``self.policy(cluster)``, for a plan made before what the policy names exists) and description."""
+        return identity.RoleSpec(
+            purpose=self.purpose, policy=policy if policy is not None else self.policy(cluster),
             trust=identity.pod_identity_trust(cluster, namespace=self.namespace,
                                               service_account=self.service_account),
             description=f"InstantStart: {self.addon} ({self.namespace}/{self.service_account}) on {cluster.name}")
 
-    def _create(self, ctx: StepContext, cluster: Cluster, role_arn: str) -> None:
-        token = ctx.intend(f"{self.feature}:addon_token:{ctx.attempt}", lambda: str(uuid.uuid4()))
+    def ensure_role(self, cluster: Cluster) -> str:
+        spec = self.role(cluster)
+        return identity.ensure_role(cluster, purpose=spec.purpose, policy=spec.policy, trust=spec.trust,
+                                    description=spec.description)
+
+    def addon_request(self, cluster: Cluster, *, role_arn: str, token: str, configuration: str | None
+                      ) -> dict[str, Any]:
+        """The ``CreateAddon`` that installs the add-on: tagged as ours, with ``role_arn`` for its own service
+        account, under ``token`` (and ``configuration`` as its configuration values, when any)."""
         params: dict[str, Any] = {
             "clusterName": cluster.eks_name, "addonName": self.addon, "clientRequestToken": token,
             "tags": aws_tags(cluster, self.addon),
             "podIdentityAssociations": [{"serviceAccount": self.service_account, "roleArn": role_arn}]}
-        configuration = self.configuration(cluster, ctx) if self.configuration else None
         if configuration:
             params["configurationValues"] = configuration
+        return params
+
+    def _create(self, ctx: StepContext, cluster: Cluster, role_arn: str) -> None:
+        token = ctx.intend(f"{self.feature}:addon_token:{ctx.attempt}", lambda: str(uuid.uuid4()))
+        params = self.addon_request(cluster, role_arn=role_arn, token=token,
+                                    configuration=self.configuration(cluster, ctx) if self.configuration else None)
         ctx.log(f"Installing the EKS add-on {self.addon}.")
         with aws.translated("eks", "CreateAddon"):
             try:

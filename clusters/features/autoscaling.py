@@ -199,24 +199,37 @@ def observe(cluster: Cluster) -> FeatureObservation:
     return FeatureObservation(AUTOSCALING, state, managed=managed, details=details)
 
 
+def role(cluster: Cluster) -> identity.RoleSpec:
+    """The cluster role HyperPod's Karpenter scales this cluster's groups with."""
+    return identity.RoleSpec(purpose=PURPOSE, trust=identity.service_trust(SERVICE_PRINCIPAL), policy=policy(cluster),
+                             description=f"InstantStart: HyperPod autoscaling of {cluster.name}")
+
+
+ENABLED = {"Mode": "Enable", "AutoScalerType": "Karpenter"}
+
+
+def enable_members(role_arn: str) -> dict[str, Any]:
+    """The ``UpdateCluster`` members that turn autoscaling on with ``role_arn`` as the cluster role."""
+    return {"AutoScaling": ENABLED, "ClusterRole": role_arn, "NodeProvisioningMode": "Continuous",
+            "NodeRecovery": "Automatic"}
+
+
 def submit_enable(ctx: StepContext, cluster: Cluster) -> None:
     require_hyperpod(cluster)
-    role_arn = identity.ensure_role(cluster, purpose=PURPOSE, trust=identity.service_trust(SERVICE_PRINCIPAL),
-                                    policy=policy(cluster),
-                                    description=f"InstantStart: HyperPod autoscaling of {cluster.name}")
+    spec = role(cluster)
+    role_arn = identity.ensure_role(cluster, purpose=spec.purpose, trust=spec.trust, policy=spec.policy,
+                                    description=spec.description)
     ctx.record(cluster_role_arn=role_arn)
     ctx.log(f"Cluster role {role_arn} ready for HyperPod autoscaling.")
 
 
 def poll_enable(ctx: StepContext, cluster: Cluster) -> Progress:
     role_arn = ctx.reference.get("cluster_role_arn") or (identity.role_summary(cluster, PURPOSE) or {})["arn"]
-    wanted = {"Mode": "Enable", "AutoScalerType": "Karpenter"}
     progress = converge_hyperpod(
         cluster, what="Autoscaling",
-        matches=lambda described: ({key: _autoscaling(described).get(key) for key in wanted} == wanted
+        matches=lambda described: ({key: _autoscaling(described).get(key) for key in ENABLED} == ENABLED
                                    and described.get("ClusterRole") == role_arn),
-        update={"AutoScaling": wanted, "ClusterRole": role_arn, "NodeProvisioningMode": "Continuous",
-                "NodeRecovery": "Automatic"})
+        update=enable_members(role_arn))
     if not progress.done:
         return progress
     described = require_hyperpod(cluster)

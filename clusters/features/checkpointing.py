@@ -75,7 +75,7 @@ def read_service_account(cluster: Cluster) -> k8s.V1ServiceAccount | None:
         raise
 
 
-def _ours(found: k8s.V1ServiceAccount, cluster: Cluster) -> bool:
+def ours(found: k8s.V1ServiceAccount, cluster: Cluster) -> bool:
     return ((found.metadata and found.metadata.labels) or {}).get(CLUSTER_LABEL) == str(cluster.pk)
 
 
@@ -99,13 +99,32 @@ def observe(cluster: Cluster) -> FeatureObservation:
                               else "The HyperPod cluster was not found.")
 
 
+def service_account_body(cluster: Cluster, role_arn: str) -> k8s.V1ServiceAccount:
+    """The ServiceAccount training pods use, in the team namespace, annotated with ``role_arn``."""
+    return k8s.V1ServiceAccount(api_version="v1", kind="ServiceAccount", metadata=k8s.V1ObjectMeta(
+        name=SERVICE_ACCOUNT, namespace=team_namespace(cluster.team), labels=kube_labels(cluster),
+        annotations={ROLE_ANNOTATION: role_arn}))
+
+
+def role(cluster: Cluster) -> identity.RoleSpec:
+    """The checkpoint role: the cluster's OIDC provider for exactly the ServiceAccount, the checkpoints prefix."""
+    namespace = team_namespace(cluster.team)
+    return identity.RoleSpec(
+        purpose=PURPOSE, policy=policy(cluster),
+        trust=identity.oidc_trust(cluster, namespace=namespace, service_account=SERVICE_ACCOUNT),
+        description=f"InstantStart: tiered checkpointing of {namespace}/{SERVICE_ACCOUNT} on {cluster.name}")
+
+
+def tiered_storage(percentage: int) -> dict[str, Any]:
+    """``TieredStorageConfig`` turning the feature on with ``percentage`` of each instance's memory."""
+    return {"Mode": "Enable", "InstanceMemoryAllocationPercentage": percentage}
+
+
 def _apply_service_account(cluster: Cluster, role_arn: str) -> None:
     core = _core(cluster)
     namespace = ensure_namespace(core, cluster)
     found = read_service_account(cluster)
-    body = k8s.V1ServiceAccount(api_version="v1", kind="ServiceAccount", metadata=k8s.V1ObjectMeta(
-        name=SERVICE_ACCOUNT, namespace=namespace, labels=kube_labels(cluster),
-        annotations={ROLE_ANNOTATION: role_arn}))
+    body = service_account_body(cluster, role_arn)
     if found is None:
         try:
             core.create_namespaced_service_account(namespace, body)
@@ -114,7 +133,7 @@ def _apply_service_account(cluster: Cluster, role_arn: str) -> None:
             if error.status != 409:
                 raise
             found = read_service_account(cluster)
-    if found is None or not _ours(found, cluster):
+    if found is None or not ours(found, cluster):
         raise PhaseFailed(f"A ServiceAccount {namespace}/{SERVICE_ACCOUNT} exists and is not InstantStart's.",
                           code="service_account_taken")
     if ((found.metadata and found.metadata.annotations) or {}).get(ROLE_ANNOTATION) != role_arn:
@@ -126,11 +145,9 @@ def ensure_identity(cluster: Cluster) -> str:
     """The role (OIDC trust for exactly the ServiceAccount) and the annotated ServiceAccount; the role's ARN."""
     if not cluster.oidc_issuer:
         raise PhaseFailed(f"Cluster {cluster.name} has no IAM OIDC provider on record.", code="oidc_provider_missing")
-    namespace = team_namespace(cluster.team)
-    role_arn = identity.ensure_role(
-        cluster, purpose=PURPOSE, policy=policy(cluster),
-        trust=identity.oidc_trust(cluster, namespace=namespace, service_account=SERVICE_ACCOUNT),
-        description=f"InstantStart: tiered checkpointing of {namespace}/{SERVICE_ACCOUNT} on {cluster.name}")
+    spec = role(cluster)
+    role_arn = identity.ensure_role(cluster, purpose=spec.purpose, policy=spec.policy, trust=spec.trust,
+                                    description=spec.description)
     _apply_service_account(cluster, role_arn)
     return role_arn
 
@@ -143,7 +160,7 @@ def submit_enable(ctx: StepContext, cluster: Cluster) -> None:
 
 def poll_enable(ctx: StepContext, cluster: Cluster) -> Progress:
     percentage = ctx.params["changes"][TIERED_CHECKPOINTING].get("memory_percentage") or DEFAULT_MEMORY_PERCENTAGE
-    wanted = {"Mode": "Enable", "InstanceMemoryAllocationPercentage": percentage}
+    wanted = tiered_storage(percentage)
     return converge_hyperpod(
         cluster, what="Tiered storage",
         matches=lambda described: {key: _tiered(described).get(key) for key in wanted} == wanted,
@@ -161,7 +178,7 @@ def poll_disable(ctx: StepContext, cluster: Cluster) -> Progress:
     if not progress.done:
         return progress
     found = read_service_account(cluster) if cluster.eks_name else None
-    if found is not None and _ours(found, cluster):
+    if found is not None and ours(found, cluster):
         _core(cluster).delete_namespaced_service_account(SERVICE_ACCOUNT, team_namespace(cluster.team),
                                                          _preload_content=False).read()  # type: ignore[attr-defined]
         ctx.log(f"Deleted the service account {team_namespace(cluster.team)}/{SERVICE_ACCOUNT}.")

@@ -12,6 +12,7 @@ named like its purpose, and a trust that names exactly who may assume it.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -53,6 +54,22 @@ def oidc_trust(cluster: Cluster, *, namespace: str, service_account: str) -> dic
 def service_trust(principal: str) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": [{
         "Effect": "Allow", "Principal": {"Service": [principal]}, "Action": "sts:AssumeRole"}]}
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """A feature's role as :func:`ensure_role` makes it (a dry run's plan renders its requests from it)."""
+
+    purpose: str
+    trust: dict[str, Any]
+    policy: dict[str, Any]
+    description: str
+
+
+def role_arn(cluster: Cluster, purpose: str) -> str:
+    """The ARN of the cluster's role of ``purpose`` (whether it exists or not)."""
+    return (f"arn:{aws.partition(cluster.region)}:iam::{aws.account_id(region=cluster.region)}:role/"
+            f"{iam_name(cluster, purpose)}")
 
 
 def ensure_role(cluster: Cluster, *, purpose: str, trust: dict[str, Any], policy: dict[str, Any],

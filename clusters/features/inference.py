@@ -68,15 +68,21 @@ def gated_trust(cluster: Cluster) -> dict[str, Any]:
         {"Effect": "Allow", "Principal": {"AWS": role_arn(cluster, PURPOSE)}, "Action": "sts:AssumeRole"}]}
 
 
+def gated_role_spec(cluster: Cluster) -> identity.RoleSpec:
+    """The role for gated JumpStart models (see the module docstring)."""
+    return identity.RoleSpec(purpose=GATED_PURPOSE, policy=gated_policy(cluster), trust=gated_trust(cluster),
+                             description=f"InstantStart: gated JumpStart models of the inference operator on "
+                                         f"{cluster.name}")
+
+
 class InferenceOperatorFeature(AddonFeature):
     """The add-on feature, plus the role for gated JumpStart models (see the module docstring)."""
 
     def submit_enable(self, ctx: StepContext, cluster: Cluster) -> None:
         super().submit_enable(ctx, cluster)
-        arn = identity.ensure_role(cluster, purpose=GATED_PURPOSE, policy=gated_policy(cluster),
-                                   trust=gated_trust(cluster),
-                                   description=f"InstantStart: gated JumpStart models of the inference operator on "
-                                               f"{cluster.name}")
+        spec = gated_role_spec(cluster)
+        arn = identity.ensure_role(cluster, purpose=spec.purpose, policy=spec.policy, trust=spec.trust,
+                                   description=spec.description)
         ctx.record(jumpstart_gated_role_arn=arn)
 
     def poll_disable(self, ctx: StepContext, cluster: Cluster) -> Progress:

@@ -4,7 +4,9 @@ in ``clusters/vendor/keda/`` (its README and ``source.yaml`` say which release, 
 
 The contract is the one of the other vendored charts (:mod:`clusters.load_balancer_chart`): :func:`apply` creates
 only objects that do not exist, each labelled as ours for the cluster, and nothing at all when a KEDA operator that
-InstantStart did not install runs already (that one is used as it is); :func:`observe` reads, never writes.
+InstantStart did not install runs already (that one is used as it is); :func:`observe` reads, never writes;
+:func:`remove` deletes what :func:`apply` made once nothing needs it (the caller knows that no endpoint of the
+cluster autoscales), and never a KEDA InstantStart did not install.
 """
 
 from __future__ import annotations
@@ -117,3 +119,26 @@ def apply(cluster: Cluster) -> list[str]:
         if kube_manifests.read(api, kube_manifests.path(manifest)) is None and kube_manifests.create(api, manifest):
             created.append(kube_manifests.describe(manifest))
     return created
+
+
+#: KEDA's kinds of scaled objects: while one exists on the cluster, someone still uses KEDA.
+SCALED_KINDS = ("/apis/keda.sh/v1alpha1/scaledobjects", "/apis/keda.sh/v1alpha1/scaledjobs")
+
+
+def remove(cluster: Cluster) -> list[str]:
+    """Delete KEDA's objects that :func:`apply` made for ``cluster`` (each labelled ours), the CRDs last; returns
+    what was deleted (``"Kind name"``). Nothing is deleted when the operator is not ours, or while a ScaledObject
+    or ScaledJob exists anywhere on the cluster (deleting the CRDs would delete it)."""
+    api = kube.api_client(cluster.eks_name, region=cluster.region)
+    operator = kube_manifests.read(api, _deployment_path(OPERATOR))
+    if operator is None or not _ours(operator, cluster):
+        return []
+    for kind in SCALED_KINDS:
+        if kube_manifests.get(api, kind).get("items"):
+            return []
+    deleted = []
+    for manifest in reversed(release_manifests()):
+        url = kube_manifests.path(manifest)
+        if _ours(kube_manifests.read(api, url), cluster) and kube_manifests.delete(api, url):
+            deleted.append(kube_manifests.describe(manifest))
+    return deleted

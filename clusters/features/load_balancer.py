@@ -109,12 +109,30 @@ def refuse_disable_in_use(cluster: Cluster, errors: InvalidFields) -> None:
 # enabling ---------------------------------------------------------------------------------------------------------
 
 
-def ensure_role(cluster: Cluster) -> str:
-    return identity.ensure_role(
-        cluster, purpose=PURPOSE, policy=chart.iam_policy(cluster.region),
+def role(cluster: Cluster) -> identity.RoleSpec:
+    """The controller's role: its documented policy, Pod Identity for exactly its service account."""
+    return identity.RoleSpec(
+        purpose=PURPOSE, policy=chart.iam_policy(cluster.region),
         trust=identity.pod_identity_trust(cluster, namespace=chart.NAMESPACE, service_account=chart.SERVICE_ACCOUNT),
         description=f"InstantStart: AWS Load Balancer Controller ({chart.NAMESPACE}/{chart.SERVICE_ACCOUNT}) on "
                     f"{cluster.name}")
+
+
+def ensure_role(cluster: Cluster) -> str:
+    spec = role(cluster)
+    return identity.ensure_role(cluster, purpose=spec.purpose, policy=spec.policy, trust=spec.trust,
+                                description=spec.description)
+
+
+def association_request(cluster: Cluster, role_arn: str) -> dict[str, Any]:
+    """The ``CreatePodIdentityAssociation`` of the controller's service account with ``role_arn`` (our tags)."""
+    return {"clusterName": cluster.eks_name, "namespace": chart.NAMESPACE, "serviceAccount": chart.SERVICE_ACCOUNT,
+            "roleArn": role_arn, "tags": aws_tags(cluster, PURPOSE)}
+
+
+def delete_association_request(cluster: Cluster, linked: dict[str, Any]) -> dict[str, Any]:
+    """The ``DeletePodIdentityAssociation`` of the association ``linked`` (:func:`association`)."""
+    return {"clusterName": cluster.eks_name, "associationId": linked["associationId"]}
 
 
 def ensure_association(cluster: Cluster, role_arn: str) -> str:
@@ -126,8 +144,7 @@ def ensure_association(cluster: Cluster, role_arn: str) -> str:
         with aws.translated("eks", "CreatePodIdentityAssociation"):
             try:
                 created = eks.create_pod_identity_association(
-                    clusterName=cluster.eks_name, namespace=chart.NAMESPACE, serviceAccount=chart.SERVICE_ACCOUNT,
-                    roleArn=role_arn, tags=aws_tags(cluster, PURPOSE))["association"]
+                    **association_request(cluster, role_arn))["association"]
             except ClientError as error:
                 if not aws.error_is(error, "ResourceInUseException"):
                     raise
@@ -187,8 +204,7 @@ def poll_disable(ctx: StepContext, cluster: Cluster) -> Progress:
     if linked is not None and owned_by(linked.get("tags"), cluster):
         with aws.translated("eks", "DeletePodIdentityAssociation"):
             try:
-                _eks(cluster).delete_pod_identity_association(clusterName=cluster.eks_name,
-                                                              associationId=linked["associationId"])
+                _eks(cluster).delete_pod_identity_association(**delete_association_request(cluster, linked))
             except ClientError as error:
                 if not aws.error_is(error, "ResourceNotFoundException"):
                     raise

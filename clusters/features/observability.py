@@ -45,10 +45,19 @@ def find_workspace(cluster: Cluster) -> dict[str, Any] | None:
     return None
 
 
-def policy(cluster: Cluster) -> dict[str, Any]:
+def _existing_workspace(cluster: Cluster) -> dict[str, Any]:
     workspace = find_workspace(cluster)
     if workspace is None:
         raise PhaseFailed("The Prometheus workspace is missing.", code="resource_missing")
+    return workspace
+
+
+def policy(cluster: Cluster) -> dict[str, Any]:
+    return policy_for(cluster, _existing_workspace(cluster))
+
+
+def policy_for(cluster: Cluster, workspace: dict[str, Any]) -> dict[str, Any]:
+    """The collector role's policy for ``workspace`` (DescribeWorkspace's ``workspace``)."""
     logs = (f"arn:{aws.partition(cluster.region)}:logs:{cluster.region}:{aws.account_id(region=cluster.region)}:"
             f"log-group:/aws/sagemaker/Clusters/{cluster.hyperpod_name or cluster.name}/*")
     return {"Version": "2012-10-17", "Statement": [
@@ -60,9 +69,11 @@ def policy(cluster: Cluster) -> dict[str, Any]:
 
 
 def configuration(cluster: Cluster, ctx: StepContext) -> str:
-    workspace = find_workspace(cluster)
-    if workspace is None:
-        raise PhaseFailed("The Prometheus workspace is missing.", code="resource_missing")
+    return configuration_for(_existing_workspace(cluster))
+
+
+def configuration_for(workspace: dict[str, Any]) -> str:
+    """The add-on's configuration values: where it writes (``workspace``)."""
     return json.dumps({"ampWorkspace": {"prometheusEndpoint": workspace.get("prometheusEndpoint", ""),
                                         "arn": workspace["arn"]}})
 
@@ -81,14 +92,23 @@ def observe(cluster: Cluster) -> FeatureObservation:
     return seen
 
 
+def workspace_request(cluster: Cluster, token: str) -> dict[str, Any]:
+    """The ``CreateWorkspace`` of the cluster's workspace (our alias and tags, ``token`` its ``clientToken``)."""
+    return {"alias": workspace_alias(cluster), "clientToken": token, "tags": aws_tags(cluster, "prometheus")}
+
+
+def delete_workspace_request(workspace: dict[str, Any]) -> dict[str, Any]:
+    """The ``DeleteWorkspace`` of ``workspace`` (DescribeWorkspace's ``workspace``)."""
+    return {"workspaceId": workspace["workspaceId"]}
+
+
 def _ensure_workspace(ctx: StepContext, cluster: Cluster) -> dict[str, Any] | None:
     workspace = find_workspace(cluster)
     if workspace is None:
         token = ctx.intend(f"{OBSERVABILITY}:workspace_token", lambda: str(uuid.uuid4()))
         ctx.log(f"Creating the Prometheus workspace {workspace_alias(cluster)}.")
         with aws.translated("amp", "CreateWorkspace"):
-            _amp(cluster).create_workspace(alias=workspace_alias(cluster), clientToken=token,
-                                           tags=aws_tags(cluster, "prometheus"))
+            _amp(cluster).create_workspace(**workspace_request(cluster, token))
         workspace = find_workspace(cluster)
     return workspace
 
@@ -123,7 +143,7 @@ def poll_disable(ctx: StepContext, cluster: Cluster) -> Progress:
         ctx.log(f"Deleting the Prometheus workspace {workspace['workspaceId']}.")
         with aws.translated("amp", "DeleteWorkspace"):
             try:
-                _amp(cluster).delete_workspace(workspaceId=workspace["workspaceId"])
+                _amp(cluster).delete_workspace(**delete_workspace_request(workspace))
             except ClientError as error:
                 if not aws.error_is(error, "ResourceNotFoundException"):
                     raise

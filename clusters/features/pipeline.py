@@ -27,6 +27,7 @@ from clusters.features import (
     inference,
     load_balancer,
     observability,
+    plans,
     prerequisites,
     training,
 )
@@ -108,12 +109,13 @@ def _feature_phase(slug: str) -> Phase:
                 row.save(update_fields=["details", "updated_at"])
         return progress
 
-    return Phase(slug=slug, title=FEATURES[slug].title, submit=submit, poll=poll, timeout=timedelta(minutes=45),
-                 poll_interval=10)
+    return Phase(slug=slug, title=FEATURES[slug].title, submit=submit, poll=poll, plan=plans.feature(slug),
+                 timeout=timedelta(minutes=45), poll_interval=10)
 
 
 PREREQUISITES_PHASE = Phase(slug=PREREQUISITES, title="Prerequisites", submit=prerequisites.submit,
-                            poll=prerequisites.poll, timeout=timedelta(minutes=30), poll_interval=10)
+                            poll=prerequisites.poll, plan=plans.prerequisites_plan, timeout=timedelta(minutes=30),
+                            poll_interval=10)
 
 
 def phases_for(changes: dict[str, dict]) -> list[str]:

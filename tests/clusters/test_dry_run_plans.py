@@ -5,10 +5,12 @@ or stored (the object read back)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kubernetes import client as k8s
 
-from cloud import aws, kube
+from cloud import aws, kube, kube_manifests
 from clusters.models import ClusterState, StorageState, StorageVolume
 from clusters.plans import TOKEN
 from operations.models import Operation, OperationState
@@ -37,8 +39,10 @@ def marks(sandbox) -> tuple[int, int]:
 def sent(sandbox, mark: int, call: str) -> list[dict]:
     """The parameters of each effective ``service:Operation`` call logged after ``mark``."""
     service, operation = call.split(":")
+    # the plan names a call by its IAM prefix; the log by the service (``aps`` is Prometheus's ``amp``)
     return [entry["params"] for entry in sandbox.control(
-        "GET", f"requests?service={service}&operation={operation}&effective=1&since={mark}")["requests"]]
+        "GET", f"requests?operation={operation}&effective=1&since={mark}")["requests"]
+            if entry["service"] == {"aps": "amp"}.get(service, service)]
 
 
 def dry_run(client, method: str, path: str, body: dict | None = None) -> dict:
@@ -93,10 +97,14 @@ def core_of(cluster) -> k8s.CoreV1Api:
 
 def holds(found, planned) -> bool:
     """Whether the stored object ``found`` has every field of the planned manifest, with its value (the API
-    server adds its own: uid, resourceVersion, status, a bound claim's reference details)."""
+    server adds its own: uid, resourceVersion, status, defaults such as a port's protocol, a bound claim's
+    reference details)."""
     if isinstance(planned, dict):
         return isinstance(found, dict) and all(key in found and holds(found[key], value)
                                                for key, value in planned.items())
+    if isinstance(planned, list):
+        return isinstance(found, list) and len(found) == len(planned) and all(
+            holds(item, value) for item, value in zip(found, planned, strict=True))
     return found == planned
 
 
@@ -176,3 +184,73 @@ def test_an_import_plan_is_the_access_entry_and_policy_then_created(api, cast, s
         key: value for key, value in entry.items() if key != "clientRequestToken"}
     [associated] = sent(sandbox, mark, "eks:AssociateAccessPolicy")
     assert {key: associated.get(key) for key in association} == association
+
+
+TOKENS = ("clientRequestToken", "clientToken")
+FEATURE_CALLS = ("iam:CreateRole", "iam:PutRolePolicy", "iam:AttachRolePolicy", "eks:CreateAddon",
+                 "eks:CreatePodIdentityAssociation", "aps:CreateWorkspace", "sagemaker:UpdateCluster")
+
+
+def comparable(requests: list[dict], placeholders: dict[str, str]) -> list[str]:
+    """``requests`` without the tokens each run makes, the plan's placeholders filled with what the run made,
+    as sorted JSON (the order of independent calls is the steps' own)."""
+    found = []
+    for request in requests:
+        text = json.dumps({key: value for key, value in request.items() if key not in TOKENS}, sort_keys=True)
+        for placeholder, value in placeholders.items():
+            text = text.replace(placeholder, value)
+        found.append(text)
+    return sorted(found)
+
+
+def test_a_features_plan_is_every_request_and_object_the_real_operation_then_sends(api, cast, sandbox, drive,
+                                                                                  live_cluster):
+    from clusters.features import autoscaling, observability
+    from clusters.features.plans import WORKSPACE
+
+    cluster = live_cluster()
+    admin = api(cast.admin)
+    path = f"/api/v1/clusters/{cluster.pk}/features"
+    body = {"training_operator": {"enabled": True}, "inference_operator": {"enabled": True},
+            "observability": {"enabled": True}, "tiered_checkpointing": {"enabled": True, "memory_percentage": 30},
+            "autoscaling": {"enabled": True}, "load_balancer_controller": {"enabled": True}}
+    before, operations = marks(sandbox), Operation.objects.count()
+    plan = dry_run(admin, "PATCH", path, body)
+    assert writes_since(sandbox, before) == [] and Operation.objects.count() == operations
+    assert [phase["slug"] for phase in plan["operation"]["phases"]] == [
+        "prerequisites", "training_operator", "inference_operator", "observability", "tiered_checkpointing",
+        "autoscaling", "load_balancer_controller"]
+
+    mark = last_seq(sandbox)
+    real(admin, drive, "PATCH", path, body)
+    workspace = observability.find_workspace(cluster)
+    filled = {WORKSPACE["arn"]: workspace["arn"], WORKSPACE["prometheusEndpoint"]: workspace["prometheusEndpoint"]}
+    for call in FEATURE_CALLS:
+        assert comparable(sent(sandbox, mark, call), {}) == comparable(calls(plan, call), filled), call
+    api_client = kube.api_client(cluster.eks_name, region=REGION)
+    karpenter = {"NodePool": autoscaling.NODE_POOLS, autoscaling.NODE_CLASS_KIND: autoscaling.NODE_CLASSES}
+    for item in plan["changes"]:
+        if item["provider"] != "kubernetes":
+            continue
+        planned = {key: value for key, value in item["detail"]["manifest"].items() if key != "data"}
+        if planned["kind"] in karpenter:
+            group, version = planned["apiVersion"].split("/")
+            found = k8s.CustomObjectsApi(api_client).get_cluster_custom_object(
+                group, version, karpenter[planned["kind"]], planned["metadata"]["name"])
+        else:
+            found = kube_manifests.read(api_client, kube_manifests.path(planned))
+        assert found is not None and holds(found, planned), item["name"]
+
+    off = {slug: {"enabled": False} for slug in body}
+    before = marks(sandbox)
+    disabling = dry_run(admin, "PATCH", path, off)
+    assert writes_since(sandbox, before) == []
+    deleted = {(item["kind"], item["name"]) for item in disabling["changes"] if item["action"] == "delete"}
+    assert {("EKS add-on", "amazon-sagemaker-hyperpod-training-operator"),
+            ("Prometheus workspace", workspace["workspaceId"]),
+            ("Deployment", "kube-system/aws-load-balancer-controller"),
+            ("ServiceAccount", "team-vision/instantstart-checkpoints")} <= deleted
+    mark = last_seq(sandbox)
+    real(admin, drive, "PATCH", path, off)
+    for call in ("eks:DeleteAddon", "aps:DeleteWorkspace", "eks:DeletePodIdentityAssociation"):
+        assert comparable(sent(sandbox, mark, call), {}) == comparable(calls(disabling, call), {}), call
