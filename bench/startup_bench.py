@@ -6,7 +6,8 @@ with the same ``.venv``) and each round, the benchmark runs the runner on the em
 - **first run** on an empty var directory (fresh SQLite: every migration applied) and **restart** on the same
   directory;
 - *start* = seconds from spawning the runner until ``/readyz`` answers 200, *settled* = until every child is
-  up (the resident set of the session stops growing), then each process's RSS and PSS (``/proc/<pid>/smaps_rollup``:
+  up (the worker logged `` ready.``, beat ``Starting``, the follower ``following``), then each process's
+  RSS and PSS (``/proc/<pid>/smaps_rollup``:
   proportional set size, which splits pages shared after a fork) and the totals;
 - *stop* = seconds from SIGTERM (restart) or SIGINT (first run) to the runner until no process of its session is
   left.
@@ -31,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+#: What the worker, beat and the log follower print once they are up (same in the baseline).
+SETTLED = (' ready."', "beat: Starting", "following training job logs")
 HIDDEN = {"REDIS_URL", "DATABASE_URL", "AWS_ENDPOINT_URL", "INSTANTSTART_ADMIN_USERNAME", "INSTANTSTART_ADMIN_PASSWORD"}
 
 
@@ -118,17 +121,16 @@ class Run:
             time.sleep(0.05)
         return time.monotonic() - self.started
 
-    def wait_settled(self, quiet: float = 3.0, limit: float = 120.0) -> float:
-        """Seconds until the session's process list and total RSS have not grown for ``quiet`` seconds."""
-        last_change, previous = time.monotonic(), (0, 0)
-        while time.monotonic() - last_change < quiet and time.monotonic() - self.started < limit:
-            pids = session_pids(self.process.pid)
-            total = sum((memory(pid) or ("", 0, 0))[1] for pid in pids)
-            current = (len(pids), total)
-            if current[0] > previous[0] or current[1] > previous[1] * 1.02:
-                last_change, previous = time.monotonic(), current
-            time.sleep(0.25)
-        return last_change - self.started
+    def wait_settled(self, limit: float = 400.0) -> float:
+        """Seconds until every background child said it is up (``SETTLED`` lines in the output); then one more
+        second for the worker's pool processes."""
+        while not all(any(marker in line for line in self.lines) for marker in SETTLED):
+            if self.process.poll() is not None or time.monotonic() - self.started > limit:
+                raise RuntimeError("runner not settled:\n" + "\n".join(self.lines[-30:]))
+            time.sleep(0.1)
+        settled = time.monotonic() - self.started
+        time.sleep(1)
+        return settled
 
     def stop(self, signum: int) -> float:
         began = time.monotonic()

@@ -94,13 +94,22 @@ class Child:
             say(self.name, line)
 
     def finish(self, deadline: float) -> None:
-        """Wait until ``deadline`` for the exit, then SIGKILL whatever is left of the process group."""
+        """Wait until ``deadline`` for the exit, then SIGKILL whatever is left of the process group and reap it."""
+        self.kill_after(deadline)
+        self.reap()
+
+    def kill_after(self, deadline: float) -> None:
+        """Wait until ``deadline`` for the exit, then SIGKILL whatever is left of the process group (Celery's or
+        uvicorn's own children included) without waiting for it to die."""
         try:
             self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             say("runner", f"{self.name} did not stop within {STOP_TIMEOUT:g} s; killing it")
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+
+    def reap(self) -> None:
+        """Wait for the exit and for the last lines of output."""
         self.process.wait()
         self.pump.join(timeout=1)
 
@@ -186,7 +195,9 @@ def stop(children: list[Child], redis: subprocess.Popen[bytes] | None) -> None:
             child.process.terminate()
     deadline = time.monotonic() + STOP_TIMEOUT
     for child in children:
-        child.finish(deadline)
+        child.kill_after(deadline)
+    for child in children:
+        child.reap()
     if redis is not None:
         redis.terminate()
         try:
