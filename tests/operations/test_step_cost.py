@@ -21,9 +21,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 #: A poll that finds nothing new (issue 21): the claim, one read of the operation with its phases, the phase's poll
 #: count, the release. It was 9.
 QUERIES_PER_STEP = 4
-#: Every step of a demo operation, on average: a phase's start, its submit (which persists its intents and provider
-#: references, each fenced by the lease) and its last poll cost more than a poll. It was about 15.
-AVERAGE_PER_STEP = 8
+#: A poll that finds something new (the provider's status changed) also logs it.
+QUERIES_PER_NEWS = 5
+#: A phase's start, its submit (which persists its intents and provider references, each under the locked lease
+#: fence, before sending) and its last poll, together, in a demo operation. They were about 34.
+QUERIES_PER_PHASE = 20
 #: Not counted: SQLite's driver sends them through the cursor, PostgreSQL's outside it (the same round trips).
 _TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
 _names = itertools.count(1)
@@ -61,7 +63,7 @@ def test_a_poll_that_finds_nothing_new_costs_at_most_the_step_budget(sandbox, ca
     assert costs == [QUERIES_PER_STEP] * 2, (first, costs)
 
 
-def test_a_whole_demo_operation_averages_at_most_the_step_budget(sandbox, cast, fast_polling):
+def test_a_whole_demo_operation_stays_within_its_budget(sandbox, cast, fast_polling):
     operation = demo.demo_start(actor=cast.admin, team=cast.team, name=f"cost{next(_names)}", region="us-west-2",
                                 source="api")
     total = 0
@@ -75,5 +77,5 @@ def test_a_whole_demo_operation_averages_at_most_the_step_budget(sandbox, cast, 
         total += advance_counted(operation)
     assert operation.state == OperationState.SUCCEEDED
     phases = list(OperationPhase.objects.filter(operation=operation))
-    steps = sum(2 + phase.polls for phase in phases)  # a submit and a last poll per phase, and the polls between
-    assert total / steps <= AVERAGE_PER_STEP, (total, steps)
+    polls = sum(phase.polls for phase in phases)  # the polls that found the resource still on its way
+    assert total <= QUERIES_PER_NEWS * polls + QUERIES_PER_PHASE * len(phases), (total, polls, len(phases))
