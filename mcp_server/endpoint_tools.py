@@ -23,11 +23,14 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
             "with `image` and `command`; optional `command` (the engine is recognised from it), "
             "`tensor_parallel`×`pipeline_parallel` (must equal `gpus`), `replicas`, `port`, `exposure` cluster_ip, "
             "internal_lb or internet_lb (a Network Load Balancer through the AWS Load Balancer Controller). An SGLang "
-            "endpoint with 2 replicas or more is served through the SGLang router (cache-aware; see "
-            "`set_endpoint_router`). "
+            "endpoint with 2 replicas or more is served through the SGLang router: `router` takes its `policy` "
+            "(cache_aware by default, round_robin, random, power_of_two) and knobs (`cache_threshold`, "
+            "`balance_abs_threshold`, `balance_rel_threshold`, `eviction_interval`, `max_tree_size`), or "
+            "`enabled` false for none (see `set_endpoint_router`). "
             "Refusals name the field: `too_many_gpus`, `parallelism_mismatch`, `no_gpus_in_group`, "
             "`unknown_instance_group`, `image_required`, `engine_mismatch`, `path_outside_shared_bucket`, "
-            "`hub_repo_not_found`, `hub_gated`, `endpoint_name_taken`." + _FOLLOW
+            "`hub_repo_not_found`, `hub_gated`, `endpoint_name_taken`, `router_needs_sglang`, "
+            "`router_needs_replicas`." + _FOLLOW
         ),
     ),
     ToolSpec(
@@ -60,8 +63,10 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         status_tool="get_endpoint",
         description=(
             "Scale an endpoint (`replicas`) and/or roll out a new `image` or `command`: a rolling update keeping "
-            "every ready replica until its replacement is ready. Only what differs is changed (`no_changes` "
-            "otherwise); `endpoint_busy` while another change runs, `endpoint_deleted` after a delete." + _FOLLOW
+            "every ready replica until its replacement is ready. An SGLang endpoint scaled from 1 replica to several "
+            "gets the SGLang router (`router`: its settings, or `enabled` false), one scaled to 1 loses it. Only "
+            "what differs is changed (`no_changes` otherwise); `endpoint_busy` while another change runs, "
+            "`endpoint_deleted` after a delete." + _FOLLOW
         ),
     ),
     ToolSpec(
@@ -83,10 +88,12 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
             "waiting_requests, running_requests or tokens_per_second (the engine's own Prometheus metric), "
             "`target` per replica, `min_replicas`/`max_replicas`, `scale_to_zero` (allows min_replicas 0), "
             "`activation` (the value that wakes a scaled-to-zero endpoint), `cooldown_seconds`, `polling_seconds`, "
-            "`prometheus_url` (only for vLLM tokens per second). KEDA is installed on the cluster the first time. "
-            "Refusals name the field: `min_replicas_above_max`, `metric_not_exported`, min_replicas 0 without "
-            "`scale_to_zero`, `prometheus_url_required`. `get_endpoint`'s `observed.autoscaling` shows current and "
-            "desired replicas, the metric against its target and the scaling history." + _FOLLOW
+            "`prometheus_url` (for vLLM tokens per second, and to wake from zero). KEDA is installed on the cluster "
+            "the first time. Refusals name the field: `min_replicas_above_max`, `metric_not_exported`, "
+            "min_replicas 0 without `scale_to_zero`, scale-to-zero without a metric that outlives the replicas (it "
+            "needs the SGLang router and `prometheus_url`), `prometheus_url_required`. `get_endpoint`'s "
+            "`observed.autoscaling` shows current and desired replicas, the metric against its target and the "
+            "scaling history." + _FOLLOW
         ),
     ),
     ToolSpec(
@@ -96,7 +103,8 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         status_tool="get_endpoint",
         description=(
             "Turn an endpoint's autoscaling off: its ScaledObject is deleted and the endpoint returns to its own "
-            "`replicas`." + _FOLLOW
+            "`replicas`; the KEDA InstantStart installed goes when no endpoint of the cluster autoscales any "
+            "more." + _FOLLOW
         ),
     ),
     ToolSpec(

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from accounts.api.fields import CapabilitiesField
 from config.api.serializers import StrictSerializer
 from inference import actions, state_rules
+from inference.api.router_serializers import RouterChoiceSerializer
 from inference.models import Endpoint, EndpointKind, Engine, Exposure, ModelSource
 from operations.api.serializers import OperationSerializer
 
@@ -76,6 +77,9 @@ class EndpointDeploySerializer(StrictSerializer):
                                        default=Exposure.CLUSTER_IP)
     hf_token = serializers.CharField(max_length=400, required=False, default="", allow_blank=True,
                                      write_only=True, help_text="For a gated Hub model; kept encrypted, never shown.")
+    router = RouterChoiceSerializer(required=False, allow_null=True, default=None, help_text=(
+        "The SGLang router in front of an SGLang endpoint's 2 or more replicas: its policy and knobs, or "
+        "enabled false; default: cache_aware with its default knobs."))
 
 
 class EndpointUpdateSerializer(StrictSerializer):
@@ -84,6 +88,9 @@ class EndpointUpdateSerializer(StrictSerializer):
     image = serializers.CharField(max_length=512, required=False, help_text="Roll out this image.")
     command = serializers.ListField(child=serializers.CharField(max_length=1000), required=False, max_length=200,
                                     help_text="Roll out this command.")
+    router = RouterChoiceSerializer(required=False, help_text=(
+        "The SGLang router when scaling from 1 replica to several (its settings, or enabled false to go without "
+        "it); on an endpoint that has it, its new settings (as PUT …/router)."))
 
 
 class AutoscalingSerializer(StrictSerializer):

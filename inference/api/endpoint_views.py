@@ -91,11 +91,14 @@ class EndpointDetailView(APIView):
     @idempotent()
     def patch(self, request, endpoint_id: int):
         """Scale (replicas) and/or roll out a new image or command (operators): a rolling update that keeps every
-        ready replica until its replacement is ready. Only what differs is changed."""
+        ready replica until its replacement is ready. Only what differs is changed. Scaling an SGLang endpoint from 1
+        replica to several adds the SGLang router (``router``: its settings, or ``enabled`` false); back to 1
+        removes it."""
         endpoint = selectors.endpoint_get(actor=request.user, endpoint_id=endpoint_id)
         data = validated(s.EndpointUpdateSerializer, request)
         endpoint, operation = services.endpoint_update(actor=request.user, endpoint=endpoint, origin=request.source,
-                                                       idempotency_key=request.headers.get(HEADER), **data)
+                                                       idempotency_key=request.headers.get(HEADER),
+                                                       router_settings=data.pop("router", None), **data)
         return endpoint_response(request, endpoint, operation)
 
 

@@ -1,5 +1,6 @@
-"""The SGLang router's settings on REST (``PUT /api/v1/endpoints/{id}/router``); fields left out keep their
-value."""
+"""The SGLang router's settings on REST: changed (``PUT /api/v1/endpoints/{id}/router``; fields left out keep their
+value), or decided with a deploy or a scale (``router`` of ``POST /api/v1/endpoints`` and ``PATCH
+/api/v1/endpoints/{id}``, with ``enabled`` false to go without it)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,11 @@ class RouterSerializer(StrictSerializer):
                                                  help_text="Seconds between evictions of the prefix tree.")
     max_tree_size = serializers.IntegerField(min_value=1, max_value=1 << 30, required=False,
                                              help_text="Nodes the prefix tree keeps at most.")
+
+
+class RouterChoiceSerializer(RouterSerializer):
+    """The router of a deploy (or of a scale from one replica to several): its settings, or ``enabled`` false."""
+
+    enabled = serializers.BooleanField(required=False, help_text=(
+        "false: no router in front of the replicas (the Service selects them itself). An SGLang endpoint with 2 "
+        "replicas or more has one by default; the settings are refused for another engine or a single replica."))

@@ -11,7 +11,8 @@ the HPA's scale-down stabilization window for the others, at most :data:`MAX_COO
 
 :func:`check` refuses, each on its field (``validation_failed``): ``min_replicas_above_max``;
 ``metric_not_exported`` (a metric the engine does not export — a custom image exports none KEDA can rely on);
-``scale_to_zero_not_allowed`` (``min_replicas`` 0 without ``scale_to_zero``); ``prometheus_url_required`` (a
+``scale_to_zero_not_allowed`` (``min_replicas`` 0 without ``scale_to_zero``); ``scale_to_zero_needs_metric_source``
+(scale-to-zero without a metric that outlives the replicas, see below); ``prometheus_url_required`` (a
 rate needs a Prometheus server); ``pool_endpoint`` (a pool endpoint's replicas are pool workers);
 ``managed_endpoint`` (the inference operator scales those);
 ``out_of_range`` (cooldown beyond :data:`MAX_COOLDOWN`).
@@ -22,6 +23,14 @@ rate needs a Prometheus server); ``pool_endpoint`` (a pool endpoint's replicas a
 makes the replicas ⌈sum ÷ target⌉. vLLM exports tokens only as the counter ``vllm:generation_tokens_total``: its
 rate needs PromQL, so that metric is a ``prometheus`` trigger (``sum(rate(…[1m]))`` over the endpoint's pods) on the
 Prometheus server the user names.
+
+**Waking from zero**: at zero replicas no server reports the engine's metric, so it cannot wake the endpoint. What
+outlives the workers is the SGLang router (its own Deployment, which KEDA does not scale): with no worker it answers
+``503`` at once — nothing queues, its per-worker gauges are empty — but counts every request it receives in its
+counter ``sgl_router_requests_total``. Its rate needs PromQL, so scale-to-zero is accepted only for an endpoint with
+the router and a ``prometheus_url`` (:data:`WAKE_QUERY` over the router's pod is a second trigger, ``activation`` its
+activation threshold; its target is out of reach, :data:`WAKE_TARGET`, so it wakes and the engine's metric scales);
+otherwise ``scale_to_zero_needs_metric_source``.
 """
 
 from __future__ import annotations
@@ -61,6 +70,14 @@ EXPORTED: dict[str, tuple[str, ...]] = {
     Engine.SGLANG: ("sglang:num_queue_reqs", "sglang:num_running_reqs", "sglang:gen_throughput",
                     "sglang:token_usage", "sglang:generation_tokens_total", "sglang:prompt_tokens_total"),
 }
+
+
+#: The router's API requests per second (it counts those it refuses for want of a worker too; its health checks,
+#: which never stop, are left out).
+WAKE_QUERY = ('sum(rate(sgl_router_requests_total{{namespace="{namespace}",pod=~"{router}-.*",route=~"/v1/.*"}}'
+              '[1m]))')
+#: The wake trigger's target per replica: requests per second no replica reaches, so it never adds replicas.
+WAKE_TARGET = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -119,6 +136,12 @@ def check(endpoint: Endpoint, requested: dict[str, Any]) -> Settings:
     if low == 0 and not values["scale_to_zero"]:
         problems.add("min_replicas", "scale_to_zero_not_allowed", "Minimum replicas 0 scales the endpoint to zero "
                      "when idle; allow it with scale_to_zero, or keep at least 1 replica.")
+    if low == 0 and values["scale_to_zero"] and not (endpoint.router and values.get("prometheus_url")):
+        problems.add("scale_to_zero", "scale_to_zero_needs_metric_source", "At zero replicas no server reports the "
+                     "engine's metric, so nothing would wake the endpoint. Scaling to zero needs a metric that "
+                     "outlives the replicas: the SGLang router's request count (an SGLang endpoint with the router) "
+                     "read through a Prometheus server that scrapes it (prometheus_url). Keep at least 1 replica "
+                     "otherwise.")
     if int(values["cooldown_seconds"]) > MAX_COOLDOWN:
         problems.add("cooldown_seconds", "out_of_range", f"At most {MAX_COOLDOWN} seconds (the HPA's scale-down "
                      "stabilization window's bound).")
@@ -158,9 +181,22 @@ def trigger(endpoint: Endpoint, settings: Settings) -> dict[str, Any]:
         "targetValue": _number(settings.target), "activationTargetValue": _number(settings.activation)}}
 
 
+def wake_trigger(endpoint: Endpoint, settings: Settings) -> dict[str, Any]:
+    """The trigger that wakes a scaled-to-zero endpoint: the rate of the requests its router receives, read through
+    the user's Prometheus (see the module docstring)."""
+    query = WAKE_QUERY.format(namespace=endpoint.namespace, router=f"{endpoint.name}-router")
+    return {"type": "prometheus", "metricType": "AverageValue", "metadata": {
+        "serverAddress": settings.prometheus_url, "query": query, "threshold": _number(WAKE_TARGET),
+        "activationThreshold": _number(settings.activation)}}
+
+
 def scaled_object(endpoint: Endpoint, settings: Settings) -> dict[str, Any]:
-    """The endpoint's ScaledObject (named as the endpoint, scaling its Deployment)."""
+    """The endpoint's ScaledObject (named as the endpoint, scaling its Deployment): the metric's trigger, and with
+    scale-to-zero the wake trigger."""
     labels = dict(endpoint.manifest["deployment"]["metadata"]["labels"])
+    triggers = [trigger(endpoint, settings)]
+    if settings.scale_to_zero:
+        triggers.append(wake_trigger(endpoint, settings))
     return {"apiVersion": API_VERSION, "kind": "ScaledObject",
             "metadata": {"name": endpoint.name, "namespace": endpoint.namespace, "labels": labels},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": endpoint.name},
@@ -168,7 +204,7 @@ def scaled_object(endpoint: Endpoint, settings: Settings) -> dict[str, Any]:
                      "minReplicaCount": settings.min_replicas, "maxReplicaCount": settings.max_replicas,
                      "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {
                          "stabilizationWindowSeconds": settings.cooldown_seconds}}}},
-                     "triggers": [trigger(endpoint, settings)]}}
+                     "triggers": triggers}}
 
 
 # --- what the cluster shows ---------------------------------------------------------------------------------------

@@ -6,13 +6,16 @@ replica is ready; an image that cannot be pulled, a crash loop or an OOM kill fa
 last log line, ``endpoint_failed``) → *expose* (a load balancer Service waits for the controller's hostname).
 
 ``endpoint.update``: *apply* (patch the Deployment's replicas, image or command: a scale, or a rolling update that
-keeps every ready replica until its replacement is ready; the router's policy and knobs: its command) → *rollout*.
+keeps every ready replica until its replacement is ready; the router's policy and knobs: its command) → *rollout* →
+*route*. A scale that adds the router (``router_moved`` :data:`ROUTER_ADDED`) creates its objects in *apply* and
+points the Service at it in *route*, once it is ready; one that removes it (:data:`ROUTER_REMOVED`) points the
+Service back at the workers, then deletes the router's objects, in *apply*.
 
 An SGLang endpoint with a router (``inference.endpoints.router``) has its ServiceAccount, Role, RoleBinding,
 Deployment and workers' Service created with the others and deleted with them.
 
 ``endpoint.delete``: *remove* (Service, Deployment, Secret, and the ScaledObject of an autoscaled endpoint) →
-*drain* (polled until the pods are gone).
+*drain* (polled until the pods are gone; then, when it autoscaled, :func:`release_keda`).
 
 Every poll mirrors ready/desired replicas, pods, warning events and crash logs into the endpoint row
 (``observed``). :func:`endpoint_finished` keeps the row's state in step with the operation.
@@ -26,6 +29,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from cloud import kube_objects
+from clusters.features import keda
 from config import sealing
 from inference import objects
 from inference.endpoints import autoscaling, manifests, observe, plans, router
@@ -40,6 +44,7 @@ from operations.plans import planned
 ROUTER_OBJECTS = (("router_account", objects.SERVICE_ACCOUNTS), ("router_role", objects.ROLES),
                   ("router_binding", objects.ROLE_BINDINGS), ("router", objects.DEPLOYMENTS),
                   ("workers", objects.SERVICES))
+ROUTER_ADDED, ROUTER_REMOVED = "added", "removed"
 DEPLOY = "endpoint.deploy"
 UPDATE = "endpoint.update"
 DELETE = "endpoint.delete"
@@ -181,12 +186,43 @@ def submit_apply(ctx: StepContext) -> None:
     body = {"spec": {**({"replicas": changes["replicas"]} if "replicas" in changes else {}), **template}}
     if body["spec"]:
         objects.patch(endpoint.cluster, objects.DEPLOYMENTS, endpoint.namespace, endpoint.name, body)
-    if "router" in changes:
+    moved = ctx.params.get("router_moved", "")
+    if moved == ROUTER_ADDED:
+        _create_router(endpoint)
+    elif moved == ROUTER_REMOVED:
+        _point_service(endpoint)
+        for key, kind in reversed(ROUTER_OBJECTS):
+            objects.delete(endpoint.cluster, kind, endpoint.namespace,
+                           router.workers_service(endpoint.name) if key == "workers" else router.name_of(endpoint.name))
+    elif "router" in changes:
         flags = router.command(endpoint=endpoint.name, namespace=endpoint.namespace, port=endpoint.port,
                                settings=changes["router"])
         objects.patch(endpoint.cluster, objects.DEPLOYMENTS, endpoint.namespace, router.name_of(endpoint.name),
                       {"spec": {"template": {"spec": {"containers": [{"name": "router", "command": flags}]}}}})
     ctx.log("Changed " + ", ".join(f"{key} to {value}" for key, value in changes.items()) + ".")
+
+
+def _create_router(endpoint: Endpoint) -> None:
+    for key, kind in ROUTER_OBJECTS:
+        _, mine = objects.create_once(endpoint.cluster, kind, endpoint.namespace, endpoint.manifest[key],
+                                      label=manifests.ENDPOINT_LABEL)
+        _adopted(mine, endpoint, endpoint.manifest[key]["kind"])
+
+
+def _point_service(endpoint: Endpoint) -> None:
+    """Point the endpoint's Service where its manifest says: the router, or the workers."""
+    wanted = endpoint.manifest["service"]["spec"]
+    selector: dict[str, str | None] = {manifests.ENDPOINT_LABEL: None, router.ROUTER_LABEL: None,
+                                       **wanted["selector"]}
+    objects.patch(endpoint.cluster, objects.SERVICES, endpoint.namespace, endpoint.name,
+                  {"spec": {"selector": selector, "ports": wanted["ports"]}})
+
+
+def submit_route(ctx: StepContext) -> None:
+    endpoint = endpoint_of(ctx)
+    if ctx.params.get("router_moved") == ROUTER_ADDED:
+        _point_service(endpoint)
+        ctx.log(f"The Service {endpoint.name} now selects the router {router.name_of(endpoint.name)}.")
 
 
 def submit_remove(ctx: StepContext) -> None:
@@ -206,7 +242,22 @@ def poll_drain(ctx: StepContext) -> Progress:
     pods = observe.pods_of(endpoint, f"{manifests.ENDPOINT_LABEL}={endpoint.name}")
     if pods:
         return Progress.waiting(f"{len(pods)} pods stopping")
+    if endpoint.autoscaling:
+        release_keda(ctx, endpoint)
     return Progress.finished("Every pod has stopped")
+
+
+def release_keda(ctx: StepContext, endpoint: Endpoint) -> None:
+    """Remove the KEDA InstantStart installed on the endpoint's cluster once no other endpoint of the cluster
+    autoscales (self-managed ``autoscaling``, or a managed endpoint's ``operator_autoscaling``); a KEDA installed
+    outside InstantStart, or one a ScaledObject still uses, stays (``clusters.features.keda.remove``)."""
+    others = Endpoint.objects.filter(cluster=endpoint.cluster).exclude(pk=endpoint.pk).exclude(
+        state=EndpointState.DELETED)
+    if others.exclude(autoscaling={}).exists() or others.exclude(operator_autoscaling={}).exists():
+        return
+    deleted = keda.remove(endpoint.cluster)
+    if deleted:
+        ctx.log(f"No endpoint of {endpoint.cluster.name} autoscales any more: removed KEDA ({len(deleted)} objects).")
 
 
 def endpoint_finished(operation: Operation) -> None:
@@ -251,7 +302,9 @@ DEPLOY_PIPELINE = planned(Pipeline(
 ), plans.DEPLOY)
 UPDATE_PIPELINE = Pipeline(
     kind=UPDATE,
-    phases=(Phase("apply", "Change the Deployment", submit_apply, poll_done, timeout=timedelta(minutes=10)), ROLLOUT),
+    phases=(Phase("apply", "Change the Deployment", submit_apply, poll_done, timeout=timedelta(minutes=10)), ROLLOUT,
+            Phase("route", "Point the Service at the router when it came", submit_route, poll_done,
+                  timeout=timedelta(minutes=5))),
     on_finished=endpoint_finished,
     on_retried=endpoint_retried,
 )

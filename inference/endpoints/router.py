@@ -12,8 +12,8 @@ too uneven), ``round_robin``, ``random``, ``power_of_two`` — and the cache-awa
 Objects: ServiceAccount, Role (read pods) and RoleBinding ``<name>-router`` — the router discovers its workers
 through the Kubernetes API (``--service-discovery --selector instantstart.io/endpoint=<name>``); Deployment
 ``<name>-router`` (one replica of the endpoint's SGLang image on a CPU, :data:`PORT`, metrics on
-:data:`METRICS_PORT`); the endpoint's Service then selects the router's pod, and Service ``<name>-workers`` the
-workers (what KEDA and the per-worker view read).
+:data:`METRICS_PORT`, ready while its process runs: :data:`LIVENESS_PATH`); the endpoint's Service then selects the
+router's pod, and Service ``<name>-workers`` the workers (what KEDA and the per-worker view read).
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ FLAGS = {"cache_threshold": "--cache-threshold", "balance_abs_threshold": "--bal
 ROUTER_LABEL = "instantstart.io/router"
 PORT = 30000
 METRICS_PORT = 29000
+#: Answered while the router's process runs, workers or not: the Service keeps the router at zero workers, where it
+#: still counts the requests that wake a scaled-to-zero endpoint (``inference.endpoints.autoscaling``).
+LIVENESS_PATH = "/liveness"
 
 
 def check(*, engine: str, replicas: int, requested: dict[str, Any] | None, problems: InvalidFields,
@@ -91,7 +94,7 @@ def objects(*, endpoint: str, namespace: str, labels: dict[str, str], image: str
                  "command": command(endpoint=endpoint, namespace=namespace, port=port, settings=settings),
                  "ports": [{"name": "http", "containerPort": PORT}, {"name": "metrics", "containerPort": METRICS_PORT}],
                  "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
-                 "readinessProbe": {"httpGet": {"path": "/health", "port": PORT}, "periodSeconds": 5}}
+                 "readinessProbe": {"httpGet": {"path": LIVENESS_PATH, "port": PORT}, "periodSeconds": 5}}
     return {
         "router_account": {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(meta)},
         "router_role": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": dict(meta),

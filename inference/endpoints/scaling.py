@@ -10,7 +10,9 @@ endpoint, start the operation and audit it in one transaction. ``no_changes`` wh
 until it does — ``keda_failed`` with the pod's reason when it cannot start) → *apply* (the ScaledObject created or
 replaced — the API server validates it against KEDA's CRD — or, turning off, deleted and the Deployment scaled back
 to the endpoint's own ``replicas``) → *settle* (turning on: until KEDA reports the ScaledObject ``Ready``, its
-reason otherwise, ``autoscaling_failed``; turning off: until every replica is ready).
+reason otherwise, ``autoscaling_failed``; turning off: until every replica is ready, then the KEDA InstantStart
+installed is removed when no endpoint of the cluster autoscales any more —
+:func:`inference.endpoints.pipeline.release_keda`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from config.errors import ValidationFailed
 from inference import actions
 from inference import objects as inference_objects
 from inference.endpoints import autoscaling, manifests, observe
-from inference.endpoints.pipeline import endpoint_finished, endpoint_of
+from inference.endpoints.pipeline import endpoint_finished, endpoint_of, release_keda
 from inference.endpoints.services import _changeable, _start
 from inference.models import Endpoint, EndpointState
 from inference.services import require_active
@@ -168,6 +170,7 @@ def poll_settle(ctx: StepContext) -> Progress:
     if not _wanted(ctx):
         seen = observe.look(endpoint, with_logs=False)
         if seen.rolled_out:
+            release_keda(ctx, endpoint)
             return Progress.finished(f"{seen.ready}/{seen.desired} replicas ready")
         return Progress.waiting(f"{seen.ready}/{seen.desired} replicas ready")
     scaled = kube_objects.get(autoscaling.api(endpoint), autoscaling.SCALED_OBJECTS, endpoint.namespace,

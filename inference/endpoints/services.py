@@ -20,7 +20,7 @@ from config import sealing
 from config.errors import ApplicationError, Conflict, InvalidFields, ValidationFailed
 from inference import actions, state_rules
 from inference import objects as inference_objects
-from inference.endpoints import autoscaling, managed_pipeline, managed_services, observe, pipeline, router
+from inference.endpoints import autoscaling, managed_pipeline, managed_services, manifests, observe, pipeline, router
 from inference.endpoints.plan import Request, engine_of, objects, plan
 from inference.models import Endpoint, EndpointKind, EndpointState, Exposure
 from inference.services import require_active
@@ -125,7 +125,8 @@ def endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, replicas: i
                     idempotency_key: str | None = None) -> tuple[Endpoint, Operation]:
     """Scale (``replicas``) and/or roll out a new ``image`` or ``command``, and/or change the router's policy and
     knobs (``router_settings``: ``router_needs_sglang``, ``router_needs_replicas`` or ``router_not_deployed`` on an
-    endpoint without the router); only what differs is changed (``no_changes`` when nothing does). A pool endpoint
+    endpoint without the router); an SGLang endpoint scaled from 1 replica to several gets the router, one scaled to
+    1 loses it (:func:`_routing`). Only what differs is changed (``no_changes`` when nothing does). A pool endpoint
     is scaled by assigning workers, not here."""
     if endpoint.kind == EndpointKind.MANAGED:
         return managed_services.managed_endpoint_update(actor=actor, endpoint=endpoint, origin=origin,
@@ -156,30 +157,71 @@ def endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, replicas: i
         if named and endpoint.engine in ("vllm", "sglang") and named != endpoint.engine:
             problems.add("command", "engine_mismatch", f"The command starts {named}, not {endpoint.engine}.")
         changes["command"] = command
-    if router_settings is not None:
-        wanted = router.check(engine=endpoint.engine, replicas=endpoint.replicas if not endpoint.router else
-                              max(endpoint.replicas, 2), requested=router_settings, problems=problems,
-                              current=endpoint.router)
-        if not endpoint.router and "router" not in problems:
-            problems.add("router", "router_not_deployed", f"Endpoint {endpoint.name} was deployed without the "
-                         "router; deploy it again to have one.")
-        elif wanted and wanted != endpoint.router:
-            changes["router"] = wanted
+    routing = _routing(endpoint, changes.get("replicas", endpoint.replicas), router_settings, problems)
+    if routing is not None:
+        changes["router"] = routing
     problems.raise_if_any()
     if not changes:
         raise ValidationFailed.for_field("non_field_errors", "no_changes", "The endpoint already has these values.")
+    moved = "" if "router" not in changes or bool(changes["router"]) == bool(endpoint.router) else (
+        pipeline.ROUTER_ADDED if changes["router"] else pipeline.ROUTER_REMOVED)
     with transaction.atomic():
         before = {key: getattr(endpoint, key) for key in changes}
         for key, value in changes.items():
             setattr(endpoint, key, value)
+        if moved:
+            endpoint.manifest = _routed_manifest(endpoint)
         endpoint.state, endpoint.status_reason = EndpointState.UPDATING, "Rolling out the change"
         endpoint.save()
         what = "Scale" if set(changes) == {"replicas"} else "Update"
-        operation = _start(actor, endpoint, pipeline.UPDATE, f"{what} {endpoint.name}", {"changes": changes},
-                           origin, idempotency_key)
+        operation = _start(actor, endpoint, pipeline.UPDATE, f"{what} {endpoint.name}",
+                           {"changes": changes, **({"router_moved": moved} if moved else {})}, origin,
+                           idempotency_key)
         audit.record(actor=actor, source=origin, action=actions.ENDPOINT_UPDATE, target=endpoint,
                      team=endpoint.team, before=before, after=changes)
     return endpoint, operation
+
+
+def _routing(endpoint: Endpoint, replicas: int, requested: dict[str, Any] | None,
+             problems: InvalidFields) -> dict[str, Any] | None:
+    """The router's new settings when they change (``{}``: it goes), ``None`` when they stay. An SGLang endpoint
+    scaled from 1 replica to several gets the router (``requested``'s settings, the defaults, or none with
+    ``enabled`` false); one scaled to a single replica loses it (a router in front of one worker only adds a hop);
+    otherwise ``requested`` changes the router it has (``router_not_deployed`` when it has none)."""
+    if endpoint.pool_id is not None:
+        return None
+    if not endpoint.router and endpoint.replicas < 2 <= replicas:
+        wanted = router.check(engine=endpoint.engine, replicas=replicas, requested=requested, problems=problems)
+        return wanted or None
+    if endpoint.router and replicas < 2:
+        if requested is not None and requested.get("enabled") is not False:
+            router.check(engine=endpoint.engine, replicas=replicas, requested=requested, problems=problems)
+        return {}
+    if requested is None:
+        return None
+    wanted = router.check(engine=endpoint.engine, replicas=max(replicas, 2) if endpoint.router else replicas,
+                          requested=requested, problems=problems, current=endpoint.router)
+    if not endpoint.router and "router" not in problems:
+        problems.add("router", "router_not_deployed", f"Endpoint {endpoint.name} was deployed without the router; "
+                     "scale it to 1 replica and back to several to have one, or deploy it again.")
+        return None
+    return wanted if wanted and wanted != endpoint.router else None
+
+
+def _routed_manifest(endpoint: Endpoint) -> dict[str, Any]:
+    """The endpoint's manifest after the router came or went: the router's objects, and the Service selecting the
+    router or the workers (``inference.endpoints.plan.objects``)."""
+    kept = {key: value for key, value in endpoint.manifest.items()
+            if key not in {key for key, _ in pipeline.ROUTER_OBJECTS}}
+    labels = dict(endpoint.manifest["deployment"]["metadata"]["labels"])
+    selector, port = {manifests.ENDPOINT_LABEL: endpoint.name}, endpoint.port
+    if endpoint.router:
+        kept |= router.objects(endpoint=endpoint.name, namespace=endpoint.namespace, labels=labels,
+                               image=endpoint.image, port=endpoint.port, settings=endpoint.router)
+        selector, port = {router.ROUTER_LABEL: endpoint.name}, router.PORT
+    kept["service"] = manifests.service(name=endpoint.name, namespace=endpoint.namespace, labels=labels,
+                                        selector=selector, port=port, exposure=endpoint.exposure)
+    return kept
 
 
 def endpoint_delete(*, actor: User, endpoint: Endpoint, origin: str,

@@ -29,7 +29,7 @@ from config.context import Source as Face
 from config.errors import ApplicationError, ValidationFailed
 from inference import actions, selectors, state_rules
 from inference.api.endpoint_serializers import ENDPOINT_ACTIONS, AutoscalingSerializer, EndpointDeploySerializer
-from inference.endpoints import calls, scaling, services
+from inference.endpoints import calls, router, scaling, services
 from inference.endpoints.plan import IMAGES, Request
 from inference.models import Endpoint, Engine, Exposure, ModelSource
 from portal.forms import SerializerForm
@@ -58,7 +58,8 @@ def _deploy_context(request: PortalRequest, form: SerializerForm) -> dict[str, A
                 if access.can(request.user, actions.ENDPOINT_DEPLOY, cluster)]
     return {"section": "inference", "form": form, "clusters": clusters, "engines": Engine.choices,
             "images": IMAGES, "sources": ModelSource.choices,
-            "exposures": [choice for choice in Exposure.choices if choice[0] != Exposure.POOL]}
+            "exposures": [choice for choice in Exposure.choices if choice[0] != Exposure.POOL],
+            "router_policies": router.POLICIES}
 
 
 @portal_view
@@ -72,7 +73,7 @@ def endpoint_deploy(request: PortalRequest) -> HttpResponse:
         return render(request, "inference/endpoints/deploy.html", _deploy_context(request, form))
     data = request.POST.copy()
     data.setlist("command", data.get("command", "").split())
-    for name in ("tensor_parallel", "hf_token", "engine"):
+    for name in ("tensor_parallel", "hf_token", "engine", *(key for key in data if key.startswith("router."))):
         if not data.get(name):
             data.pop(name, None)
     form = SerializerForm(EndpointDeploySerializer, data)

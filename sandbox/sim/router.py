@@ -5,9 +5,11 @@ A pod whose command runs ``sglang_router.launch_router`` with ``--service-discov
 router does: the Ready pods of ``--service-discovery-namespace`` (default its own) matching every ``--selector``
 ``key=value``, each as ``http://<pod IP>:<--service-discovery-port>``. Through the API server's proxy it answers
 ``/health``, ``/v1/models`` (a worker's), ``/v1/chat/completions`` and ``/v1/completions`` — forwarded to the worker
-its ``--policy`` picks, whose own counters move (``sandbox.sim.serving``) — and ``/metrics``:
-``sgl_router_processed_requests_total`` and ``sgl_router_running_requests`` per ``worker``,
-``sgl_router_active_workers``, ``sgl_router_cache_hits_total``, ``sgl_router_cache_misses_total``.
+its ``--policy`` picks, whose own counters move (``sandbox.sim.serving``) — ``/liveness`` (200 while it runs, workers or
+not) and ``/metrics``:
+``sgl_router_requests_total`` per ``route`` and ``method`` (every request but ``/metrics``, counted as it arrives —
+also those refused for want of a worker), ``sgl_router_processed_requests_total`` and ``sgl_router_running_requests``
+per ``worker``, ``sgl_router_active_workers``, ``sgl_router_cache_hits_total``, ``sgl_router_cache_misses_total``.
 
 Policies: ``cache_aware`` (the default) sends a prompt to the worker whose earlier prompts share the longest prefix
 with it when that share of the prompt exceeds ``--cache-threshold`` (a hit), else to the worker with the least
@@ -134,7 +136,11 @@ def metrics(key: str, urls: list[str]) -> str:
         state = _state.get(key) or {"processed": {}, "running": {}, "hits": 0, "misses": 0}
         processed, running = dict(state["processed"]), dict(state["running"])
         hits, misses = state["hits"], state["misses"]
-    lines = ["# TYPE sgl_router_processed_requests_total counter"]
+    intake = dict(state.get("requests") or {})
+    lines = ["# TYPE sgl_router_requests_total counter"]
+    lines += [f'sgl_router_requests_total{{route="{route}",method="{method}"}} {count}'
+              for (route, method), count in sorted(intake.items())]
+    lines += ["# TYPE sgl_router_processed_requests_total counter"]
     lines += [f'sgl_router_processed_requests_total{{worker="{url}"}} {processed.get(url, 0)}'
               for url in sorted({*urls, *processed})]
     lines += ["# TYPE sgl_router_running_requests gauge"]
@@ -154,6 +160,12 @@ def answer(store: Store, key: str, router: dict[str, Any], method: str, route: s
     urls = [url for url, _ in found]
     if path == "/metrics" and method == "GET":
         return 200, "text/plain; version=0.0.4", metrics(key, urls).encode()
+    with _lock:
+        intake = _state.setdefault(key, {"processed": {}, "running": {}, "hits": 0, "misses": 0,
+                                         "trees": {}}).setdefault("requests", {})
+        intake[(path, method)] = intake.get((path, method), 0) + 1
+    if path == "/liveness" and method == "GET":
+        return 200, "text/plain", b""
     if path == "/health" and method == "GET":
         return (200, "text/plain", b"") if found else (503, "text/plain", b"no healthy workers")
     if not found:

@@ -13,8 +13,9 @@ targets), and:
   ``/metrics`` — with ``aggregateFromKubeServiceEndpoints`` from every ready pod behind the Service the URL names
   (host ``<service>.<namespace>…``), aggregated by ``aggregationType`` (``sum``, ``average``, ``max``, ``min``);
   no ready pod is a scaler error (the value is unknown). A ``prometheus`` trigger's ``query`` is evaluated over the
-  serving pods' metrics when it is ``[sum|avg|max|min](name{matchers})`` or ``…(rate(name{matchers}[window]))``
-  (``namespace`` and ``pod`` matchers select pods; the rate is taken over this simulator's samples). Other trigger
+  serving and SGLang router pods' metrics (``sandbox.sim.router``) when it is ``[sum|avg|max|min](name{matchers})``
+  or ``…(rate(name{matchers}[window]))`` (``namespace`` and ``pod`` matchers select pods, the others a pod's series,
+  which are summed; the rate is taken over this simulator's samples). Other trigger
   types have no value and count as active (their HPA keeps the target within bounds);
 - **activation** is checked every ``pollingInterval`` (default 30 s): a trigger is active when its value exceeds its
   activation threshold (``activationTargetValue``/``activationThreshold``, default 0). A target at 0 replicas with
@@ -44,7 +45,7 @@ from urllib.parse import urlparse
 from sandbox import clock
 from sandbox.kube.errors import ApiError
 from sandbox.kube.selectors import match_labels
-from sandbox.sim import events, objects, serving
+from sandbox.sim import events, objects, router, serving
 from sandbox.sim.context import Context
 
 RESOURCE = "scaledobjects.keda.sh"
@@ -163,6 +164,29 @@ def _metrics_api(ctx: Context, metadata: dict[str, Any], pods: list[dict[str, An
     return _aggregate(values, str(metadata.get("aggregationType") or "average")) if values else None
 
 
+def _matches(facts: dict[str, str], rules: list[tuple[str, str, str]]) -> bool:
+    return all(not ((op == "=" and facts.get(label) != value) or (op == "!=" and facts.get(label) == value)
+                    or (op == "=~" and not re.fullmatch(value, facts.get(label, "")))) for label, op, value in rules)
+
+
+def _series_total(ctx: Context, pod: dict[str, Any], name: str, rules: list[tuple[str, str, str]]) -> float | None:
+    """The sum of the pod's series ``name`` whose labels match ``rules`` (``None``: it has none)."""
+    key = f"{ctx.region}/{ctx.store.name}/{objects.own_namespace(pod)}/{objects.name(pod)}"
+    if router.is_router(pod):
+        text = router.metrics(key, [url for url, _ in router.workers(ctx.store, pod)])
+    else:
+        text = serving.metrics(key, pod)
+    found = None
+    for line in text.splitlines():
+        series, _, value = line.rpartition(" ")
+        series_name, _, labels = series.partition("{")
+        if line.startswith("#") or series_name != name or not _matches(dict(re.findall(r'(\w+)="([^"]*)"', labels)),
+                                                                        rules):
+            continue
+        found = (found or 0.0) + float(value)
+    return found
+
+
 def _prometheus(ctx: Context, metadata: dict[str, Any], pods: list[dict[str, Any]], state: dict[str, Any],
                 index: int) -> float | None:
     """A ``prometheus`` trigger's value over the serving pods (see the module docstring for the queries read)."""
@@ -171,22 +195,23 @@ def _prometheus(ctx: Context, metadata: dict[str, Any], pods: list[dict[str, Any
         return None
     how, rate, name, matchers, window, unit = parsed.groups()
     rules = MATCHER.findall(matchers or "")
+    pod_rules = [rule for rule in rules if rule[0] in ("namespace", "pod")]
+    series_rules = [rule for rule in rules if rule[0] not in ("namespace", "pod")]
 
     def selected(pod: dict[str, Any]) -> bool:
-        facts = {"namespace": objects.own_namespace(pod), "pod": objects.name(pod), **objects.labels(pod)}
-        for label, op, value in rules:
-            if (op == "=" and facts.get(label) != value) or (op == "!=" and facts.get(label) == value) or \
-                    (op == "=~" and not re.fullmatch(value, facts.get(label, ""))):
-                return False
-        return True
+        return _matches({"namespace": objects.own_namespace(pod), "pod": objects.name(pod)}, pod_rules)
 
-    values = [value for value in (_pod_value(ctx, pod, name) for pod in pods
-                                  if _ready(pod) and serving.serves(pod) and selected(pod)) if value is not None]
+    values = [value for value in (_series_total(ctx, pod, name, series_rules) for pod in pods
+                                  if _ready(pod) and (router.is_router(pod) or serving.serves(pod)) and selected(pod))
+              if value is not None]
     total = _aggregate(values, how or "sum") if values else 0.0
     if not rate:
         return total
     seconds = clock.duration(int(window or 60) * {"s": 1, "m": 60, "h": 3600}[unit or "s"])
-    samples = [(at, value) for at, value in state.get(f"samples{index}", []) if ctx.now - at <= seconds]
+    earlier = state.get(f"samples{index}", [])
+    # The last sample before the window stays when none is in it, as a scrape interval longer than the window would
+    # leave Prometheus one (the simulator's passes may be further apart than a scaled-down window).
+    samples = [(at, value) for at, value in earlier if ctx.now - at <= seconds] or earlier[-1:]
     samples.append((ctx.now, total))
     state[f"samples{index}"] = samples
     elapsed = samples[-1][0] - samples[0][0]
