@@ -73,7 +73,7 @@ def measure(variant: str, root: Path, args, counter, durations, workdir: Path, b
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.step_cost_bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--operations", type=int, default=400, help="concurrent operations per measurement (400)")
+    parser.add_argument("--operations", type=int, default=300, help="concurrent operations per measurement (300)")
     parser.add_argument("--runs", type=int, default=2, help="baseline/product pairs (2)")
     parser.add_argument("--baseline", default=DEFAULT_BASELINE, help=f"git ref of the baseline ({DEFAULT_BASELINE})")
     parser.add_argument("--time-scale", type=float, default=0.01,
