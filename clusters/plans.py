@@ -1,6 +1,6 @@
 """What the clusters pipelines would do, for a dry run's plan (``Phase.plan``): each function takes the operation's
-params and answers ``config.plans.change`` items, reading rows (and nothing in AWS) — the phases themselves decide
-the details (CIDRs, ids) when they run.
+params and answers ``config.plans.change`` items. The create, delete, instance group and node plans read rows only
+(the phases themselves decide the details — CIDRs, ids — when they run).
 
 ``cluster.create`` plans the network, the EKS control plane, the system node group, the active-cluster choice, the
 dependencies, the HyperPod cluster and the storage from the cluster's spec; ``cluster.delete`` plans the removal of
@@ -11,7 +11,9 @@ delete, and a node batch (reboot, replace, delete) the instance group or nodes t
 The later plans are object-level: rendered by the builders the steps send from (``clusters.storage``,
 ``clusters.cluster_settings``, ``clusters.importing``, ``clusters.instance_groups.update_cluster``), with the
 exact AWS request parameters (``config.plans.aws_call``) and Kubernetes manifests (``config.plans.kubernetes_object``)
-— ``storage.create``/``storage.delete``, ``cluster.settings``, ``cluster.software`` and ``cluster.import``.
+— ``storage.create``/``storage.delete``, ``cluster.settings``, ``cluster.software`` and ``cluster.import`` (whose
+plan reads EKS, as its *access* phase does, to leave out an access entry or policy that is there already). The
+feature plans are ``clusters.features.plans``.
 """
 
 from __future__ import annotations
