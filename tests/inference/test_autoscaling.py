@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 
 from accounts.models import AuditEvent
 from cloud import kube, kube_manifests
+from clusters.features import keda
 from inference.models import Endpoint
 from mcp_server.testing import call_tool
 from operations.models import Operation
@@ -284,3 +285,27 @@ def test_the_router_follows_the_replicas_and_wakes_an_endpoint_from_zero(api, ca
     gone = api(cast.operator).post(f"{url}/delete")
     assert drive(Operation.objects.get(pk=gone.json()["operation"]["id"]), timeout=90).state == "succeeded"
     assert _keda_gone(cluster)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_keda_is_removed_only_when_instantstart_installed_it_and_nothing_uses_it(shared_cluster):
+    cluster = shared_cluster
+    apps = k8s.AppsV1Api(_kube(cluster))
+    assert keda.apply(cluster)
+    ours = apps.read_namespaced_deployment("keda-operator", "keda").metadata.labels
+    # Installed outside InstantStart (no label of ours): it stays.
+    apps.patch_namespaced_deployment("keda-operator", "keda", {"metadata": {"labels": {
+        "app.kubernetes.io/managed-by": None}}})
+    assert keda.remove(cluster) == [] and not _keda_gone(cluster)
+    apps.patch_namespaced_deployment("keda-operator", "keda", {"metadata": {"labels": ours}})
+    # A ScaledObject InstantStart did not make still uses it: it stays.
+    custom = k8s.CustomObjectsApi(_kube(cluster))
+    custom.create_namespaced_custom_object("keda.sh", "v1alpha1", "default", "scaledobjects", {
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "theirs"},
+        "spec": {"scaleTargetRef": {"name": "theirs"}, "triggers": [{"type": "cpu", "metadata": {"value": "50"}}]}})
+    assert keda.remove(cluster) == [] and not _keda_gone(cluster)
+    custom.delete_namespaced_custom_object("keda.sh", "v1alpha1", "default", "scaledobjects", "theirs")
+    wait_for(lambda: custom.list_cluster_custom_object("keda.sh", "v1alpha1", "scaledobjects")["items"],
+             lambda items: not items, timeout=10)
+    removed = keda.remove(cluster)
+    assert "CustomResourceDefinition scaledobjects.keda.sh" in removed and _keda_gone(cluster)
