@@ -68,6 +68,51 @@ def cluster_of_team(cast, actor) -> dict:
     return {"cluster_id": tracked_hyperpod_cluster(cast.team, cloud=False).pk}
 
 
+UPLOAD_PATH = "data/big.bin"
+
+
+def _upload_cluster(cast):
+    """A cluster of the team and its region's shared bucket (multipart uploads write to it)."""
+    from cloud import aws
+    from clusters.models import Cluster
+    from clusters.shared_bucket import ensure_shared_bucket
+    from tests.clusters.sandbox import tracked_hyperpod_cluster
+
+    cluster = Cluster.objects.filter(team=cast.team).first() or tracked_hyperpod_cluster(cast.team, cloud=False)
+    ensure_shared_bucket(aws.client("s3", region=cluster.region), cluster.region)
+    return cluster
+
+
+def upload_cluster(cast, actor) -> dict:
+    return {"cluster_id": _upload_cluster(cast).pk}
+
+
+def multipart_start(cast, actor) -> dict:
+    from training.shared_files import MIN_PART_BYTES
+
+    _upload_cluster(cast)
+    return {"path": UPLOAD_PATH, "size": MIN_PART_BYTES + 1}
+
+
+def _started(cast) -> dict:
+    from training import shared_files
+
+    return shared_files.start_multipart(_upload_cluster(cast), UPLOAD_PATH, shared_files.MIN_PART_BYTES + 1)
+
+
+def multipart_complete(cast, actor) -> dict:
+    """An upload with its one part sent (a lone part may be of any size)."""
+    import httpx
+
+    started = _started(cast)
+    etag = httpx.put(started["parts"][0]["url"], content=b"x").headers["ETag"]
+    return {"path": UPLOAD_PATH, "upload_id": started["upload_id"], "parts": [{"number": 1, "etag": etag}]}
+
+
+def multipart_abort(cast, actor) -> dict:
+    return {"path": UPLOAD_PATH, "upload_id": _started(cast)["upload_id"]}
+
+
 CASES = [
     Case("training_recipes_list", frozenset({"outsider", "viewer", "operator", "admin", "superuser"}),
          team_scoped=False),
@@ -79,5 +124,11 @@ CASES = [
     Case("training_jobs_resubmit", OPERATORS, params=finished_job, body={}, sandbox=True),
     Case("cluster_shared_files_list", MEMBERS, params=cluster_of_team, sandbox=True),
     Case("cluster_shared_files_upload", OPERATORS, params=cluster_of_team, body={"path": "code/train.py"},
+         sandbox=True),
+    Case("cluster_shared_files_multipart_start", OPERATORS, params=upload_cluster, body=multipart_start,
+         sandbox=True),
+    Case("cluster_shared_files_multipart_complete", OPERATORS, params=upload_cluster, body=multipart_complete,
+         sandbox=True),
+    Case("cluster_shared_files_multipart_abort", OPERATORS, params=upload_cluster, body=multipart_abort,
          sandbox=True),
 ]

@@ -20,6 +20,9 @@ MLFLOW_CREATE = "mlflow.create"
 MLFLOW_ATTACH = "mlflow.attach"
 MLFLOW_DETACH = "mlflow.detach"
 MLFLOW_DELETE = "mlflow.delete"
+#: Recorded in the audit trail under the ``shared_file.upload`` permission (a multipart upload finished or dropped).
+UPLOAD_COMPLETE = "shared_file.upload_complete"
+UPLOAD_ABORT = "shared_file.upload_abort"
 
 TEAM_ACTIONS: dict[str, Role] = {
     VIEW: Role.VIEWER,

@@ -136,11 +136,52 @@ def training_job_resubmit(*, actor: User, job: TrainingJob, source: str, name: s
                                resubmitted_from=job)
 
 
-def shared_file_upload(*, actor: User, cluster: Cluster, path: str, source: str) -> dict[str, Any]:
+def shared_file_upload(*, actor: User, cluster: Cluster, path: str, source: str,
+                       page_origin: str | None = None) -> dict[str, Any]:
     """Sign an upload of the file ``path`` into the team's part of ``cluster``'s shared bucket (operators;
-    ``training.shared_files.upload_form``) and audit it; ``path_outside_shared_bucket`` for a path leaving it."""
+    ``training.shared_files.upload_form``) and audit it; ``path_outside_shared_bucket`` for a path leaving it. From a
+    portal page (``page_origin``), the bucket's CORS rule for that origin is made sure of first."""
     access.require(actor, actions.UPLOAD, cluster)
+    if page_origin:
+        shared_files.allow_browser_uploads(cluster.region, page_origin)
     upload = shared_files.upload_form(cluster, path)
     audit.record(actor=actor, source=source, action=actions.UPLOAD, target=cluster, team=cluster.team,
                  after={"bucket": upload["bucket"], "key": upload["key"]})
     return upload
+
+
+
+def shared_multipart_start(*, actor: User, cluster: Cluster, path: str, size: int, source: str,
+                           page_origin: str | None = None) -> dict[str, Any]:
+    """Start a multipart upload of the file ``path`` (``size`` bytes) into the team's part of ``cluster``'s shared
+    bucket and sign its parts (operators; ``training.shared_files.start_multipart``), audited; from a portal page,
+    as :func:`shared_file_upload`."""
+    access.require(actor, actions.UPLOAD, cluster)
+    if page_origin:
+        shared_files.allow_browser_uploads(cluster.region, page_origin)
+    upload = shared_files.start_multipart(cluster, path, size)
+    audit.record(actor=actor, source=source, action=actions.UPLOAD, target=cluster, team=cluster.team,
+                 after={"bucket": upload["bucket"], "key": upload["key"], "upload_id": upload["upload_id"],
+                        "size": size, "parts": len(upload["parts"])})
+    return upload
+
+
+def shared_multipart_complete(*, actor: User, cluster: Cluster, path: str, upload_id: str,
+                              parts: list[dict[str, Any]], source: str) -> dict[str, Any]:
+    """Finish a multipart upload (operators; ``training.shared_files.complete_multipart``), audited."""
+    access.require(actor, actions.UPLOAD, cluster)
+    done = shared_files.complete_multipart(cluster, path, upload_id, parts)
+    audit.record(actor=actor, source=source, action=actions.UPLOAD_COMPLETE, target=cluster, team=cluster.team,
+                 after={"bucket": done["bucket"], "key": done["key"], "upload_id": upload_id, "size": done["size"]})
+    return done
+
+
+def shared_multipart_abort(*, actor: User, cluster: Cluster, path: str, upload_id: str,
+                           source: str) -> dict[str, Any]:
+    """Abort a multipart upload and drop its parts (operators; ``training.shared_files.abort_multipart``),
+    audited."""
+    access.require(actor, actions.UPLOAD, cluster)
+    aborted = shared_files.abort_multipart(cluster, path, upload_id)
+    audit.record(actor=actor, source=source, action=actions.UPLOAD_ABORT, target=cluster, team=cluster.team,
+                 after={"bucket": aborted["bucket"], "key": aborted["key"], "upload_id": upload_id})
+    return aborted

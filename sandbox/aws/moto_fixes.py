@@ -23,6 +23,10 @@ none (``MOTO_EC2_LOAD_DEFAULT_AMIS=false`` unless the environment says otherwise
 **What an EKS CreateCluster costs.** moto checks the role ARN's partition against a new boto3 session's partition
 list, which parses botocore's whole endpoint file (~0.1 s) on every CreateCluster and CreateNodegroup. The same check
 now reads the partitions parsed once.
+
+**CORS.** moto's server lets every origin call every service (``flask_cors`` on each backend app); S3 lets a
+browser in only as the bucket's CORS configuration says, which ``sandbox.aws.s3_cors`` enforces, so the global one
+is off.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from moto.ec2.models.vpcs import VPCBackend
 from moto.eks import models as eks_models
 from moto.eks.exceptions import InvalidParameterException
 from moto.iam import models as iam_models
+from moto.moto_server import werkzeug_app
 
 _modify_vpc_endpoint = VPCBackend.modify_vpc_endpoint
 _init_aws_policies = iam_models.IAMBackend._init_aws_policies
@@ -112,3 +117,4 @@ def apply() -> None:
     iam_models.IAMBackend._init_aws_policies = aws_managed_policies  # type: ignore[method-assign]
     VPCBackend.modify_vpc_endpoint = modify_vpc_endpoint  # type: ignore[method-assign]
     eks_models.validate_role_arn = validate_role_arn
+    werkzeug_app.DISABLE_GLOBAL_CORS = True

@@ -23,7 +23,7 @@ from flask import Flask
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from sandbox.aws import amp, cfn_resources, control_api, ec2_network, moto_fixes, world
+from sandbox.aws import amp, cfn_resources, control_api, ec2_network, moto_fixes, s3_cors, world
 from sandbox.aws.app import SandboxApp
 
 os.environ.setdefault("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
@@ -89,7 +89,7 @@ def start(host: str = "127.0.0.1", port: int = 0) -> AwsSandbox:
     ec2_network.apply()
     amp.apply()
     cfn_resources.apply()
-    app = SandboxApp(DomainDispatcherApplication(_backend_app), control_api.application)
+    app = s3_cors.wrap(SandboxApp(DomainDispatcherApplication(_backend_app), control_api.application))
     server = make_server(host, port, app, threaded=True, request_handler=_QuietHandler)
     thread = threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True)
     stopping = threading.Event()

@@ -2,7 +2,9 @@
    path input): a file, or "Use this folder", fills the input the browser was opened for and closes it; "Close"
    empties it. "Upload files" and "Upload a folder" sign each picked file (POST data-upload → presigned S3 POST; a
    folder's files keep their paths inside it) and send it straight to S3 with the progress of the whole upload, then
-   list the folder again. Without this script the inputs are plain text fields. */
+   list the folder again. A file larger than data-part-bytes goes as an S3 multipart upload: the REST operation at
+   data-multipart signs its parts, each part is PUT with its progress and its ETag kept, then …/complete finishes it
+   (…/abort drops the parts when one fails). Without this script the inputs are plain text fields. */
 (function () {
   "use strict";
 
@@ -32,7 +34,65 @@
     return input.dataset.folder + "/" + (file.webkitRelativePath || file.name);
   }
 
+  /* POST a JSON body to one of the portal's own REST operations (session and CSRF token); the answer's body, or an
+     Error naming the file and the refusal. */
+  function postJson(url, body, file) {
+    return fetch(url, {
+      method: "POST", body: JSON.stringify(body), credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() }
+    }).then(function (response) {
+      return response.json().then(function (answer) {
+        if (!response.ok) throw new Error(file.name + ": " + answer.message + " (" + answer.code + ")");
+        return answer;
+      });
+    });
+  }
+
+  /* PUT one part; resolves to the ETag S3 answered (the bucket's CORS rule must expose it). */
+  function putPart(url, blob, file, report) {
+    return new Promise(function (resolve, reject) {
+      var request = new XMLHttpRequest();
+      request.open("PUT", url);
+      request.upload.onprogress = function (event) { if (event.lengthComputable) report(event.loaded); };
+      request.onload = function () {
+        var etag = request.getResponseHeader("ETag");
+        if (request.status >= 300) reject(new Error(file.name + ": S3 answered " + request.status));
+        else if (!etag) reject(new Error(file.name + ": S3's ETag is hidden from the page (the bucket's CORS rule must expose ETag)"));
+        else resolve(etag);
+      };
+      request.onerror = function () {
+        reject(new Error(file.name + ": a part did not reach S3 (is the bucket's CORS rule in place?)"));
+      };
+      request.send(blob);
+    });
+  }
+
+  function sendInParts(input, file, report) {
+    var path = destination(input, file), url = input.dataset.multipart;
+    return postJson(url, { path: path, size: file.size }, file).then(function (started) {
+      var sent = 0, parts = [];
+      return started.parts.reduce(function (done, part) {
+        return done.then(function () {
+          var from = (part.number - 1) * started.part_size;
+          return putPart(part.url, file.slice(from, from + part.bytes), file, function (loaded) {
+            report(sent + loaded);
+          }).then(function (etag) { sent += part.bytes; parts.push({ number: part.number, etag: etag }); });
+        });
+      }, Promise.resolve())
+        .then(function () {
+          return postJson(url + "/complete", { path: path, upload_id: started.upload_id, parts: parts }, file);
+        })
+        .catch(function (error) {
+          var drop = postJson(url + "/abort", { path: path, upload_id: started.upload_id }, file);
+          return drop.then(function () { throw error; }, function () { throw error; });
+        });
+    }).then(function () { report(file.size); });
+  }
+
   function send(input, file, report) {
+    if (input.dataset.multipart && file.size > Number(input.dataset.partBytes)) {
+      return sendInParts(input, file, report);
+    }
     var ask = new FormData();
     ask.append("path", destination(input, file));
     return fetch(input.dataset.upload, { method: "POST", body: ask, headers: { "X-CSRFToken": csrf() } })

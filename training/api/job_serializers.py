@@ -126,3 +126,63 @@ class SharedUploadSerializer(serializers.Serializer):
     put_url = serializers.URLField(help_text="Or PUT the file's bytes here (curl -T FILE URL).")
     expires_in = serializers.IntegerField(help_text="Seconds the upload stays valid.")
     max_bytes = serializers.IntegerField(help_text="The largest file accepted.")
+
+
+class MultipartStartRequestSerializer(StrictSerializer):
+    path = serializers.CharField(max_length=1024, help_text="The file to upload, relative to the shared mount "
+                                                            "(data/shard-0.tar) or absolute under it.")
+    size = serializers.IntegerField(min_value=1, help_text="The file's size in bytes: more than 5 MiB (smaller "
+                                                           "files go up in one request), at most 5 TiB.")
+
+
+class MultipartPartSerializer(serializers.Serializer):
+    number = serializers.IntegerField(help_text="The part's number, from 1.")
+    url = serializers.URLField(help_text="PUT the part's bytes here; keep the ETag header of the answer.")
+    # DRF's metaclass takes declared fields out of the class, so this name shadows nothing at run time.
+    bytes = serializers.IntegerField(help_text="The part's length: part_size, the last part what is left.")
+
+
+class MultipartStartSerializer(serializers.Serializer):
+    bucket = serializers.CharField()
+    key = serializers.CharField(help_text="The object the upload writes.")
+    path = serializers.CharField(help_text="The file as pods see it.")
+    upload_id = serializers.CharField(help_text="S3's id of the upload: complete or abort it with this.")
+    part_size = serializers.IntegerField(help_text="Bytes per part (64 MiB, larger for files over 62.5 GiB).")
+    parts = MultipartPartSerializer(many=True)
+    expires_in = serializers.IntegerField(help_text="Seconds the part URLs stay valid.")
+
+
+class SentPartSerializer(StrictSerializer):
+    number = serializers.IntegerField(min_value=1, max_value=10000)
+    etag = serializers.CharField(max_length=128, help_text="The ETag header S3 answered the part's PUT with.")
+
+
+class MultipartCompleteRequestSerializer(StrictSerializer):
+    path = serializers.CharField(max_length=1024, help_text="The file the upload was started for.")
+    upload_id = serializers.CharField(max_length=1024)
+    parts = SentPartSerializer(many=True, allow_empty=False, help_text="Every part sent (at most 10,000), with its "
+                                                                       "ETag.")
+
+    def validate_parts(self, parts: list[dict]) -> list[dict]:
+        if len(parts) > 10000:
+            raise serializers.ValidationError("S3 takes at most 10,000 parts.", code="max_length")
+        return parts
+
+
+class MultipartCompleteSerializer(serializers.Serializer):
+    bucket = serializers.CharField()
+    key = serializers.CharField()
+    path = serializers.CharField(help_text="The file as pods see it.")
+    size = serializers.IntegerField(help_text="The stored object's size in bytes.")
+
+
+class MultipartAbortRequestSerializer(StrictSerializer):
+    path = serializers.CharField(max_length=1024, help_text="The file the upload was started for.")
+    upload_id = serializers.CharField(max_length=1024)
+
+
+class MultipartAbortSerializer(serializers.Serializer):
+    bucket = serializers.CharField()
+    key = serializers.CharField()
+    path = serializers.CharField()
+    aborted = serializers.BooleanField()

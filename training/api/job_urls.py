@@ -15,4 +15,10 @@ urlpatterns = [
          name="api-cluster-shared-files"),
     path("clusters/<id:cluster_id>/shared-files/uploads", job_views.SharedUploadView.as_view(),
          name="api-cluster-shared-files-upload"),
+    path("clusters/<id:cluster_id>/shared-files/multipart-uploads", job_views.MultipartStartView.as_view(),
+         name="api-cluster-shared-files-multipart"),
+    path("clusters/<id:cluster_id>/shared-files/multipart-uploads/complete", job_views.MultipartCompleteView.as_view(),
+         name="api-cluster-shared-files-multipart-complete"),
+    path("clusters/<id:cluster_id>/shared-files/multipart-uploads/abort", job_views.MultipartAbortView.as_view(),
+         name="api-cluster-shared-files-multipart-abort"),
 ]

@@ -140,6 +140,11 @@ class SharedFilesView(APIView):
         return Response(shared_files.listing(cluster, request.query_params.get("path", "")))
 
 
+def _page_origin(request: ApiRequest) -> str | None:
+    """The portal page a browser signs an upload from (its ``Origin`` is this site's), else ``None``."""
+    return shared_files.page_origin(request.headers.get("Origin"), f"{request.scheme}://{request.get_host()}")
+
+
 class SharedUploadView(APIView):
     @extend_schema(operation_id="cluster_shared_files_upload", request=s.SharedUploadRequestSerializer,
                    responses={200: s.SharedUploadSerializer}, tags=TAGS)
@@ -150,4 +155,44 @@ class SharedUploadView(APIView):
         cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
         data = validated(s.SharedUploadRequestSerializer, request)
         return Response(services.shared_file_upload(actor=request.user, cluster=cluster, path=data["path"],
-                                                    source=request.source))
+                                                    source=request.source, page_origin=_page_origin(request)))
+
+
+class MultipartStartView(APIView):
+    @extend_schema(operation_id="cluster_shared_files_multipart_start", request=s.MultipartStartRequestSerializer,
+                   responses={200: s.MultipartStartSerializer}, tags=TAGS)
+    @idempotent()
+    def post(self, request, cluster_id: int):
+        """Start a multipart upload of one large file into the team's part of the shared bucket (operators): PUT
+        each part to its signed URL, keep each answer's ETag, then complete (or abort) the upload."""
+        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+        data = validated(s.MultipartStartRequestSerializer, request)
+        return Response(services.shared_multipart_start(actor=request.user, cluster=cluster, path=data["path"],
+                                                        size=data["size"], source=request.source,
+                                                        page_origin=_page_origin(request)))
+
+
+class MultipartCompleteView(APIView):
+    @extend_schema(operation_id="cluster_shared_files_multipart_complete",
+                   request=s.MultipartCompleteRequestSerializer, responses={200: s.MultipartCompleteSerializer},
+                   tags=TAGS)
+    @idempotent()
+    def post(self, request, cluster_id: int):
+        """Finish a multipart upload with the parts sent and their ETags (operators): S3 then holds the file."""
+        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+        data = validated(s.MultipartCompleteRequestSerializer, request)
+        return Response(services.shared_multipart_complete(actor=request.user, cluster=cluster, path=data["path"],
+                                                           upload_id=data["upload_id"], parts=data["parts"],
+                                                           source=request.source))
+
+
+class MultipartAbortView(APIView):
+    @extend_schema(operation_id="cluster_shared_files_multipart_abort", request=s.MultipartAbortRequestSerializer,
+                   responses={200: s.MultipartAbortSerializer}, tags=TAGS)
+    @idempotent()
+    def post(self, request, cluster_id: int):
+        """Abort a multipart upload (operators): S3 drops the parts sent so far."""
+        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+        data = validated(s.MultipartAbortRequestSerializer, request)
+        return Response(services.shared_multipart_abort(actor=request.user, cluster=cluster, path=data["path"],
+                                                        upload_id=data["upload_id"], source=request.source))

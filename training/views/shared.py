@@ -2,7 +2,9 @@
 (``training.shared_files.listing``, the same listing as ``GET /api/v1/clusters/<id>/shared-files``), rendered as an
 htmx partial. A folder link re-loads the partial one level down; a file (or "Use this folder") fills the input named
 by ``?target=`` (``static/js/training-submit.js``). **Upload** asks :func:`shared_upload` for a presigned POST per
-file (``training.services.shared_file_upload``, as REST does) and the browser sends the file straight to S3.
+file (``training.services.shared_file_upload``, as REST does) and the browser sends the file straight to S3; a file
+larger than one part (``part_bytes``) goes as a multipart upload through the REST operations
+(``…/shared-files/multipart-uploads``, with the session's CSRF token).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def shared_browser(request: PortalRequest, cluster_id: int) -> HttpResponse:
         parent = posixpath.dirname(listing["path"])
     return render(request, "training/jobs/_shared_browser.html",
                   {"cluster": cluster, "listing": listing, "error": error, "target": target, "parent": parent,
-                   "mount": SHARED_MOUNT, "can_upload": access.can(request.user, actions.UPLOAD, cluster)},
+                   "mount": SHARED_MOUNT, "can_upload": access.can(request.user, actions.UPLOAD, cluster),
+                   "part_bytes": shared_files.PART_BYTES},
                   status=400 if error else 200)
 
 
@@ -49,6 +52,8 @@ def shared_browser(request: PortalRequest, cluster_id: int) -> HttpResponse:
 def shared_upload(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """``POST path=``: the presigned upload of that file as JSON (200), or the error body (400)."""
     cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    origin = shared_files.page_origin(request.headers.get("Origin"), f"{request.scheme}://{request.get_host()}")
     upload, error = perform(lambda: services.shared_file_upload(actor=request.user, cluster=cluster,
-                                                                 path=request.POST.get("path", ""), source="portal"))
+                                                                 path=request.POST.get("path", ""), source="portal",
+                                                                 page_origin=origin))
     return JsonResponse(error or upload, status=400 if error else 200)
