@@ -53,11 +53,17 @@ def json_from_form(serializer: serializers.Serializer[Any], data: QueryDict) -> 
     HTML forms only carry strings, so: a checkbox is a boolean, number inputs are numbers, list fields
     take every value of their key, and an empty input that is not a required text field is sent as ``""``
     where the field allows blank, as ``null`` where it allows null, and is otherwise left out (so the
-    serializer's default, or its ``required`` error, applies). Keys the serializer does not declare are passed
-    through, so they fail with ``unknown_field`` as they would over REST.
+    serializer's default, or its ``required`` error, applies). An input named ``<field>.<name>`` is ``name`` of the
+    nested serializer ``field`` (an object, made of such inputs the same way). Keys the serializer does not declare
+    are passed through, so they fail with ``unknown_field`` as they would over REST.
     """
     body: dict[str, Any] = {}
+    nested: dict[str, QueryDict] = {}
     for name in data:
+        prefix, dot, inner = name.partition(".")
+        if dot and isinstance(serializer.fields.get(prefix), serializers.Serializer):
+            nested.setdefault(prefix, QueryDict(mutable=True)).setlist(inner, data.getlist(name))
+            continue
         field = serializer.fields.get(name)
         if field is None:
             body[name] = data.get(name)
@@ -70,6 +76,10 @@ def json_from_form(serializer: serializers.Serializer[Any], data: QueryDict) -> 
                 body[name] = None
         else:
             body[name] = _parse_value(field, data.get(name, ""))
+    for prefix, values in nested.items():
+        inner_serializer = serializer.fields[prefix]
+        assert isinstance(inner_serializer, serializers.Serializer)  # as the loop above checked
+        body[prefix] = json_from_form(inner_serializer, values)
     return body
 
 

@@ -403,6 +403,8 @@ def test_model_download_bad_input_same_code_on_every_face(change, field, code, c
     ({"gpus": 2, "tensor_parallel": 4}, "tensor_parallel", "parallelism_mismatch"),
     ({"model": "/etc/models/x"}, "model", "path_outside_shared_bucket"),
     ({"engine": "custom", "command": ["serve"]}, "image", "image_required"),
+    ({"replicas": 2, "router": {"policy": "round_robin"}}, "router", "router_needs_sglang"),
+    ({"engine": "sglang", "router": {"policy": "round_robin"}}, "router", "router_needs_replicas"),
 ])
 def test_endpoint_deploy_bad_input_same_code_on_every_face(change, field, code, cast, token_for, sandbox):
     from inference.models import Endpoint
@@ -418,8 +420,9 @@ def test_endpoint_deploy_bad_input_same_code_on_every_face(change, field, code, 
     is_error, mcp_body = call_tool(secret, "deploy_endpoint", data)
     browser = Client()
     browser.force_login(cast.operator)
-    portal = browser.post(reverse("inference-endpoint-deploy"),
-                          {**data, "command": " ".join(data.get("command", []))})
+    form = {key: value for key, value in data.items() if key != "router"}  # the form names the router's fields
+    form |= {f"router.{key}": value for key, value in data.get("router", {}).items()}  # router.<field>
+    portal = browser.post(reverse("inference-endpoint-deploy"), {**form, "command": " ".join(data.get("command", []))})
 
     assert rest.status_code == 400, rest.content
     assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
@@ -432,6 +435,8 @@ def test_endpoint_deploy_bad_input_same_code_on_every_face(change, field, code, 
     ({"min_replicas": 3, "max_replicas": 2}, "min_replicas", "min_replicas_above_max"),
     ({"metric": "sglang:num_queue_reqs"}, "metric", "metric_not_exported"),
     ({"min_replicas": 0}, "min_replicas", "scale_to_zero_not_allowed"),
+    ({"min_replicas": 0, "scale_to_zero": True, "prometheus_url": "http://prometheus.monitoring:9090"},
+     "scale_to_zero", "scale_to_zero_needs_metric_source"),
 ])
 def test_endpoint_autoscaling_bad_input_same_code_on_every_face(change, field, code, cast, token_for, sandbox):
     from inference.models import Endpoint
