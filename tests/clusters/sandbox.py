@@ -123,10 +123,10 @@ def make_hyperpod_cluster(eks: OutsideCluster, name: str, *, region: str = "us-w
 
 
 def tracked_hyperpod_cluster(team, *, cloud: bool = True, instance_type: str = "ml.g5.8xlarge", count: int = 1):
-    """An active cluster row of ``team`` named ``matrix`` tracking a HyperPod cluster (group ``workers`` of
-    ``count`` ``instance_type``) made with boto3, with HyperPod's device plugins applied as the dependencies phase
+    """An active cluster row of ``team`` named ``matrix`` tracking an InService HyperPod cluster (group ``workers``
+    of ``count`` ``instance_type``) made with boto3, with HyperPod's device plugins applied as the dependencies phase
     applies them (:func:`install_device_plugins`) — or, without ``cloud``, only the rows (for callers refused before
-    AWS is read)."""
+    AWS is read). HyperPod refuses changes to a Creating cluster, so it is InService before this returns."""
     from clusters.instance_groups import mirror
     from tests import factories
 
@@ -139,6 +139,13 @@ def tracked_hyperpod_cluster(team, *, cloud: bool = True, instance_type: str = "
         install_device_plugins(cluster)
         hyperpod_arn = make_hyperpod_cluster(eks, "matrix", instance_type=instance_type, count=count)
         cluster.eks_arn, cluster.hyperpod_arn = eks.arn, hyperpod_arn
+        sagemaker = aws.client("sagemaker", region=cluster.region)
+        for _ in range(500):
+            status = sagemaker.describe_cluster(ClusterName="matrix")["ClusterStatus"]
+            if status == "InService":
+                break
+            assert status == "Creating", status
+            time.sleep(0.02)
     cluster.save()
     mirror.mirror(cluster, mirror.describe(cluster))
     return cluster
