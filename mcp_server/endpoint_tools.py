@@ -136,9 +136,9 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Chat with an endpoint's model: OpenAI-compatible `messages` (role system, user or assistant, and "
             "`content`), optional `max_tokens` and `temperature`, and `session_id` (a managed endpoint routed by "
-            "session keeps one session on one replica; default: yours); sent through the Kubernetes API server's service "
-            "proxy, so in-cluster endpoints answer too. Returns the whole `chat.completion`. `endpoint_not_ready` "
-            "when no replica is ready."
+            "session keeps one session on one replica; default: yours); sent through the Kubernetes API server's "
+            "service proxy, so in-cluster endpoints answer too. Returns the whole `chat.completion`. "
+            "`endpoint_not_ready` when no replica is ready."
         ),
     ),
 )
