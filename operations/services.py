@@ -12,6 +12,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Model
 from django.utils import timezone
+from django.utils.text import Truncator
 
 from accounts import access, audit
 from accounts.models import Team, User
@@ -30,13 +31,14 @@ def operation_start(
     target: Model | None = None, idempotency_key: str | None = None,
 ) -> tuple[Operation, bool]:
     """Create an operation of ``kind`` with one pending row per declared phase and enqueue it after commit;
-    returns it and whether it was created.
+    returns it and whether it was created. A ``title`` longer than the column is shortened, ending in "…".
 
     With ``idempotency_key``, a second start with the same key in the same team returns ``(first operation,
     False)`` and starts nothing. In a dry run (``config.plans``) it creates nothing and raises ``PlanReady`` with the
     operation's plan (:func:`operations.plans.operation_plan`): everything the service checked before it has run.
     """
     pipeline = pipeline_for(kind)
+    title = Truncator(title).chars(Operation._meta.get_field("title").max_length)  # e.g. six features named in one
     if config_plans.active():
         raise config_plans.PlanReady(plans.operation_plan(pipeline, title=title, params=params))
     existing = idempotency.replayed(team, idempotency_key)

@@ -261,8 +261,10 @@ def _collection(call: Call) -> Response:
 
 
 async def handle(request: Request, store: Store, path: ResourcePath, stopping: threading.Event) -> Response:
-    """Serve one resource path of ``store`` (a write is logged first, ``sandbox.kube.requestlog``)."""
-    requestlog.record(region=store.region, cluster=store.name, method=request.method, path=_api_path(request))
+    """Serve one resource path of ``store`` (a write is logged first, ``sandbox.kube.requestlog``; a server-side
+    dry run, ``dryRun=All``, writes nothing and is not logged)."""
+    if request.query_params.get("dryRun") != "All":
+        requestlog.record(region=store.region, cluster=store.name, method=request.method, path=_api_path(request))
     resource_type = store.registry.route(path.group, path.version, path.plural)
     if resource_type is None or (path.namespace is not None and not resource_type.namespaced) or \
             (path.name is not None and resource_type.namespaced and path.namespace is None):

@@ -1,7 +1,8 @@
 """The log of the Kubernetes writes clients sent, so tests can assert that nothing was written (a dry run).
 
 Every request the emulator serves for a client (not the simulator, which writes to the stores directly) with a
-method other than ``GET`` is recorded when it arrives: sequence number, the cluster (``region``, ``cluster``),
+method other than ``GET`` is recorded when it arrives (but a server-side dry run, ``dryRun=All``, which the API
+server only validates): sequence number, the cluster (``region``, ``cluster``),
 ``method`` and ``path`` (from ``/api`` or ``/apis``, or the ``…/proxy/…`` path of a proxied call). Served at
 ``GET|DELETE /_sandbox/kube-requests``; cleared by a reset.
 """

@@ -141,8 +141,14 @@
       });
     }, Promise.resolve())
       .then(function () {
-        status.textContent = files.length + " file" + (files.length === 1 ? "" : "s") + " uploaded.";
-        window.htmx.ajax("GET", input.dataset.reload, { target: input.closest(".path-browser"), swap: "innerHTML" });
+        /* The folder is listed again, which replaces this panel: the outcome is said again in the new one. */
+        var message = files.length + " file" + (files.length === 1 ? "" : "s") + " uploaded.";
+        var panel = input.closest(".path-browser");
+        status.textContent = message;
+        return window.htmx.ajax("GET", input.dataset.reload, { target: panel, swap: "innerHTML" }).then(function () {
+          var fresh = panel.querySelector("[data-upload-status]");
+          if (fresh) fresh.textContent = message;
+        });
       })
       .catch(function (error) { status.textContent = error.message; });
   });

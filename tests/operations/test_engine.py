@@ -3,6 +3,7 @@ re-runs, failure and retry of one phase, transient errors, deadlines, cancellati
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import threading
@@ -131,8 +132,9 @@ def test_cancel_undoes_what_the_phases_made(sandbox, cast, drive):
                    for role in boto3.client("iam", **region).list_roles()["Roles"])
     eks = boto3.client("eks", **region)
     name = operation.outputs["cluster_name"]
-    assert name not in eks.list_clusters()["clusters"] or eks.describe_cluster(name=name)["cluster"]["status"] \
-        == "DELETING"
+    if name in eks.list_clusters()["clusters"]:  # still going, or gone between the two calls
+        with contextlib.suppress(eks.exceptions.ResourceNotFoundException):
+            assert eks.describe_cluster(name=name)["cluster"]["status"] == "DELETING"
     undone = [line.message for line in operation.logs.order_by("seq") if "undone" in line.message]
     assert undone == ["Pod identity agent: undone.", "EKS control plane: undone.", "Cluster role: undone.",
                       "Network: undone.", "Shared bucket: undone."]
