@@ -38,7 +38,7 @@ def operation_start(
     operation's plan (:func:`operations.plans.operation_plan`): everything the service checked before it has run.
     """
     pipeline = pipeline_for(kind)
-    title = Truncator(title).chars(Operation._meta.get_field("title").max_length)  # e.g. six features named in one
+    title = Truncator(title).chars(Operation._meta.get_field("title").max_length or 200)  # six features named in one
     if config_plans.active():
         raise config_plans.PlanReady(plans.operation_plan(pipeline, title=title, params=params))
     existing = idempotency.replayed(team, idempotency_key)
