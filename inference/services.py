@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -25,7 +26,7 @@ from config import sealing
 from config.errors import Conflict, InvalidFields, ValidationFailed
 from inference import actions
 from inference.downloads import bucket, pipeline
-from inference.models import DownloadSource, DownloadState, ModelDownload
+from inference.models import DownloadSource, DownloadState, Endpoint, ModelDownload
 from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_cancel, operation_start
@@ -207,3 +208,16 @@ def model_download_cancel(*, actor: User, download: ModelDownload, origin: str) 
                      team=download.team, before={"state": download.state})
     download.refresh_from_db()
     return download
+
+
+def start_endpoint_operation(actor: User, endpoint: Endpoint, kind: str, title: str, extra: dict[str, Any],
+                             origin: str, idempotency_key: str | None) -> Operation:
+    """Start the operation ``kind`` on ``endpoint`` (its id, cluster and region in the params, plus ``extra``) and
+    record it as the endpoint's current operation — for self-managed and managed endpoints alike."""
+    operation, _ = operation_start(actor=actor, team=endpoint.team, kind=kind, title=title,
+                                   params={"endpoint_id": endpoint.pk, "cluster_id": endpoint.cluster_id,
+                                           "region": endpoint.cluster.region, **extra},
+                                   source=origin, target=endpoint, idempotency_key=idempotency_key)
+    Endpoint.objects.filter(pk=endpoint.pk).update(operation=operation)
+    endpoint.operation = operation
+    return operation

@@ -34,10 +34,9 @@ from inference import actions, state_rules
 from inference.endpoints import managed, managed_pipeline
 from inference.endpoints.managed import ManagedRequest
 from inference.models import Endpoint, EndpointKind, EndpointState, ModelSource
-from inference.services import require_active
+from inference.services import require_active, start_endpoint_operation
 from operations import idempotency
 from operations.models import Operation
-from operations.services import operation_start
 
 #: How to turn the operator on, from every face (the refusal names them all).
 ENABLE_OPERATOR = (f"turn on the cluster's managed feature {INFERENCE_OPERATOR} (a team admin: the cluster's "
@@ -79,17 +78,6 @@ def default_args(name: str, port: int) -> list[str]:
     return [managed.MODEL_MOUNT, "--served-model-name", name, "--port", str(port)]
 
 
-def _start(actor: User, endpoint: Endpoint, kind: str, title: str, extra: dict[str, Any], origin: str,
-           idempotency_key: str | None) -> Operation:
-    operation, _ = operation_start(actor=actor, team=endpoint.team, kind=kind, title=title,
-                                   params={"endpoint_id": endpoint.pk, "cluster_id": endpoint.cluster_id,
-                                           "region": endpoint.cluster.region, **extra},
-                                   source=origin, target=endpoint, idempotency_key=idempotency_key)
-    Endpoint.objects.filter(pk=endpoint.pk).update(operation=operation)
-    endpoint.operation = operation
-    return operation
-
-
 def shown(endpoint: Endpoint) -> dict[str, Any]:
     """What the audit trail records of a managed endpoint's decisions."""
     return {"name": endpoint.name, "cluster": endpoint.cluster.name, "kind": endpoint.kind,
@@ -129,7 +117,7 @@ def managed_endpoint_deploy(*, actor: User, cluster: Cluster, request: ManagedRe
                 tls_output_uri=decided.tls_output_uri, sagemaker_endpoint=decided.sagemaker_endpoint,
                 manifest={"config": decided.body}, state=EndpointState.DEPLOYING,
                 status_reason="Waiting for the inference operator")
-            operation = _start(actor, endpoint, managed_pipeline.DEPLOY,
+            operation = start_endpoint_operation(actor, endpoint, managed_pipeline.DEPLOY,
                                f"Deploy {endpoint.name} (managed, {decided.body['kind']})",
                                {"autoscaling": decided.autoscaling}, origin, idempotency_key)
             audit.record(actor=actor, source=origin, action=actions.ENDPOINT_DEPLOY, target=endpoint,
@@ -265,10 +253,10 @@ def managed_endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, ide
         endpoint.state, endpoint.status_reason = EndpointState.UPDATING, "The operator is applying the change"
         endpoint.save()
         what = "Scale" if set(changed) == {"replicas"} else "Update"
-        operation = _start(actor, endpoint, managed_pipeline.UPDATE, f"{what} {endpoint.name} (managed)",
-                           {"patch": {"spec": patch},
-                            "autoscaling": decided.autoscaling if "autoscaling" in changed else {}},
-                           origin, idempotency_key)
+        operation = start_endpoint_operation(
+            actor, endpoint, managed_pipeline.UPDATE, f"{what} {endpoint.name} (managed)",
+            {"patch": {"spec": patch}, "autoscaling": decided.autoscaling if "autoscaling" in changed else {}},
+            origin, idempotency_key)
         audit.record(actor=actor, source=origin, action=actions.ENDPOINT_UPDATE, target=endpoint,
                      team=endpoint.team, before={key: before[key] for key in changed}, after=changed)
     return endpoint, operation

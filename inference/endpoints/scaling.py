@@ -32,9 +32,9 @@ from inference import actions
 from inference import objects as inference_objects
 from inference.endpoints import autoscaling, manifests, observe
 from inference.endpoints.pipeline import endpoint_finished, endpoint_of, release_keda
-from inference.endpoints.services import _changeable, _start
+from inference.endpoints.services import _changeable
 from inference.models import Endpoint, EndpointState
-from inference.services import require_active
+from inference.services import require_active, start_endpoint_operation
 from operations import idempotency
 from operations.context import StepContext
 from operations.models import Operation
@@ -86,7 +86,8 @@ def _record(actor: User, endpoint: Endpoint, settings: dict[str, Any], origin: s
         endpoint.save(update_fields=["autoscaling", "state", "status_reason", "updated_at"])
         title = (f"Autoscale {endpoint.name} on {settings['metric_name']} ({settings['min_replicas']}–"
                  f"{settings['max_replicas']} replicas)") if settings else f"Stop autoscaling {endpoint.name}"
-        operation = _start(actor, endpoint, KIND, title, {"autoscaling": settings}, origin, idempotency_key)
+        operation = start_endpoint_operation(actor, endpoint, KIND, title, {"autoscaling": settings}, origin,
+                                             idempotency_key)
         audit.record(actor=actor, source=origin, action=actions.ENDPOINT_UPDATE, target=endpoint, team=endpoint.team,
                      before=before, after={"autoscaling": settings})
     return endpoint, operation

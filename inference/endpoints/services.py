@@ -23,10 +23,9 @@ from inference import objects as inference_objects
 from inference.endpoints import autoscaling, managed_pipeline, managed_services, manifests, observe, pipeline, router
 from inference.endpoints.plan import Request, engine_of, objects, plan
 from inference.models import Endpoint, EndpointKind, EndpointState, Exposure
-from inference.services import require_active
+from inference.services import require_active, start_endpoint_operation
 from operations import idempotency
 from operations.models import Operation
-from operations.services import operation_start
 
 LB_CONTROLLER = "aws-load-balancer-controller"
 
@@ -55,8 +54,9 @@ def endpoint_deploy(*, actor: User, cluster: Cluster, request: Request, origin: 
                 router=decided.router,
                 hf_token=sealing.seal(request.hf_token) if request.hf_token else "",
                 state=EndpointState.DEPLOYING, status_reason="Waiting for a worker")
-            operation = _start(actor, endpoint, pipeline.DEPLOY, f"Deploy {endpoint.name} ({endpoint.engine})", {},
-                               origin, idempotency_key)
+            operation = start_endpoint_operation(actor, endpoint, pipeline.DEPLOY,
+                                                 f"Deploy {endpoint.name} ({endpoint.engine})", {}, origin,
+                                                 idempotency_key)
             audit.record(actor=actor, source=origin, action=actions.ENDPOINT_DEPLOY, target=endpoint,
                          team=cluster.team, after=_shown(endpoint))
     except IntegrityError:
@@ -102,17 +102,6 @@ def _shown(endpoint: Endpoint) -> dict[str, Any]:
             "instance_group": endpoint.instance_group, "gpus": endpoint.gpus, "replicas": endpoint.replicas,
             "port": endpoint.port, "exposure": endpoint.exposure, "with_token": bool(endpoint.hf_token),
             "router": endpoint.router}
-
-
-def _start(actor: User, endpoint: Endpoint, kind: str, title: str, extra: dict[str, Any], origin: str,
-           idempotency_key: str | None) -> Operation:
-    operation, _ = operation_start(actor=actor, team=endpoint.team, kind=kind, title=title,
-                                   params={"endpoint_id": endpoint.pk, "cluster_id": endpoint.cluster_id,
-                                           "region": endpoint.cluster.region, **extra},
-                                   source=origin, target=endpoint, idempotency_key=idempotency_key)
-    Endpoint.objects.filter(pk=endpoint.pk).update(operation=operation)
-    endpoint.operation = operation
-    return operation
 
 
 def _changeable(endpoint: Endpoint) -> None:
@@ -174,7 +163,7 @@ def endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, replicas: i
         endpoint.state, endpoint.status_reason = EndpointState.UPDATING, "Rolling out the change"
         endpoint.save()
         what = "Scale" if set(changes) == {"replicas"} else "Update"
-        operation = _start(actor, endpoint, pipeline.UPDATE, f"{what} {endpoint.name}",
+        operation = start_endpoint_operation(actor, endpoint, pipeline.UPDATE, f"{what} {endpoint.name}",
                            {"changes": changes, **({"router_moved": moved} if moved else {})}, origin,
                            idempotency_key)
         audit.record(actor=actor, source=origin, action=actions.ENDPOINT_UPDATE, target=endpoint,
@@ -240,7 +229,8 @@ def endpoint_delete(*, actor: User, endpoint: Endpoint, origin: str,
         endpoint.state, endpoint.status_reason = EndpointState.DELETING, "Deleting"
         endpoint.save(update_fields=["state", "status_reason", "updated_at"])
         kind = managed_pipeline.DELETE if endpoint.kind == EndpointKind.MANAGED else pipeline.DELETE
-        operation = _start(actor, endpoint, kind, f"Delete {endpoint.name}", {}, origin, idempotency_key)
+        operation = start_endpoint_operation(actor, endpoint, kind, f"Delete {endpoint.name}", {}, origin,
+                                             idempotency_key)
         audit.record(actor=actor, source=origin, action=actions.ENDPOINT_DELETE, target=endpoint,
                      team=endpoint.team, before=before, after={"state": endpoint.state})
     return endpoint, operation
