@@ -145,7 +145,10 @@ def test_a_straggling_rank_is_flagged_from_its_reported_throughput(api, cast, cl
     body = submit(api, cast.operator, cluster, name="slow", replicas=2, hang_detection=False,
                   annotations={"sandbox.instantstart.dev/steps": "20", "sandbox.instantstart.dev/outcome": "straggle"})
     with running(body["job"]["id"], body["operation"]["id"]) as stop:
-        while TrainingJob.objects.get(pk=body["job"]["id"]).state not in ("succeeded", "failed"):
+        # The job's summary is final once its log follower has read every line (``logs_complete``), which may be
+        # after the object reports success.
+        while not TrainingJob.objects.filter(pk=body["job"]["id"], state__in=("succeeded", "failed"),
+                                             logs_complete=True).exists():
             stop.wait(0.05)
     job = TrainingJob.objects.get(pk=body["job"]["id"])
     assert job.state == "succeeded"
