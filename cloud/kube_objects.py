@@ -95,6 +95,23 @@ def list_labelled(api: k8s.ApiClient, kind: Kind, namespace: str, label: str, va
     return items
 
 
+def list_owned(api: k8s.ApiClient, kind: Kind, namespace: str, owner_kind: str, owner_name: str
+               ) -> list[dict[str, Any]]:
+    """The objects of ``kind`` in ``namespace`` whose owner references name ``owner_kind``/``owner_name`` (``[]``:
+    none, or ``kind``'s CRD is not served)."""
+    with kube.translated(f"list {kind}"):
+        try:
+            found = cast(dict[str, Any], k8s.CustomObjectsApi(api).list_namespaced_custom_object(
+                kind.group, kind.version, namespace, kind.plural))
+        except ApiException as error:
+            if error.status == 404:
+                return []
+            raise
+    return [item for item in found.get("items") or []
+            if any(owner.get("kind") == owner_kind and owner.get("name") == owner_name
+                   for owner in (item.get("metadata") or {}).get("ownerReferences") or [])]
+
+
 def delete(api: k8s.ApiClient, kind: Kind, namespace: str, name: str, *, grace_seconds: int = 30,
            propagation: str = "Foreground") -> bool:
     """Delete the object; ``False`` when it was already gone. Its pods get ``grace_seconds`` to stop after SIGTERM;

@@ -57,7 +57,8 @@ MANAGED_ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         idempotent=True,
         status_tool="get_managed_endpoint",
         description=(
-            "Change a managed endpoint's `replicas`, `image`, `args`, `kv_cache`, `autoscaling` or "
+            "Change a managed endpoint's `replicas`, `image`, `args`, `kv_cache`, `autoscaling` (`{\"enabled\": "
+            "false}` turns it off, and the KEDA InstantStart installed goes when nothing else autoscales) or "
             "`tls_output_uri`: only the fields that differ from the object on the cluster are patched (`no_changes` "
             "when it already matches; nothing is sent). `routing_immutable`: routing is chosen at deploy time; "
             "`endpoint_busy` while another change runs." + _FOLLOW

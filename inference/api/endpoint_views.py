@@ -53,7 +53,7 @@ class EndpointListCreateView(generics.ListAPIView):
     pagination_class = CreatedCursorPagination
 
     def get_queryset(self):
-        return selectors.endpoint_list(actor=self.request.user)
+        return selectors.endpoint_list_rows(actor=self.request.user)
 
     @extend_schema(operation_id="endpoints_list", tags=TAGS)
     def get(self, request, *args, **kwargs):

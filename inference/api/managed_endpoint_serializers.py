@@ -60,6 +60,8 @@ class RoutingSerializer(StrictSerializer):
 
 
 class OperatorAutoscalingSerializer(StrictSerializer):
+    enabled = serializers.BooleanField(default=True, help_text="false: no operator autoscaling (an update turns it "
+                                                              "off; the other fields are then ignored).")
     min_replicas = serializers.IntegerField(min_value=0, max_value=64, default=1)
     max_replicas = serializers.IntegerField(min_value=1, max_value=64, default=4)
     polling_interval = serializers.IntegerField(min_value=1, max_value=3600, default=30,

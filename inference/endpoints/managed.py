@@ -13,8 +13,9 @@ Redis L2 without a ``redis://``/``rediss://`` URL (``invalid_redis_url``); a rou
 enum (``unsupported_routing_strategy``); a session key that is not an HTTP header name (``invalid_session_key``);
 KV cache or routing on an image that is not vLLM-based (``kv_cache_needs_vllm``: the operator supports them for vLLM
 containers only); autoscaling bounds with the minimum above the maximum (``min_replicas_above_max``) or a minimum of 0
-(``scale_to_zero_not_allowed``: the operator's endpoint keeps a replica for its load balancer and SageMaker
-registration); a TLS output location that is not ``s3://bucket/…`` (``invalid_tls_location``).
+(``scale_to_zero_not_allowed``: the operator's Prometheus trigger reads the model server's own metrics, which
+no replica reports at zero, so nothing would wake it); a TLS output location that is not ``s3://bucket/…``
+(``invalid_tls_location``).
 
 The CRD itself (OpenAPI schema and validation rules) is then asked by the cluster's API server with a server-side
 dry run of the create (:func:`inference.endpoints.managed_pipeline.check_with_api_server`), so what the real API
@@ -223,12 +224,13 @@ def _routing(request: ManagedRequest, problems: InvalidFields) -> dict[str, Any]
 
 def _autoscaling(request: ManagedRequest, problems: InvalidFields) -> dict[str, Any]:
     asked = request.autoscaling or {}
-    if not asked:
+    if not asked or asked.get("enabled") is False:
         return {}
     low, high = int(asked.get("min_replicas", 1)), int(asked.get("max_replicas", max(request.replicas, 1)))
     if low == 0:
-        problems.add("autoscaling.min_replicas", "scale_to_zero_not_allowed", "A managed endpoint keeps at least "
-                     "one replica (its load balancer and SageMaker registration need one); use 1 or more.")
+        problems.add("autoscaling.min_replicas", "scale_to_zero_not_allowed", "The operator's Prometheus trigger "
+                     "reads the model server's own metrics: at zero replicas no request would be seen and the "
+                     "endpoint would never wake. Use a minimum of 1 or more.")
     if low > high:
         problems.add("autoscaling.min_replicas", "min_replicas_above_max", f"The minimum ({low}) is above the maximum "
                      f"({high}).")

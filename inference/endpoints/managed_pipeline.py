@@ -8,10 +8,13 @@ label) → *deploy* (polled until the operator's status says
 ``managed_endpoint_failed``).
 
 ``managed_endpoint.update``: *keda* (when the autoscaling changes) → *apply* (a merge patch of exactly the changed
-fields) → *deploy*.
+fields) → *deploy* (an update that turns the operator's autoscaling off also waits for the operator to delete its
+ScaledObject, then removes the KEDA InstantStart installed when no endpoint of the cluster autoscales any more —
+:func:`inference.endpoints.pipeline.release_keda`).
 
-``managed_endpoint.delete``: *remove* (the object; the operator's Deployment, Services and SageMaker registration go
-with it) → *drain* (polled until the object and its pods are gone).
+``managed_endpoint.delete``: *remove* (the object; the operator's Deployment, Services, ScaledObject and SageMaker
+registration go with it) → *drain* (polled until the object, its pods and its ScaledObject are gone; then, when it
+autoscaled, the same release of KEDA).
 
 Every poll mirrors what :func:`look` sees into the endpoint row: replicas ready of desired, the operator's state and
 conditions, the registered SageMaker endpoint (name, ARN, state), the invocation URL, the TLS certificate's
@@ -31,8 +34,8 @@ from clusters.models import Cluster
 from config.errors import ApplicationError, InvalidFields, ValidationFailed
 from config.plans import Change, change
 from inference import objects
-from inference.endpoints import managed, observe, scaling
-from inference.endpoints.pipeline import endpoint_finished, endpoint_of, endpoint_retried
+from inference.endpoints import autoscaling, managed, observe, scaling
+from inference.endpoints.pipeline import endpoint_finished, endpoint_of, endpoint_retried, release_keda
 from inference.models import Endpoint
 from operations.context import StepContext
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
@@ -163,6 +166,10 @@ def poll_deploy(ctx: StepContext) -> Progress:
         raise PhaseFailed(failure, code="endpoint_failed", detail={"pods": seen["pods"]})
     status = f"{seen['state']}: {seen['ready']}/{seen['desired']} replicas ready"
     if seen["state"] == "DeploymentComplete" and seen["current"]:
+        if ctx.params.get("stops_autoscaling"):
+            if _scaled_objects(endpoint):
+                return Progress.waiting("The operator is removing its KEDA ScaledObject")
+            release_keda(ctx, endpoint)
         ctx.log(status + (f"; SageMaker endpoint {seen['sagemaker']['name']} {seen['sagemaker']['state']}"
                           if seen["sagemaker"]["state"] else ""))
         return Progress.finished(status)
@@ -196,7 +203,17 @@ def poll_drain(ctx: StepContext) -> Progress:
     pods = observe.pods_of(endpoint, f"{CONFIG_LABEL}={endpoint.name}")
     if pods:
         return Progress.waiting(f"{len(pods)} pods stopping")
+    if endpoint.operator_autoscaling:
+        if _scaled_objects(endpoint):
+            return Progress.waiting("Its KEDA ScaledObject is being removed")
+        release_keda(ctx, endpoint)
     return Progress.finished("Every pod has stopped")
+
+
+def _scaled_objects(endpoint: Endpoint) -> list[dict[str, Any]]:
+    """The KEDA ScaledObjects the operator made for the endpoint's object (owned by it)."""
+    return kube_objects.list_owned(_api(endpoint), autoscaling.SCALED_OBJECTS, endpoint.namespace,
+                                   endpoint.manifest["config"]["kind"], endpoint.name)
 
 
 def refresh_seen(endpoint: Endpoint) -> dict[str, Any] | None:

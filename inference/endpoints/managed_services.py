@@ -244,6 +244,7 @@ def managed_endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, ide
     if not patch:
         raise ValidationFailed.for_field("non_field_errors", "no_changes", "The cluster already runs these values.")
     managed_pipeline.check_with_api_server(endpoint.cluster, {**decided.body, "spec": patch}, existing=True)
+    had_autoscaling = bool(endpoint.operator_autoscaling)
     with transaction.atomic():
         before = shown(endpoint)
         endpoint.replicas, endpoint.image, endpoint.command = decided.replicas, decided.image, decided.args
@@ -255,7 +256,8 @@ def managed_endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, ide
         what = "Scale" if set(changed) == {"replicas"} else "Update"
         operation = start_endpoint_operation(
             actor, endpoint, managed_pipeline.UPDATE, f"{what} {endpoint.name} (managed)",
-            {"patch": {"spec": patch}, "autoscaling": decided.autoscaling if "autoscaling" in changed else {}},
+            {"patch": {"spec": patch}, "autoscaling": decided.autoscaling if "autoscaling" in changed else {},
+             "stops_autoscaling": "autoscaling" in changed and had_autoscaling and not decided.autoscaling},
             origin, idempotency_key)
         audit.record(actor=actor, source=origin, action=actions.ENDPOINT_UPDATE, target=endpoint,
                      team=endpoint.team, before={key: before[key] for key in changed}, after=changed)

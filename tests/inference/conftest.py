@@ -5,7 +5,8 @@ serving test's setup. A module whose tests only create their own endpoints, pool
 ``shared_cluster`` instead: the cloud side is built once per module (``gpu_cloud``, in a world of its own,
 ``shared_sandbox``), and each test gets a fresh cluster *row* of its own team tracking it, with the team's namespace
 and part of the shared bucket emptied first — so what one test made is not there for the next. Such a module must not
-ask for ``sandbox`` (it would empty the shared world).
+ask for ``sandbox`` (it would empty the shared world). ``managed_cluster`` is such a cluster also running the HyperPod
+inference operator (installed once per module, ``operator_cloud``).
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from accounts.models import Team
-from cloud import aws
+from cloud import aws, kube
 from clusters import storage
 from clusters.instance_groups import mirror
 from clusters.models import Cluster, StorageState
 from clusters.shared_bucket import ensure_shared_bucket, team_prefix
 from tests import factories
 from tests.conftest import SandboxHandle, sandbox_in_use
+from tests.inference.managed import install_inference_operator
 from tests.operations.conftest import drive, fast_polling  # noqa: F401
 from tests.training.sandbox import training_cluster
 
@@ -109,3 +111,36 @@ def shared_cluster(cast, gpu_cloud) -> Cluster:
                                       state=StorageState.AVAILABLE)
     storage.apply_volume(storage.core_api(cluster), volume)
     return cluster
+
+
+#: The HyperPod inference operator's API group and version.
+OPERATOR_GROUP, OPERATOR_VERSION = "inference.sagemaker.aws.amazon.com", "v1"
+
+
+@pytest.fixture(scope="module")
+def operator_cloud(gpu_cloud) -> CloudCluster:
+    """The module's GPU cluster with the inference operator add-on, installed once."""
+    install_inference_operator(gpu_cloud.eks_name, "us-west-2")
+    return gpu_cloud
+
+
+@pytest.fixture
+def managed_cluster(shared_cluster, operator_cloud) -> Cluster:
+    """The module's GPU cluster (two ``ml.g5.12xlarge`` nodes) running the operator; the team's operator objects
+    left by an earlier test deleted, and a model uploaded to ``models/llama/`` of the team's bucket."""
+    custom = k8s.CustomObjectsApi(kube_api(shared_cluster))
+    namespace = f"team-{shared_cluster.team.slug}"
+    for plural in ("inferenceendpointconfigs", "jumpstartmodels"):
+        for item in custom.list_namespaced_custom_object(OPERATOR_GROUP, OPERATOR_VERSION, namespace,
+                                                         plural)["items"]:
+            custom.delete_namespaced_custom_object(OPERATOR_GROUP, OPERATOR_VERSION, namespace, plural,
+                                                   item["metadata"]["name"])
+    s3 = aws.client("s3", region=shared_cluster.region)
+    bucket = ensure_shared_bucket(s3, shared_cluster.region)
+    s3.put_object(Bucket=bucket, Key=f"{team_prefix(shared_cluster.team.slug)}models/llama/config.json", Body=b"{}")
+    return shared_cluster
+
+
+def kube_api(cluster: Cluster) -> k8s.ApiClient:
+    """A Kubernetes client of the cluster's EKS API server."""
+    return kube.api_client(cluster.eks_name, region=cluster.region)

@@ -12,44 +12,24 @@ import pytest
 from kubernetes import client as k8s
 
 from accounts.models import AuditEvent
-from cloud import aws, kube
+from cloud import aws
 from clusters.shared_bucket import ensure_shared_bucket, team_prefix
 from inference.endpoints import managed
 from inference.models import Endpoint
 from mcp_server.testing import call_tool
 from operations.models import Operation
 from tests import factories
-from tests.inference.managed import install_inference_operator
+from tests.inference.conftest import OPERATOR_GROUP as GROUP
+from tests.inference.conftest import OPERATOR_VERSION as VERSION
+from tests.inference.conftest import kube_api as _api
 
 MANAGED = "/api/v1/managed-endpoints"
 CONFIG_LABEL = "inference.sagemaker.aws.amazon.com/endpoint-config"
-GROUP, VERSION = managed.GROUP, "v1"
-
-
-@pytest.fixture(scope="module")
-def operator_cloud(gpu_cloud):
-    """The module's GPU cluster with the inference operator add-on, installed once."""
-    install_inference_operator(gpu_cloud.eks_name, "us-west-2")
-    return gpu_cloud
 
 
 @pytest.fixture
-def cluster(shared_cluster, operator_cloud):
-    """The module's GPU cluster (two ``ml.g5.12xlarge`` nodes) running the operator; the team's operator objects
-    left by an earlier test deleted, and a model uploaded to ``models/llama/`` of the team's bucket."""
-    custom = k8s.CustomObjectsApi(_api(shared_cluster))
-    namespace = f"team-{shared_cluster.team.slug}"
-    for plural in ("inferenceendpointconfigs", "jumpstartmodels"):
-        for item in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]:
-            custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, plural, item["metadata"]["name"])
-    s3 = aws.client("s3", region=shared_cluster.region)
-    bucket = ensure_shared_bucket(s3, shared_cluster.region)
-    s3.put_object(Bucket=bucket, Key=f"{team_prefix(shared_cluster.team.slug)}models/llama/config.json", Body=b"{}")
-    return shared_cluster
-
-
-def _api(cluster):
-    return kube.api_client(cluster.eks_name, region=cluster.region)
+def cluster(managed_cluster):
+    return managed_cluster
 
 
 def _config(cluster, name: str) -> dict | None:
@@ -358,6 +338,39 @@ def test_operator_autoscaling_installs_keda_first_and_the_operator_scales_throug
     assert "prometheusTrigger" not in _config(cluster, "scaled")["spec"]["autoScalingSpec"]
     _wait(lambda: not custom.list_namespaced_custom_object("keda.sh", "v1alpha1", namespace, "scaledobjects")["items"],
           "the ScaledObject deleted")
+
+    # Autoscaling off: the spec goes, and with no endpoint of the cluster autoscaling, the KEDA InstantStart
+    # installed goes too; back on, KEDA comes back, and deleting the endpoint removes it again.
+    off = api(cast.operator).patch(url, {"autoscaling": {"enabled": False}})
+    assert off.status_code == 202, off.content
+    operation = Operation.objects.get(pk=off.json()["operation"]["id"])
+    assert operation.params["patch"]["spec"]["autoScalingSpec"] is None and operation.params["stops_autoscaling"]
+    assert drive(operation, timeout=60).state == "succeeded"
+    assert "autoScalingSpec" not in _config(cluster, "scaled")["spec"]
+    assert _keda_gone(cluster)
+    assert "removed KEDA" in " ".join(operation.logs.values_list("message", flat=True))
+    on = api(cast.operator).patch(url, {"autoscaling": autoscaling})
+    assert drive(Operation.objects.get(pk=on.json()["operation"]["id"]), timeout=90).state == "succeeded"
+    assert not _keda_gone(cluster)
+    _wait(lambda: custom.list_namespaced_custom_object("keda.sh", "v1alpha1", namespace, "scaledobjects")["items"],
+          "the operator's ScaledObject made again")
+    deleted = api(cast.operator).post(f"{url}/delete")
+    assert drive(Operation.objects.get(pk=deleted.json()["operation"]["id"]), timeout=60).state == "succeeded"
+    assert _keda_gone(cluster)
+
+
+def _keda_gone(cluster) -> bool:
+    """Neither KEDA's operator nor its ScaledObject CRD is on the cluster."""
+    try:
+        k8s.AppsV1Api(_api(cluster)).read_namespaced_deployment("keda-operator", "keda")
+        return False
+    except k8s.ApiException as error:
+        assert error.status == 404
+    try:
+        k8s.ApiextensionsV1Api(_api(cluster)).read_custom_resource_definition("scaledobjects.keda.sh")
+        return False
+    except k8s.ApiException as error:
+        return error.status == 404
 
 
 def _queries_by_pod(cluster, name: str) -> dict[str, float]:
