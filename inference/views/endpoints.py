@@ -87,8 +87,10 @@ def endpoint_deploy(request: PortalRequest) -> HttpResponse:
     if deployed is None:
         form.values.pop("hf_token", None)
         form.values["command"] = request.POST.get("command", "")
-        return render(request, "inference/endpoints/deploy.html", _deploy_context(request, form),
-                      status=form.status)
+        context = _deploy_context(request, form)
+        context["router_values"] = {key.removeprefix("router."): value for key, value in request.POST.items()
+                                    if key.startswith("router.")}
+        return render(request, "inference/endpoints/deploy.html", context, status=form.status)
     messages.success(request, f"Deploying {deployed[0].name}.")
     return redirect("inference-endpoint", endpoint_id=deployed[0].pk)
 

@@ -1,5 +1,5 @@
 """The portal's models page: the bucket's models and the downloads, and the download form's errors next to their
-fields (the token never echoed back)."""
+fields (the token never echoed back); the endpoint page and playground; the deploy form refilled after a refusal."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from inference.models import ModelDownload
+from tests import factories
 from tests.clusters.sandbox import tracked_hyperpod_cluster
 
 
@@ -62,3 +63,19 @@ def test_the_endpoint_page_shows_pods_and_metrics_and_the_playground_streams_the
     assert "&quot;id&quot;: &quot;qwen&quot;" in playground
     metrics = viewer.get(reverse("inference-endpoint", args=[endpoint.pk])).content.decode()
     assert "vllm:generation_tokens_total" in metrics
+
+
+@pytest.mark.django_db
+def test_a_refused_deploy_form_keeps_the_router_settings_it_was_given(cast):
+    cluster = factories.cluster(cast.team, "rows")
+    factories.instance_group(cluster, instance_type="ml.g5.12xlarge")
+    form = {"cluster": cluster.pk, "name": "routed", "engine": "vllm", "model": "models/qwen", "gpus": 1,
+            "replicas": 2, "port": 8000, "model_source": "shared", "exposure": "cluster_ip",
+            "router.policy": "round_robin", "router.cache_threshold": "1.5", "router.balance_abs_threshold": "8"}
+    page = login(cast.operator).post(reverse("inference-endpoint-deploy"), form)
+    assert page.status_code == 400
+    html = page.content.decode()
+    assert "less than or equal to 1" in html
+    assert '<option value="round_robin" selected>' in html
+    assert 'name="router.cache_threshold"' in html and 'value="1.5"' in html and 'value="8"' in html
+    assert 'name="router.enabled" value="false" checked' not in html
