@@ -5,8 +5,8 @@ HyperPodPyTorchJob or RayJob, exactly once: a retry adopts the object it made, r
 *run* (polled until the object reports Succeeded, Failed or Stopped; every poll mirrors state, ranks, the recovery
 budget, hangs, stragglers and metrics into the job row). A failed job fails the operation (``training_job_failed``).
 
-Cancelling the operation deletes the object (its pods get a grace period after SIGTERM) and the job ends
-``stopped``; :func:`job_finished` keeps the job's state in step with the operation's end.
+Cancelling the operation deletes the object (its pods get a grace period after SIGTERM) and waits until it is gone;
+then the job ends ``stopped``; :func:`job_finished` keeps the job's state in step with the operation's end.
 """
 
 from __future__ import annotations
@@ -64,6 +64,21 @@ def compensate_create(ctx: StepContext) -> None:
     job = job_of(ctx)
     if objects.delete(job):
         ctx.log(f"Deleted {job.object_kind} {job.name}; its pods stop gracefully.")
+
+
+def poll_object_gone(ctx: StepContext) -> Progress:
+    """The undo of *create* is done once the object is gone (its pods first: a foreground delete), so a cancelled
+    job reads ``stopped`` only when nothing of it runs any more."""
+    job = job_of(ctx)
+    if objects.read(job) is not None:
+        return Progress.waiting(f"{job.object_kind} {job.name} is being deleted; its pods are stopping")
+    return Progress.finished(f"{job.object_kind} {job.name} and its pods are gone")
+
+
+def object_left(ctx: StepContext) -> list[str]:
+    """The job's object while it is still on the cluster (a cancel whose undo could not finish names it)."""
+    job = job_of(ctx)
+    return [f"{job.object_kind} {job.namespace}/{job.name}"] if objects.read(job) is not None else []
 
 
 def _observe(job: TrainingJob, found: dict) -> observe.Observation:
@@ -131,7 +146,7 @@ PIPELINE = planned(Pipeline(
     phases=(
         Phase("identity", "Grant MLflow writes", submit_identity, poll_done, timeout=timedelta(minutes=10)),
         Phase("create", "Create the job object", submit_create, poll_done, compensate=compensate_create,
-              timeout=timedelta(minutes=10)),
+              undo_poll=poll_object_gone, leftovers=object_left, timeout=timedelta(minutes=10)),
         Phase("run", "Run to a terminal state", submit_run, poll_run, timeout=RUN_TIMEOUT, poll_interval=5.0),
     ),
     on_finished=job_finished,
