@@ -300,15 +300,26 @@ def seed(clusters: int) -> str:
     return secret
 
 
+def source_tree(ref: str | None, workdir: Path) -> Path:
+    """The source to serve: this checkout, or ``ref`` unpacked with ``git archive`` (no working tree is touched)."""
+    if ref is None:
+        return REPO
+    root = workdir / "source"
+    root.mkdir()
+    archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    return root
+
+
 @contextlib.contextmanager
-def served(env: dict[str, str], log: Path) -> Any:
-    """uvicorn serving ``config.asgi:application`` as ``make run`` does; yields its base URL and pid."""
+def served(env: dict[str, str], log: Path, root: Path = REPO) -> Any:
+    """uvicorn serving ``config.asgi:application`` of ``root`` as ``make run`` does; yields its base URL and pid."""
     port = free_port()
     with open(log, "wb") as output:
         server = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
              "--lifespan", "on", "--timeout-graceful-shutdown", "1", "--log-level", "warning", "--no-access-log"],
-            cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT)
+            cwd=root, env=env, stdout=output, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -340,6 +351,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=6, help="length of each throughput row; 0 skips them (6)")
     parser.add_argument("--modes", default="legacy,auto",
                         help="the mcp client's modes, comma-separated: legacy (initialize), auto (2026 stateless)")
+    parser.add_argument("--ref", help="serve this git ref's source instead of the checkout (e.g. a commit before a "
+                                       "change, for its numbers)")
     parser.add_argument("--clusters", type=int, default=5, help="clusters of the seeded team (5)")
     parser.add_argument("--database-url", default=os.environ.get(
         "INSTANTSTART_BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/instantstart_bench_mcp"),
@@ -369,8 +382,10 @@ def main(argv: list[str] | None = None) -> int:
 
         django.setup()
         secret = seed(args.clusters)
-        with served(env, workdir / "uvicorn.log") as (base, pid):
-            print(f"{REST_PATH} and the `{TOOL}` tool ({args.clusters} clusters) on uvicorn pid {pid}, "
+        root = source_tree(args.ref, workdir)
+        with served(env, workdir / "uvicorn.log", root) as (base, pid):
+            print(f"serving {args.ref or 'this checkout'}: "
+                  f"{REST_PATH} and the `{TOOL}` tool ({args.clusters} clusters) on uvicorn pid {pid}, "
                   f"{args.requests} calls per latency row after {args.warmup} untimed, {args.concurrency} "
                   f"concurrent for {args.seconds:g} s per throughput row, {os.cpu_count()} CPUs; baseline: REST\n",
                   flush=True)

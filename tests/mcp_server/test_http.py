@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+
 import httpx
 import pytest
+from django.utils import timezone
 from mcp.server.mcpserver import Context
 
 from accounts.models import AuditEvent
-from mcp_server.http import McpEndpoint, build_http_app
+from mcp_server import http as mcp_http
+from mcp_server import rest
+from mcp_server.auth import Caller
+from mcp_server.http import AcceptedCallers, McpEndpoint, build_http_app
 from mcp_server.server import CatalogServer
 from tests.mcp_server.live import call_over_http, serving
 
@@ -105,3 +111,54 @@ def test_progress_notifications_stream_on_the_tool_call(transactional_db, cast, 
         result = call_over_http(url, token_for(cast.admin), "count_to_three", progress=progress)
     assert not result.is_error
     assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+def test_a_token_revoked_after_it_was_accepted_is_refused_at_once_by_every_tool(mcp_url, cast, token_for):
+    """The endpoint remembers an accepted token for a while, but REST authenticates it again on every tool call."""
+    secret = token_for(cast.admin)
+    assert not call_over_http(mcp_url, secret, "whoami").is_error
+    cast.admin.api_tokens.update(revoked_at=timezone.now())
+    result = call_over_http(mcp_url, secret, "whoami")
+    assert result.is_error
+    assert (result.structured_content["code"], result.meta["instantstart/http_status"]) == ("token_revoked", 401)
+
+
+def test_the_endpoint_forgets_an_accepted_token_after_caller_cache_seconds(transactional_db, cast, token_for,
+                                                                          monkeypatch):
+    monkeypatch.setattr(mcp_http, "CALLER_CACHE_SECONDS", 0.0)
+    secret = token_for(cast.admin)
+    headers = MCP_HEADERS | {"Authorization": f"Bearer {secret}"}
+    with serving("config.asgi:application") as url:
+        assert httpx.post(url, json=INITIALIZE, headers=headers).status_code == 200
+        cast.admin.api_tokens.update(revoked_at=timezone.now())
+        response = httpx.post(url, json=INITIALIZE, headers=headers)
+    assert (response.status_code, response.json()["code"]) == (401, "token_revoked")
+
+
+def test_accepted_callers_expire_are_bounded_and_keep_no_secret(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(mcp_http.time, "monotonic", lambda: clock[0])
+    accepted = AcceptedCallers(seconds=30, size=2)
+    callers = {name: Caller(authorization=f"Bearer isk_{name}", read_only=False) for name in ("a", "b", "c")}
+    accepted.put("Bearer isk_a", callers["a"])
+    clock[0] += 29.9
+    assert accepted.get("Bearer isk_a") is callers["a"]
+    assert accepted.get("Bearer isk_other") is None and accepted.get(None) is None
+    clock[0] += 0.1
+    assert accepted.get("Bearer isk_a") is None
+    for name in ("a", "b", "c"):
+        accepted.put(f"Bearer isk_{name}", callers[name])
+    assert [accepted.get(f"Bearer isk_{name}") for name in ("a", "b", "c")] == [None, callers["b"], callers["c"]]
+    assert not any(b"isk_" in key for key in accepted._entries)
+
+
+def test_tools_run_django_code_on_the_endpoints_request_threads(transactional_db, cast, token_for):
+    server = CatalogServer()
+
+    @server.tool()
+    async def thread_name() -> str:
+        return await rest.run_in_django_thread(lambda: threading.current_thread().name)
+
+    with serving(McpEndpoint(lambda: build_http_app(server))) as url:
+        names = {call_over_http(url, token_for(cast.admin), "thread_name").content[0].text for _ in range(3)}
+    assert len(names) == 1 and names.pop().startswith("instantstart-mcp")
