@@ -58,6 +58,12 @@ class Phase:
     rss_before: float = 0.0
     rss_peak: float = 0.0
     rss_after: float = 0.0
+    #: Viewers whose WebSocket handshake or stream failed (timed out, refused, closed early).
+    failures: int = 0
+    #: Seconds from a viewer's connect to its first frame of lines (the joiners' phase).
+    joins: list[float] = field(default_factory=list)
+    #: Why the phase could not be measured at all (its row says so and the run goes on).
+    error: str = ""
 
     @property
     def rate(self) -> float:
@@ -225,50 +231,64 @@ def _running(jobs: Jobs, pod: str) -> bool:
 # the viewers ------------------------------------------------------------------------------------------------------
 
 
-async def view(url: str, token: str, phase: Phase, ready: asyncio.Event, counter: list[int]) -> None:
+async def view(url: str, token: str, phase: Phase) -> None:
+    """One viewer: connect, count every line until the ``end`` frame. A failed handshake or stream counts in
+    ``phase.failures``."""
     from websockets.asyncio.client import connect
 
-    async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}, max_size=None) as socket_:
-        counter[0] += 1
-        if counter[0] == phase.viewers:
-            ready.set()
-        first = last = None
-        count = 0
-        async for message in socket_:
-            now = time.time()
-            if message.startswith('{"type": "lines"'):
-                first = first or now
-                last = now
-                stamps = AT.findall(message)
-                phase.latencies += [now - datetime.fromisoformat(stamp).timestamp() for stamp in stamps[::SAMPLE]]
-                count += len(stamps)
-                continue
-            frame = json.loads(message)
-            if frame["type"] == "gap":
-                phase.gaps += 1
-            elif frame["type"] == "end":
-                phase.lines = frame["last_seq"]
-                break
-        phase.delivered += count
-        if first is not None:
-            phase.seconds = max(phase.seconds, last - first)
+    started = time.monotonic()
+    first = last = None
+    count = 0
+    try:
+        async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}, max_size=None,
+                           open_timeout=30) as socket_:
+            async for message in socket_:
+                now = time.time()
+                if message.startswith('{"type": "lines"'):
+                    if first is None:
+                        phase.joins.append(time.monotonic() - started)
+                    first = first or now
+                    last = now
+                    stamps = AT.findall(message)
+                    phase.latencies += [now - datetime.fromisoformat(stamp).timestamp()
+                                        for stamp in stamps[::SAMPLE]]
+                    count += len(stamps)
+                    continue
+                frame = json.loads(message)
+                if frame["type"] == "gap":
+                    phase.gaps += 1
+                elif frame["type"] == "end":
+                    phase.lines = frame["last_seq"]
+                    break
+            else:
+                raise ConnectionError("closed before the end frame")
+    except Exception as error:  # a refused or timed-out handshake, a dropped stream: counted, never fatal
+        phase.failures += 1
+        phase.error = phase.error or f"{type(error).__name__}: {error}"
+        return
+    phase.delivered += count
+    if first is not None:
+        phase.seconds = max(phase.seconds, last - first)
 
 
-def viewers(jobs: Jobs, web_url: str, token: str, count: int) -> Phase:
-    phase = Phase(f"{count} WebSocket viewer{'s' if count > 1 else ''}", count)
+def viewers(jobs: Jobs, web_url: str, token: str, count: int, *, join_after: float = 0.0) -> Phase:
+    """``count`` viewers of a fresh job, from its first line — or, with ``join_after``, all joining at once that
+    many seconds into the job (they first get the backlog: the join time is the wait for their first lines)."""
+    label = f"{count} WebSocket viewer{'s' if count > 1 else ''}"
+    phase = Phase(f"{count} joiners after {join_after:.0f} s" if join_after else label, count)
     job = jobs.start()
 
     async def main():
-        ready, counter = asyncio.Event(), [0]
+        if join_after:
+            await asyncio.sleep(join_after)
         url = f"{web_url}/ws/training-jobs/{job.pk}/logs/?after_seq=0"
-        tasks = [asyncio.create_task(view(url, token, phase, ready, counter)) for _ in range(count)]
-        await asyncio.wait_for(ready.wait(), 60)
+        tasks = [asyncio.create_task(view(url, token, phase)) for _ in range(count)]
         await asyncio.wait_for(asyncio.gather(*tasks), 600)
 
     watcher = jobs.mark_when_finished(job)
     asyncio.run(main())
     watcher.join()
-    phase.complete = phase.delivered == phase.lines * count
+    phase.complete = not phase.failures and phase.delivered == phase.lines * count
     return phase
 
 
@@ -314,26 +334,43 @@ def slow_viewer(jobs: Jobs, web_url: str, token: str, web_pid: int) -> Phase:
 # set-up and report ------------------------------------------------------------------------------------------------
 
 
-def table(phases: list[Phase], args) -> str:
-    rows = [("", "lines", "lines/s per viewer", "aggregate lines/s", "latency p50", "latency p99", "gaps",
-             "all delivered")]
-    for phase in phases:
-        if phase.rss_before:
-            continue
-        rows.append((phase.name, str(phase.lines), f"{phase.rate:,.0f}", f"{phase.rate * phase.viewers:,.0f}",
-                     f"{percentile(phase.latencies, 0.5) * 1000:.0f} ms",
-                     f"{percentile(phase.latencies, 0.99) * 1000:.0f} ms", str(phase.gaps),
-                     "yes" if phase.complete else "NO"))
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    lines = [" | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "-+-".join("-" * width for width in widths))
-    for phase in phases:
-        if phase.rss_before:
-            lines.append(f"\n{phase.name}: {phase.lines} lines logged in {phase.seconds:.1f} s; web server RSS "
-                         f"{phase.rss_before:.0f} MiB before, {phase.rss_peak:.0f} MiB peak "
-                         f"(+{phase.rss_peak - phase.rss_before:.1f} MiB), {phase.rss_after:.0f} MiB at the end; "
-                         f"then it read {phase.delivered} lines and {phase.gaps} gap marker(s)")
-    return "\n".join(lines)
+COLUMNS = ("", "lines", "lines/s per viewer", "aggregate lines/s", "latency p50", "latency p99", "join p50",
+           "join p99", "gaps", "failed viewers", "all delivered")
+WIDTHS = (36, 8, 18, 17, 11, 11, 9, 9, 5, 14, 13)
+
+
+def _line(cells: tuple[str, ...]) -> str:
+    return " | ".join(cell.ljust(width) for cell, width in zip(cells, WIDTHS, strict=True))
+
+
+def header() -> str:
+    return _line(COLUMNS) + "\n" + "-+-".join("-" * width for width in WIDTHS)
+
+
+def _ms(values: list[float], fraction: float) -> str:
+    return f"{percentile(values, fraction) * 1000:.0f} ms" if values else "—"
+
+
+def row(phase: Phase) -> str:
+    """The phase's row of the table, printed as soon as the phase ends (a phase that could not run says why)."""
+    if phase.rss_before:
+        return (f"{phase.name}: {phase.lines} lines logged in {phase.seconds:.1f} s; web server RSS "
+                f"{phase.rss_before:.0f} MiB before, {phase.rss_peak:.0f} MiB peak "
+                f"(+{phase.rss_peak - phase.rss_before:.1f} MiB), {phase.rss_after:.0f} MiB at the end; then it read "
+                f"{phase.delivered} lines and {phase.gaps} gap marker(s)")
+    cells = (phase.name, str(phase.lines), f"{phase.rate:,.0f}", f"{phase.rate * phase.viewers:,.0f}",
+             _ms(phase.latencies, 0.5), _ms(phase.latencies, 0.99), _ms(phase.joins, 0.5), _ms(phase.joins, 0.99),
+             str(phase.gaps), str(phase.failures), "yes" if phase.complete else "NO")
+    line = _line(cells)
+    return line + (f"\n    ({phase.error})" if phase.error else "")
+
+
+def measured(name: str, run) -> Phase:
+    """Run one phase; an exception becomes a row saying so, and the benchmark goes on."""
+    try:
+        return run()
+    except Exception as error:
+        return Phase(name, 0, complete=False, error=f"not measured: {type(error).__name__}: {error}")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -343,7 +380,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lines-per-second", type=float, default=1000.0,
                         help="lines each rank writes per second (1000; the sandbox's writer is the limit)")
     parser.add_argument("--lines-per-step", type=int, default=50, help="lines per training step (50)")
-    parser.add_argument("--viewers", default="1,10,50", help="viewer counts, comma-separated (1,10,50)")
+    parser.add_argument("--viewers", default="1,10,50,200",
+                        help="viewer counts, comma-separated (1,10,50,200)")
+    parser.add_argument("--joiners", type=int, default=50,
+                        help="viewers joining a running job at once, halfway through it (50; 0: none)")
     parser.add_argument("--slow-seconds", type=float, default=12.0,
                         help="seconds the job logs for while one viewer does not read (12)")
     parser.add_argument("--time-scale", type=float, default=0.001, help="sandbox time scale (0.001)")
@@ -386,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         from tests.training.sandbox import training_cluster
 
         print("building a training cluster in the sandbox …", flush=True)
-        user = User.objects.create_user(username="bench", password="bench-password-1")
+        user = User.objects.create_superuser(username="bench", password="bench-password-1")  # a platform admin
         team = services.team_create(actor=user, name="Bench", slug="bench", source="system")
         token = services.token_create(actor=user, name="bench", read_only=True, source="system").secret
         cluster = training_cluster(team, ray=False)
@@ -399,18 +439,20 @@ def main(argv: list[str] | None = None) -> int:
         wait_until(lambda: answers(f"http://127.0.0.1:{web_port}/healthz"), "the web server to answer")
         web_url = f"ws://127.0.0.1:{web_port}"
 
-        phases = []
-        print("direct read …", flush=True)
-        phases.append(ceiling(jobs))
-        for count in [int(value) for value in args.viewers.split(",") if value.strip() and value != "0"]:
-            print(f"{count} viewer(s) …", flush=True)
-            phases.append(viewers(jobs, web_url, token, count))
-        print("slow viewer …", flush=True)
-        phases.append(slow_viewer(jobs, web_url, token, web.pid))
         print(f"\n{args.ranks} ranks × {args.lines_per_second:.0f} lines/s requested for {args.seconds:.0f} s per "
-              f"phase; latency = receipt − the line's kubelet timestamp (one line in {SAMPLE}); "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")
-        print(table(phases, args))
+              f"phase; latency = receipt − the line's kubelet timestamp (one line in {SAMPLE}); join = connect → "
+              f"first lines; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n", flush=True)
+        print(header(), flush=True)
+        print(row(measured("direct kubernetes client (ceiling)", lambda: ceiling(jobs))), flush=True)
+        for count in [int(value) for value in args.viewers.split(",") if value.strip() and value != "0"]:
+            print(row(measured(f"{count} viewers", lambda count=count: viewers(jobs, web_url, token, count))),
+                  flush=True)
+        if args.joiners:
+            print(row(measured(f"{args.joiners} joiners", lambda: viewers(jobs, web_url, token, args.joiners,
+                                                                          join_after=args.seconds / 2))),
+                  flush=True)
+        print("\n" + row(measured("1 slow viewer", lambda: slow_viewer(jobs, web_url, token, web.pid))), flush=True)
+        print(f"\nload average at the end {os.getloadavg()[0]:.1f}", flush=True)
         return 0
     finally:
         for process in reversed(processes):

@@ -48,8 +48,7 @@ def store_and_publish(job_id: int, *batches: list[PodLine], end: str | None = No
     publisher = Publisher(job_id)
     try:
         for batch in batches:
-            rows = store.append(job_id, batch)
-            publisher.batch([store.payload(row) for row in rows])
+            publisher.batch(store.append(job_id, batch))
         if end:
             TrainingJob.objects.filter(pk=job_id).update(state=end)
             publisher.end(end, store.mark_complete(job_id))

@@ -148,8 +148,7 @@ class Follower:
     def _flush(self) -> None:
         while self.pending:
             batch, self.pending = self.pending[:self.batch_lines], self.pending[self.batch_lines:]
-            rows = store.append(self.job.pk, batch)
-            self.publisher.batch([store.payload(row) for row in rows])
+            self.publisher.batch(store.append(self.job.pk, batch))
 
     def _complete(self) -> bool:
         while True:

@@ -1,9 +1,9 @@
 """The log-line store: every line of a job once, numbered by a per-job ``seq`` (1, 2, … without gaps).
 
 :func:`append` allocates consecutive numbers under a row lock of the job (``TrainingJob.last_seq`` is the counter)
-and writes a batch with one ``bulk_create``, with the batch's metric points, in one transaction. Only
-``last_seq``/``logs_complete`` are written on the job row (``update``, never ``save``: the job's operation owns
-the rest). Readers page by ``seq``. :func:`purge` is the retention: lines of jobs finished more than
+and writes a batch at once (``COPY`` on PostgreSQL, ``bulk_create`` elsewhere), with the batch's metric points, in
+one transaction. Only ``last_seq``/``logs_complete`` are written on the job row (``update``, never ``save``: the
+job's operation owns the rest). Readers page by ``seq``. :func:`purge` is the retention: lines of jobs finished more than
 ``INSTANTSTART_TRAINING_LOG_RETENTION_DAYS`` ago are deleted, in chunks.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Max, QuerySet
 from django.utils import timezone
 
@@ -24,18 +24,38 @@ from training.models import TERMINAL_JOB_STATES, TrainingJob, TrainingLogLine
 PURGE_CHUNK = 5000
 
 
-def append(job_id: int, lines: Sequence[PodLine]) -> list[TrainingLogLine]:
-    """Store ``lines`` (in order) with the next ``seq`` numbers; returns the saved rows."""
+def append(job_id: int, lines: Sequence[PodLine]) -> list[dict]:
+    """Store ``lines`` (in order) with the next ``seq`` numbers; returns them as :func:`payload` dicts.
+
+    On PostgreSQL the rows go in with one ``COPY … FROM STDIN`` (no per-value quoting, no model instances: the
+    follower's hot path); elsewhere with one ``bulk_create``."""
     if not lines:
         return []
     with transaction.atomic():
         last = TrainingJob.objects.select_for_update().filter(pk=job_id).values_list("last_seq", flat=True).get()
-        rows = [TrainingLogLine(job_id=job_id, seq=last + index, pod=line.pod, rank=line.rank, at=line.at,
-                                text=line.text) for index, line in enumerate(lines, start=1)]
-        TrainingLogLine.objects.bulk_create(rows)
+        rows = [(job_id, last + index, line.pod, line.rank, line.at, line.text)
+                for index, line in enumerate(lines, start=1)]
+        if connection.vendor == "postgresql":
+            _copy(rows)
+        else:
+            TrainingLogLine.objects.bulk_create(
+                [TrainingLogLine(job_id=job, seq=seq, pod=pod, rank=rank, at=at, text=text)
+                 for job, seq, pod, rank, at, text in rows])
         TrainingJob.objects.filter(pk=job_id).update(last_seq=F("last_seq") + len(rows))
         metrics.save(job_id, lines)
-    return rows
+    return [{"seq": seq, "rank": rank, "pod": pod, "at": iso(at), "text": text}
+            for _job, seq, pod, rank, at, text in rows]
+
+
+_COPY_COLUMNS = ("job_id", "seq", "pod", "rank", "at", "text")
+
+
+def _copy(rows: list[tuple]) -> None:
+    table = connection.ops.quote_name(TrainingLogLine._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(column) for column in _COPY_COLUMNS)
+    with connection.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def mark_complete(job_id: int) -> int:
