@@ -3,8 +3,8 @@
 :func:`append` allocates consecutive numbers under a row lock of the job (``TrainingJob.last_seq`` is the counter)
 and writes a batch at once (``COPY`` on PostgreSQL, ``bulk_create`` elsewhere), with the batch's metric points, in
 one transaction. Only ``last_seq``/``logs_complete`` are written on the job row (``update``, never ``save``: the
-job's operation owns the rest). Readers page by ``seq``. :func:`purge` is the retention: lines of jobs finished more than
-``INSTANTSTART_TRAINING_LOG_RETENTION_DAYS`` ago are deleted, in chunks.
+job's operation owns the rest). Readers page by ``seq``. :func:`purge` is the retention: lines of jobs finished
+more than ``INSTANTSTART_TRAINING_LOG_RETENTION_DAYS`` ago are deleted, in chunks.
 """
 
 from __future__ import annotations
