@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -300,13 +301,21 @@ def seed(clusters: int) -> str:
     return secret
 
 
-def source_tree(ref: str | None, workdir: Path) -> Path:
-    """The source to serve: this checkout, or ``ref`` unpacked with ``git archive`` (no working tree is touched)."""
+def source_tree(ref: str | None, paths: list[str], workdir: Path) -> Path:
+    """The source to serve: this checkout, or a copy of it (tracked and untracked files, as they are now) with
+    ``paths`` as they were at ``ref`` (``git archive``; no working tree is touched) — the product before a change,
+    everything else the same."""
     if ref is None:
         return REPO
     root = workdir / "source"
-    root.mkdir()
-    archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / name)
+    archive = subprocess.run(["git", "archive", ref, "--", *paths], cwd=REPO, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
     return root
 
@@ -351,14 +360,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=6, help="length of each throughput row; 0 skips them (6)")
     parser.add_argument("--modes", default="legacy,auto",
                         help="the mcp client's modes, comma-separated: legacy (initialize), auto (2026 stateless)")
-    parser.add_argument("--ref", help="serve this git ref's source instead of the checkout (e.g. a commit before a "
-                                       "change, for its numbers)")
+    parser.add_argument("--ref", help="serve the checkout with --paths as they were at this git ref (the product "
+                                       "before a change)")
+    parser.add_argument("--paths", default="mcp_server", help="comma-separated paths taken from --ref (mcp_server)")
     parser.add_argument("--clusters", type=int, default=5, help="clusters of the seeded team (5)")
     parser.add_argument("--database-url", default=os.environ.get(
         "INSTANTSTART_BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/instantstart_bench_mcp"),
         help="PostgreSQL database to DROP, create and use ($INSTANTSTART_BENCH_DATABASE_URL)")
     args = parser.parse_args(argv)
     args.modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    args.paths = [path.strip() for path in args.paths.split(",") if path.strip()]
     return args
 
 
@@ -382,9 +393,9 @@ def main(argv: list[str] | None = None) -> int:
 
         django.setup()
         secret = seed(args.clusters)
-        root = source_tree(args.ref, workdir)
+        root = source_tree(args.ref, args.paths, workdir)
         with served(env, workdir / "uvicorn.log", root) as (base, pid):
-            print(f"serving {args.ref or 'this checkout'}: "
+            print(f"serving {f'this checkout with {args.paths} of {args.ref}' if args.ref else 'this checkout'}: "
                   f"{REST_PATH} and the `{TOOL}` tool ({args.clusters} clusters) on uvicorn pid {pid}, "
                   f"{args.requests} calls per latency row after {args.warmup} untimed, {args.concurrency} "
                   f"concurrent for {args.seconds:g} s per throughput row, {os.cpu_count()} CPUs; baseline: REST\n",
