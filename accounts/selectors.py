@@ -24,6 +24,20 @@ def get_visible(queryset: QuerySet[ModelT], pk: int | str, what: str) -> ModelT:
         raise NotFound(f"No such {what}.") from None
 
 
+def joined(queryset: QuerySet[ModelT], **columns: tuple[str, ...]) -> QuerySet[ModelT]:
+    """``queryset`` with the related row of each keyword joined (``select_related``), reading of that row only the
+    ``columns`` named (and its key): a list that shows its creator's username does not read the whole user row,
+    password hash included."""
+    deferred = []
+    for relation, kept in columns.items():
+        related = queryset.model._meta.get_field(relation).related_model
+        if not isinstance(related, type):
+            raise TypeError(f"{relation} is not a relation of {queryset.model.__name__}")
+        deferred += [f"{relation}__{field.name}" for field in related._meta.concrete_fields
+                     if not field.primary_key and field.name not in kept]
+    return queryset.select_related(*columns).defer(*deferred)
+
+
 def team_list(*, actor: User) -> QuerySet[Team]:
     return access.visible(actor, Team).annotate(member_count=Count("memberships", distinct=True))
 

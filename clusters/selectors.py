@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 
 from accounts import access
 from accounts.models import Team, User
-from accounts.selectors import get_visible
+from accounts.selectors import get_visible, joined
 from clusters.models import (
     ActiveCluster,
     Cluster,
@@ -26,6 +26,12 @@ def cluster_list(*, actor: User, team: Team | None = None, include_deleted: bool
     if team is not None:
         clusters = clusters.filter(team=team)
     return clusters if include_deleted else clusters.exclude(state=ClusterState.DELETED)
+
+
+def cluster_list_rows(*, actor: User) -> QuerySet[Cluster]:
+    """:func:`cluster_list` as a list shows it: of the team and creator rows only their names are read, and not the
+    cluster's ``details`` (what the last look at AWS found)."""
+    return joined(cluster_list(actor=actor), team=("name",), created_by=("username",)).defer("details")
 
 
 def cluster_get(*, actor: User, cluster_id: int | str) -> Cluster:

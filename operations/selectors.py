@@ -6,12 +6,21 @@ from django.db.models import Prefetch, QuerySet
 
 from accounts import access
 from accounts.models import User
-from accounts.selectors import get_visible
+from accounts.selectors import get_visible, joined
 from operations.models import Operation, OperationLog, OperationPhase
 
 
 def operation_list(*, actor: User) -> QuerySet[Operation]:
     return access.visible(actor, Operation).select_related("team", "created_by")
+
+
+def operation_list_rows(*, actor: User) -> QuerySet[Operation]:
+    """:func:`operation_list` as a list shows it: of the related rows only the creator's username is read, and the
+    phases come in order by operation and index — their table's own columns, with no join to the operations (the
+    model's ordering ``operation, index`` joins them to sort by the operation's creation)."""
+    phases = OperationPhase.objects.order_by("operation_id", "index").defer("intent")
+    return joined(access.visible(actor, Operation), created_by=("username",)).prefetch_related(
+        Prefetch("phases", queryset=phases))
 
 
 def with_phases(operations: QuerySet[Operation]) -> QuerySet[Operation]:

@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 
 from accounts import access
 from accounts.models import Team, User
-from accounts.selectors import get_visible
+from accounts.selectors import get_visible, joined
 from clusters.models import Cluster
 from training.models import ACTIVE_JOB_STATES, TrainingJob
 
@@ -22,6 +22,13 @@ def job_list(*, actor: User, team: Team | None = None, cluster: Cluster | None =
     if state:
         jobs = jobs.filter(state=state)
     return jobs
+
+
+def job_list_rows(*, actor: User) -> QuerySet[TrainingJob]:
+    """The jobs of :func:`job_list` as a list shows them: of the related rows only the cluster's name is read, and
+    not what only one job's page shows (its config, manifest, ranks, recoveries, hangs and stragglers)."""
+    return joined(access.visible(actor, TrainingJob), cluster=("name",)).defer(
+        "config", "manifest", "ranks", "recoveries", "hangs", "stragglers")
 
 
 def job_get(*, actor: User, job_id: int | str) -> TrainingJob:

@@ -20,7 +20,19 @@ class CapabilitiesField(serializers.Field[Any, Any, dict[str, bool], Any]):
                  **kwargs: Any) -> None:
         self.actions = actions
         self.state_allows = state_allows
+        #: ``access.can`` per team for team actions: whether the actor may act depends only on the object's team,
+        #: so a list asks it once per team, not once per row (the field is bound to one serialization).
+        self.permitted: dict[int | None, dict[str, bool]] = {}
         super().__init__(source="*", read_only=True, **kwargs)
 
     def to_representation(self, value: Any) -> dict[str, bool]:
-        return access.capabilities(self.context["request"].user, value, self.actions, self.state_allows)
+        actor = self.context["request"].user
+        if any(access.least_role(action) is None for action in self.actions):
+            return access.capabilities(actor, value, self.actions, self.state_allows)
+        team_id = access.team_id_of(value)
+        permitted = self.permitted.get(team_id)
+        if permitted is None:
+            permitted = self.permitted[team_id] = access.capabilities(actor, value, self.actions)
+        if self.state_allows is None:
+            return dict(permitted)
+        return {action: allowed and self.state_allows(action, value) for action, allowed in permitted.items()}

@@ -21,7 +21,7 @@ from accounts.models import (
     User,
     slug_validator,
 )
-from config.api.serializers import StrictSerializer
+from config.api.serializers import FastModelSerializer, StrictSerializer
 
 TEAM_ACTIONS = [actions.TEAM_UPDATE, actions.TEAM_DELETE, actions.INVITATION_CREATE]
 
@@ -181,7 +181,7 @@ class IssuedTokenSerializer(TokenSummarySerializer):
         fields = [*TokenSummarySerializer.Meta.fields, "token"]
 
 
-class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
+class AuditEventSerializer(FastModelSerializer[AuditEvent]):
 
     class Meta:
         model = AuditEvent

@@ -22,7 +22,7 @@ from clusters.models import (
     Subnet,
 )
 from clusters.spec import ClusterSpec
-from config.api.serializers import StrictSerializer
+from config.api.serializers import FastModelSerializer, StrictSerializer
 from operations.api.serializers import OperationSerializer
 
 CLUSTER_ACTIONS = [actions.CLUSTER_REFRESH, actions.CLUSTER_DELETE, actions.CLUSTER_ACTIVATE, actions.STORAGE_CREATE]
@@ -197,7 +197,7 @@ class DependencySerializer(serializers.ModelSerializer):
                   "observed_at"]
 
 
-class ClusterSerializer(serializers.ModelSerializer):
+class ClusterSerializer(FastModelSerializer):
     team_name = serializers.CharField(source="team.name", read_only=True)
     created_by = serializers.SlugRelatedField[User](slug_field="username", read_only=True)
     capabilities = CapabilitiesField(CLUSTER_ACTIONS, state_rules.cluster_allows)

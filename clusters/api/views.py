@@ -81,7 +81,7 @@ class ClusterListCreateView(generics.ListAPIView):
     pagination_class = CreatedCursorPagination
 
     def get_queryset(self):
-        return selectors.cluster_list(actor=self.request.user)
+        return selectors.cluster_list_rows(actor=self.request.user)
 
     @extend_schema(operation_id="clusters_list", tags=TAGS)
     def get(self, request, *args, **kwargs):

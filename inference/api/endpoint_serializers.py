@@ -6,7 +6,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from accounts.api.fields import CapabilitiesField
-from config.api.serializers import StrictSerializer, UtcModelSerializer
+from config.api.serializers import FastModelSerializer, StrictSerializer
 from inference import actions, state_rules
 from inference.api.router_serializers import RouterChoiceSerializer
 from inference.models import Endpoint, EndpointKind, Engine, Exposure, ModelSource
@@ -15,7 +15,7 @@ from operations.api.serializers import OperationSerializer
 ENDPOINT_ACTIONS = [actions.ENDPOINT_UPDATE, actions.ENDPOINT_DELETE, actions.ENDPOINT_CALL]
 
 
-class EndpointSerializer(UtcModelSerializer):
+class EndpointSerializer(FastModelSerializer):
     cluster_name = serializers.CharField(source="cluster.name", read_only=True)
     pool_name = serializers.CharField(source="pool.name", read_only=True, allow_null=True, default=None)
     url = serializers.SerializerMethodField(help_text="Where clients in the cluster (or, with a load balancer, "

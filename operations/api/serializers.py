@@ -8,14 +8,14 @@ from rest_framework import serializers
 from accounts.api.fields import CapabilitiesField
 from accounts.models import User
 from cloud import aws
-from config.api.serializers import StrictSerializer
+from config.api.serializers import FastModelSerializer, StrictSerializer
 from operations import actions
 from operations.models import TERMINAL_STATES, Operation, OperationLog, OperationPhase
 
 OPERATION_ACTIONS = [actions.OPERATION_RETRY, actions.OPERATION_CANCEL]
 
 
-class OperationPhaseSerializer(serializers.ModelSerializer[OperationPhase]):
+class OperationPhaseSerializer(FastModelSerializer[OperationPhase]):
     duration_seconds = serializers.SerializerMethodField(
         help_text="Seconds from the start of the phase's latest run to its end (or to now while it runs).")
 
@@ -32,7 +32,7 @@ class OperationPhaseSerializer(serializers.ModelSerializer[OperationPhase]):
         return round((end - phase.started_at).total_seconds(), 3)
 
 
-class OperationSerializer(serializers.ModelSerializer[Operation]):
+class OperationSerializer(FastModelSerializer[Operation]):
     created_by = serializers.SlugRelatedField[User](slug_field="username", read_only=True)
     terminal = serializers.SerializerMethodField(help_text="True once no worker advances the operation any more.")
     phases = OperationPhaseSerializer(many=True, read_only=True)
@@ -49,7 +49,7 @@ class OperationSerializer(serializers.ModelSerializer[Operation]):
         return operation.state in TERMINAL_STATES
 
 
-class OperationLogSerializer(serializers.ModelSerializer[OperationLog]):
+class OperationLogSerializer(FastModelSerializer[OperationLog]):
     class Meta:
         model = OperationLog
         fields = ["seq", "phase", "level", "message", "created_at"]

@@ -37,7 +37,7 @@ class OperationListView(generics.ListAPIView[Operation]):
     pagination_class = CreatedCursorPagination
 
     def get_queryset(self) -> QuerySet[Operation]:
-        return selectors.operation_list(actor=self.request.user).prefetch_related("phases")
+        return selectors.operation_list_rows(actor=self.request.user)
 
     @extend_schema(operation_id="operations_list", tags=["operations"])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from accounts.api.fields import CapabilitiesField
-from config.api.serializers import StrictSerializer
+from config.api.serializers import FastModelSerializer, StrictSerializer
 from operations.api.serializers import OperationSerializer
 from training import actions, state_rules
 from training.models import TrainingJob
@@ -39,7 +39,7 @@ class RecipeSerializer(serializers.Serializer):
     fields = RecipeFieldSerializer(many=True)  # type: ignore[assignment]  # the catalog's key; DRF's has one
 
 
-class TrainingJobSerializer(serializers.ModelSerializer):
+class TrainingJobSerializer(FastModelSerializer):
     cluster_name = serializers.CharField(source="cluster.name", read_only=True)
     restarts_remaining = serializers.IntegerField(read_only=True, help_text="Recovery budget left.")
     terminal = serializers.BooleanField(read_only=True)

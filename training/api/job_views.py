@@ -69,7 +69,7 @@ class JobListCreateView(generics.ListAPIView):
     pagination_class = CreatedCursorPagination
 
     def get_queryset(self):
-        return selectors.job_list(actor=self.request.user)
+        return selectors.job_list_rows(actor=self.request.user)
 
     @extend_schema(operation_id="training_jobs_list", tags=TAGS)
     def get(self, request, *args, **kwargs):
