@@ -94,6 +94,15 @@ def stop(process: subprocess.Popen) -> None:
     process.wait()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, from ``/proc`` (``nan`` when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def wait_until(check, what: str, timeout: float = 60.0, every: float = 0.1):
     deadline = time.monotonic() + timeout
     while not (value := check()):
@@ -452,7 +461,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                           join_after=args.seconds / 2))),
                   flush=True)
         print("\n" + row(measured("1 slow viewer", lambda: slow_viewer(jobs, web_url, token, web.pid))), flush=True)
-        print(f"\nload average at the end {os.getloadavg()[0]:.1f}", flush=True)
+        print(f"\nload average at the end {os.getloadavg()[0]:.1f}; CPU seconds used (user + system): "
+              + ", ".join(f"{name} {cpu_seconds(process.pid):.1f}" for name, process in
+                          zip(("sandbox", "web", "follower"), processes, strict=True)), flush=True)
         return 0
     finally:
         for process in reversed(processes):
