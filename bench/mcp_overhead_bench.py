@@ -406,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         redis.terminate()
         redis.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
