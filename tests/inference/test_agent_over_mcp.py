@@ -133,14 +133,17 @@ def test_keda_autoscaling_scales_out_under_load_and_back_in(agent, shared_cluste
     follow(agent, turned_on)
 
     threads = _slow_model_under_load(shared_cluster, namespace, "auto", 5)
+    # The agent watches the endpoint's autoscaling view: desired replicas and the scaling history (the HPA's status
+    # and its events are written separately, so it waits until both show the scale-out).
     seen = wait_for(lambda: tool(agent, "get_endpoint", {"endpoint_id": endpoint_id})["observed"].get("autoscaling"),
-                    lambda scaling: (scaling or {}).get("desired_replicas") == 3, timeout=30)
+                    lambda scaling: (scaling or {}).get("desired_replicas") == 3 and any(
+                        event["reason"] == "SuccessfulRescale" for event in scaling["history"]), timeout=30)
     assert seen["metric_name"] == "vllm:num_requests_waiting" and seen["target"] == 1.0
-    assert any(event["reason"] == "SuccessfulRescale" for event in seen["history"])
     for thread in threads:
         thread.join()
+    wait_for(lambda: tool(agent, "get_endpoint", {"endpoint_id": endpoint_id})["observed"]["autoscaling"],
+             lambda scaling: scaling["desired_replicas"] == 1, timeout=30)
     wait_for(lambda: _replicas(shared_cluster, namespace, "auto"), lambda count: count == 1, timeout=30)
-    assert tool(agent, "get_endpoint", {"endpoint_id": endpoint_id})["observed"]["autoscaling"]["desired_replicas"] == 1
 
     follow(agent, tool(agent, "disable_endpoint_autoscaling", {"endpoint_id": endpoint_id}))
     assert tool(agent, "get_endpoint", {"endpoint_id": endpoint_id})["autoscaling"] == {}

@@ -86,11 +86,13 @@ def test_autoscaling_scales_out_under_load_back_in_to_zero_and_off(api, cast, sh
 
     threads = _load(cluster, namespace, "auto", 5)
     wait_for(lambda: _replicas(cluster, namespace, "auto"), lambda n: n == 3, timeout=20)
+    # The HPA's status and its events are written separately: wait until both show the scale-out.
     shown = wait_for(lambda: api(cast.viewer).get(url).json(),
-                     lambda detail: (detail["observed"].get("autoscaling") or {}).get("desired_replicas") == 3)
+                     lambda detail: (detail["observed"].get("autoscaling") or {}).get("desired_replicas") == 3
+                     and any(event["reason"] == "SuccessfulRescale"
+                             for event in detail["observed"]["autoscaling"]["history"]))
     seen = shown["observed"]["autoscaling"]
     assert seen["ready"] and seen["metric_name"] == "vllm:num_requests_waiting" and seen["target"] == 1.0
-    assert any(event["reason"] == "SuccessfulRescale" for event in seen["history"])
     browser = Client()
     browser.force_login(cast.viewer)
     page = browser.get(reverse("inference-endpoint", args=[int(url.rsplit("/", 1)[-1])])).content.decode()
