@@ -21,7 +21,6 @@ from tests.inference.conftest import (  # noqa: F401  (shared fixtures)
     shared_cluster,
     shared_sandbox,
 )
-from tests.operations.conftest import fast_polling  # noqa: F401
 
 pytestmark = [*BROWSER_MARKS, pytest.mark.django_db(transaction=True)]
 
