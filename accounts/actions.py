@@ -18,6 +18,12 @@ INVITATION_REVOKE = "invitation.revoke"
 MEMBERSHIP_UPDATE = "membership.update"
 MEMBERSHIP_DELETE = "membership.delete"
 AUDIT_VIEW = "audit.view"
+#: A team's service accounts: members see them; admins create and deactivate them and issue and revoke their tokens.
+SERVICE_ACCOUNT_VIEW = "service_account.view"
+SERVICE_ACCOUNT_CREATE = "service_account.create"
+SERVICE_ACCOUNT_DEACTIVATE = "service_account.deactivate"
+SERVICE_ACCOUNT_TOKEN_CREATE = "service_account.token_create"
+SERVICE_ACCOUNT_TOKEN_REVOKE = "service_account.token_revoke"
 
 TEAM_CREATE = "team.create"
 TOKEN_VIEW = "token.view"
@@ -36,6 +42,18 @@ INVITATION_ACCEPT = "invitation.accept"
 INVITATION_DECLINE = "invitation.decline"
 #: Platform admins only (``access.require_platform_admin``), recorded in the audit trail.
 USER_CREATE = "user.create"
+#: Platform admins only: the IdP group → team → role table (``accounts.sso``).
+GROUP_MAPPING_CREATE = "group_mapping.create"
+GROUP_MAPPING_DELETE = "group_mapping.delete"
+#: Recorded by a single sign-on (actor: the signing-in user, or the system for what the group mappings did): the
+#: account made just in time, the mapped memberships granted, changed and removed, and the user deactivated when the
+#: mappings left them no membership (reactivated when they map again).
+SSO_USER_CREATE = "user.sso_create"
+SSO_MEMBERSHIP_GRANT = "membership.sso_grant"
+SSO_MEMBERSHIP_UPDATE = "membership.sso_update"
+SSO_MEMBERSHIP_REMOVE = "membership.sso_remove"
+SSO_USER_DEACTIVATE = "user.sso_deactivate"
+SSO_USER_REACTIVATE = "user.sso_reactivate"
 
 TEAM_ACTIONS: dict[str, Role] = {
     TEAM_VIEW: Role.VIEWER,
@@ -48,6 +66,11 @@ TEAM_ACTIONS: dict[str, Role] = {
     MEMBERSHIP_UPDATE: Role.ADMIN,
     MEMBERSHIP_DELETE: Role.ADMIN,
     AUDIT_VIEW: Role.VIEWER,
+    SERVICE_ACCOUNT_VIEW: Role.VIEWER,
+    SERVICE_ACCOUNT_CREATE: Role.ADMIN,
+    SERVICE_ACCOUNT_DEACTIVATE: Role.ADMIN,
+    SERVICE_ACCOUNT_TOKEN_CREATE: Role.ADMIN,
+    SERVICE_ACCOUNT_TOKEN_REVOKE: Role.ADMIN,
 }
 
 PERSONAL_ACTIONS: dict[str, bool] = {

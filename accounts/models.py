@@ -82,6 +82,9 @@ class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
     created_at = models.DateTimeField(auto_now_add=True)
+    #: Made by an IdP group mapping at single sign-on (``accounts.sso.services``): the mapping changes its role and
+    #: removes it at the next sign-in; memberships made otherwise (invitation, team creation) it leaves alone.
+    mapped = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["team__name", "user__username"]
@@ -219,3 +222,77 @@ class AuditEvent(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise ValueError("Audit events are append-only.")
+
+
+class SsoIdentity(models.Model):
+    """The OpenID Connect identity (issuer and subject) a user signs in with; made at the first single sign-on.
+
+    ``deactivated_by_mapping`` is set when the group mappings left the user with no membership at a sign-in and
+    deactivated them; a later sign-in whose groups map to a team reactivates such a user (never one a platform admin
+    deactivated)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identity")
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    groups = models.JSONField(default=list, blank=True)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+    deactivated_by_mapping = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique_subject")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
+
+
+class GroupMapping(models.Model):
+    """An IdP group → a team and a role, kept by platform admins. Applied to a user at each single sign-on: members
+    of ``group`` get a (mapped) membership of ``team`` with ``role``; several mappings of one user to one team give
+    the highest of their roles."""
+
+    group = models.CharField(max_length=255)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="group_mappings")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["group", "team__name"]
+        constraints = [models.UniqueConstraint(fields=["group", "team"], name="group_mapping_unique_group_team")]
+
+    def __str__(self) -> str:
+        return f"{self.group} → {self.team} ({self.role})"
+
+
+class ServiceAccount(models.Model):
+    """A team-owned identity for CI and agents: a user row with no password (it cannot sign in to the portal), one
+    membership of its team with its role, and API tokens made by the team's admins. What it does is audited under its
+    own username (``sa-<team slug>-<name>``).
+
+    States: active → deactivated (``deactivated_at`` set, its user inactive; final: its tokens stop working at once).
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="service_account")
+    #: A team that still has service accounts cannot be deleted (``team_not_empty``).
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="service_accounts")
+    name = models.CharField(max_length=40, validators=[slug_validator])
+    description = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    deactivated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["team__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="service_account_unique_team_name")]
+        verbose_name = "service account"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.team})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.deactivated_at is None

@@ -1,13 +1,12 @@
 """Portal URLs (mounted at the site root): login, dashboard, section pages, teams, settings, tokens, audit."""
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
-from accounts.views import audit, home, invitations, playbooks, teams, tokens, users
+from accounts.views import audit, home, invitations, login, playbooks, teams, tokens, users
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html",
-                                                redirect_authenticated_user=True), name="login"),
+    path("login/", login.SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", home.dashboard, name="dashboard"),
     path("me/team/", home.switch_team, name="switch-team"),
@@ -32,4 +31,6 @@ urlpatterns = [
     path("audit/", audit.audit_list, name="audit-list"),
     path("audit/<id:event_id>/", audit.audit_detail, name="audit-detail"),
     path("audit/<id:event_id>/row/", audit.audit_row, name="audit-row"),
+    path("", include("accounts.sso_urls")),
+    path("", include("accounts.service_account_urls")),
 ]

@@ -149,7 +149,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"
 #: django-axes first: it refuses a locked-out username and address before the password is checked.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "accounts.backends.AccessBackend"]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "accounts.backends.AccessBackend",
+                           "accounts.sso.backend.SsoBackend"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -181,6 +182,25 @@ INSTANTSTART_AUTH_FAILURE_WINDOW_SECONDS = int(os.environ.get("INSTANTSTART_AUTH
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
+
+# Single sign-on with OpenID Connect (docs/identity.md; mozilla-django-oidc, driven by accounts.sso): on when an issuer
+# is set. The endpoints come from the issuer's discovery document; the client secret stays in the environment.
+INSTANTSTART_OIDC_ISSUER = os.environ.get("INSTANTSTART_OIDC_ISSUER", "").rstrip("/")
+INSTANTSTART_OIDC_PROVIDER_NAME = os.environ.get("INSTANTSTART_OIDC_PROVIDER_NAME", "single sign-on")
+INSTANTSTART_OIDC_GROUPS_CLAIM = os.environ.get("INSTANTSTART_OIDC_GROUPS_CLAIM", "groups")
+INSTANTSTART_OIDC_USERNAME_CLAIM = os.environ.get("INSTANTSTART_OIDC_USERNAME_CLAIM", "preferred_username")
+#: ``off``: the sign-in page has no password form and password sign-in is refused, except for platform admins
+#: (superusers) through ``/login/?break_glass=1`` — the way in when the IdP is down or misconfigured.
+INSTANTSTART_LOCAL_PASSWORDS = env_flag("INSTANTSTART_LOCAL_PASSWORDS", True)
+OIDC_RP_CLIENT_ID = os.environ.get("INSTANTSTART_OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("INSTANTSTART_OIDC_CLIENT_SECRET", "")
+OIDC_RP_SCOPES = os.environ.get("INSTANTSTART_OIDC_SCOPES", "openid email profile")
+OIDC_RP_SIGN_ALGO = os.environ.get("INSTANTSTART_OIDC_SIGN_ALGO", "RS256")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATE_CLASS = "accounts.views.sso.SsoStartView"
+OIDC_CALLBACK_CLASS = "accounts.views.sso.SsoCallbackView"
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sso=failed"
 
 REDIS_URL = os.environ.get("REDIS_URL") or embedded_redis_url(VAR_DIR)
 

@@ -25,6 +25,7 @@ from mcp_server.model_tools import MODEL_TOOLS
 from mcp_server.node_group_tools import NODE_GROUP_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.pool_tools import POOL_TOOLS
+from mcp_server.service_account_tools import SERVICE_ACCOUNT_TOOLS
 from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
 from mcp_server.training_tools import TRAINING_TOOLS
 from operations import actions as operation_actions
@@ -85,6 +86,7 @@ CATALOG: tuple[ToolSpec, ...] = (
         ),
     ),
     *INVITATION_TOOLS,
+    *SERVICE_ACCOUNT_TOOLS,
     ToolSpec(
         name="list_audit_events",
         operation_id="audit_events_list",

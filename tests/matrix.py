@@ -226,12 +226,14 @@ from tests import (  # noqa: E402
     matrix_mlflow,
     matrix_node_groups,
     matrix_nodes,
+    matrix_service_accounts,
     matrix_training,
 )
 
 CASES += [*matrix_groups.CASES, *matrix_node_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES,
           *matrix_training.CASES, *matrix_logs.CASES, *matrix_mlflow.CASES, *matrix_inference.CASES,
-          *matrix_invitations.CASES, *matrix_approvals.CASES, *matrix_diagnostics.CASES]
+          *matrix_invitations.CASES, *matrix_approvals.CASES, *matrix_diagnostics.CASES,
+          *matrix_service_accounts.CASES]
 
 
 def case(operation_id: str) -> Case:

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from accounts.api import views
 
@@ -22,4 +22,5 @@ urlpatterns = [
     path("tokens/<id:token_id>", views.TokenDetailView.as_view(), name="api-token"),
     path("audit-events", views.AuditEventListView.as_view(), name="api-audit-events"),
     path("audit-events/<id:event_id>", views.AuditEventDetailView.as_view(), name="api-audit-event"),
+    path("", include("accounts.api.service_account_urls")),
 ]

@@ -22,6 +22,7 @@ from mcp_server.node_tools import NODE_TOOLS
 from mcp_server.openapi import openapi_schema, operation
 from mcp_server.pool_tools import POOL_TOOLS
 from mcp_server.server import WaitingTool, bind_catalog
+from mcp_server.service_account_tools import SERVICE_ACCOUNT_TOOLS
 from mcp_server.training_tools import TRAINING_TOOLS
 
 
@@ -106,6 +107,7 @@ def test_unknown_operation_id():
 CLUSTER_TOOL_NAMES = [tool.name for tool in (*CLUSTER_TOOLS, *GROUP_TOOLS, *NODE_GROUP_TOOLS, *NODE_TOOLS,
                                              *FEATURE_TOOLS)]
 INVITATION_TOOL_NAMES = [tool.name for tool in INVITATION_TOOLS]
+SERVICE_ACCOUNT_TOOL_NAMES = [tool.name for tool in SERVICE_ACCOUNT_TOOLS]
 TRAINING_TOOL_NAMES = [tool.name for tool in (*TRAINING_TOOLS, *MLFLOW_TOOLS)]
 INFERENCE_TOOL_NAMES = [tool.name for tool in (*MODEL_TOOLS, *ENDPOINT_TOOLS, *MANAGED_ENDPOINT_TOOLS,
                                                *POOL_TOOLS)]
@@ -115,7 +117,7 @@ DIAGNOSTIC_TOOL_NAMES = [tool.name for tool in DIAGNOSTIC_TOOLS]
 def test_catalog_is_coherent():
     tools = bind_catalog()
     assert list(tools) == ["whoami", "set_current_team", "list_teams", "get_team", "create_team",
-                           *INVITATION_TOOL_NAMES,
+                           *INVITATION_TOOL_NAMES, *SERVICE_ACCOUNT_TOOL_NAMES,
                            "list_audit_events", "list_operations", "get_operation", "wait_for_operation",
                            "list_operation_logs", "retry_operation",
                            "cancel_operation", "start_demo_operation", "list_approval_requests",

@@ -1,0 +1,1 @@
+"""Service accounts: team-owned identities with API tokens and no password, for CI and agents (docs/identity.md)."""

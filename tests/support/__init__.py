@@ -1,0 +1,1 @@
+"""Servers the tests start on loopback to stand for third parties (an OpenID Connect provider)."""
