@@ -32,6 +32,7 @@ from typing import Any
 
 import botocore.session
 from django.db import transaction
+from django.urls import reverse
 
 from accounts import access, audit
 from accounts.models import User
@@ -42,6 +43,7 @@ from clusters.models import Cluster, ClusterState
 from clusters.phases.common import cluster_of
 from clusters.services import claim_idle, require_idle
 from config.errors import Conflict, InvalidFields, ValidationFailed
+from notifications import events
 from operations import idempotency
 from operations.context import StepContext
 from operations.models import Operation
@@ -242,7 +244,7 @@ def _poll(action: str):
         known = set(snapshot["instances"])
         seen_down = set(ctx.reference.get("seen_down", []))
         replacements = dict(ctx.reference.get("replacements", {}))
-        waiting, failed = [], []
+        waiting, failed, replaced = [], [], []
         for node_id in ctx.params["node_ids"]:
             before = snapshot["nodes"][node_id]
             row = rows.get(node_id)
@@ -273,6 +275,7 @@ def _poll(action: str):
                 continue
             if replacements.get(node_id) != new.instance_id:
                 replacements[node_id] = new.instance_id
+                replaced.append((node_id, new))
                 ctx.log(f"{node_id} is replaced by {new.instance_id}"
                         + (f" (logical id {new.logical_id})." if new.logical_id else "."))
             if new.status == "Failure":
@@ -282,6 +285,8 @@ def _poll(action: str):
         if seen_down != set(ctx.reference.get("seen_down", [])) or replacements != ctx.reference.get(
                 "replacements", {}):
             ctx.record(seen_down=sorted(seen_down), replacements=replacements)
+        for node_id, new in replaced:
+            _notify_replaced(ctx, cluster, node_id, new)
         if failed:
             raise PhaseFailed(f"HyperPod reports node failure: {'; '.join(failed)}", code="node_failed")
         total = len(ctx.params["node_ids"])
@@ -293,6 +298,17 @@ def _poll(action: str):
         return Progress.finished(f"{total}/{total} {'gone' if action == DELETE else 'healthy'}")
 
     return poll
+
+
+def _notify_replaced(ctx: StepContext, cluster: Cluster, node_id: str, new: nodes.NodeRow) -> None:
+    """Tell the team's subscribers (``node.replaced``) once the replacement is recorded."""
+    events.emit(events.NODE_REPLACED, team_id=cluster.team_id,
+                summary=f"Node {node_id} of cluster {cluster.name} was replaced by {new.instance_id}",
+                subject=events.Subject(kind="node", id=node_id, name=node_id,
+                                       path=reverse("cluster-nodes", args=[cluster.pk])),
+                details={"cluster": {"id": cluster.pk, "name": cluster.name}, "instance_group": new.instance_group,
+                         "replaced_by": new.instance_id, "logical_id": new.logical_id or "",
+                         "operation_id": ctx.operation_id})
 
 
 def _record_counts(cluster: Cluster) -> None:

@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "axes",
     "accounts",
     "portal",
+    "notifications",
     "operations",
     "clusters",
     "training",
@@ -375,6 +376,27 @@ OPERATIONS_CLOUD_CALLS_BURST = float(os.environ.get("INSTANTSTART_CLOUD_CALLS_BU
 #: The sandbox demo pipeline (``POST /api/v1/demo-operations``); on with the sandbox, off against real AWS.
 OPERATIONS_DEMO = env_flag("INSTANTSTART_DEMO_OPERATIONS", SANDBOX)
 
+# Notifications (docs/notifications.md): webhook and e-mail delivery of team events, in Celery.
+#: The portal's address as people reach it: events link their subject (``subject.url``) under it.
+INSTANTSTART_PUBLIC_URL = os.environ.get("INSTANTSTART_PUBLIC_URL", "http://localhost:3099")
+NOTIFICATIONS_TIMEOUT_SECONDS = float(os.environ.get("INSTANTSTART_NOTIFICATIONS_TIMEOUT_SECONDS", "10"))
+NOTIFICATIONS_MAX_ATTEMPTS = int(os.environ.get("INSTANTSTART_NOTIFICATIONS_MAX_ATTEMPTS", "6"))
+NOTIFICATIONS_RETRY_BASE_SECONDS = float(os.environ.get("INSTANTSTART_NOTIFICATIONS_RETRY_BASE_SECONDS", "10"))
+NOTIFICATIONS_RETRY_MAX_SECONDS = float(os.environ.get("INSTANTSTART_NOTIFICATIONS_RETRY_MAX_SECONDS", "600"))
+#: Failed deliveries in a row after which a subscription is turned off (and the team's admins told).
+NOTIFICATIONS_DISABLE_AFTER = int(os.environ.get("INSTANTSTART_NOTIFICATIONS_DISABLE_AFTER", "5"))
+#: Webhooks to plain http and to loopback hosts (a receiver on the same machine): for development only.
+NOTIFICATIONS_ALLOW_LOOPBACK = env_flag("INSTANTSTART_NOTIFICATIONS_ALLOW_LOOPBACK", DEBUG)
+#: Django's mail backend: the console (mail printed by the worker) unless SMTP is configured (``EMAIL_HOST``).
+EMAIL_HOST = os.environ.get("INSTANTSTART_EMAIL_HOST", "")
+EMAIL_PORT = int(os.environ.get("INSTANTSTART_EMAIL_PORT", "587"))
+EMAIL_HOST_USER = os.environ.get("INSTANTSTART_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("INSTANTSTART_EMAIL_PASSWORD", "")
+EMAIL_USE_TLS = env_flag("INSTANTSTART_EMAIL_USE_TLS", True)
+EMAIL_BACKEND = os.environ.get("INSTANTSTART_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend"
+                               if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = os.environ.get("INSTANTSTART_EMAIL_FROM", "InstantStart <instantstart@localhost>")
+
 # The system node group every created cluster gets (docs/node-groups.md): EKS managed CPU nodes for controllers.
 SYSTEM_NODES_INSTANCE_TYPE = os.environ.get("INSTANTSTART_SYSTEM_NODES_INSTANCE_TYPE", "m5.large")
 SYSTEM_NODES_COUNT = int(os.environ.get("INSTANTSTART_SYSTEM_NODES_COUNT", "2"))
@@ -389,4 +411,6 @@ CELERY_BEAT_SCHEDULE = {
     "purge-idempotency-records": {"task": "operations.tasks.purge_idempotency_records", "schedule": 3600.0},
     "sweep-operations": {"task": "operations.tasks.sweep_operations", "schedule": OPERATIONS_SWEEP_SECONDS},
     "purge-training-log-lines": {"task": "training.logs.tasks.purge_training_log_lines", "schedule": 3600.0},
+    "sweep-notification-deliveries": {"task": "notifications.tasks.sweep_notification_deliveries",
+                                      "schedule": 60.0},
 }

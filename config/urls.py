@@ -18,6 +18,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("clusters.api.urls")),
     path("", include("training.api.urls")),
     path("", include("inference.api.urls")),
+    path("", include("notifications.api.urls")),
     re_path(r"^[\s\S]*$", api_not_found),
 ]
 
@@ -34,6 +35,7 @@ urlpatterns = [
     path("", include("clusters.urls")),
     path("", include("training.urls")),
     path("", include("inference.urls")),
+    path("", include("notifications.urls")),
     path("", include("accounts.urls")),
 ]
 

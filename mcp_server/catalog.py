@@ -24,6 +24,7 @@ from mcp_server.mlflow_tools import MLFLOW_TOOLS
 from mcp_server.model_tools import MODEL_TOOLS
 from mcp_server.node_group_tools import NODE_GROUP_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
+from mcp_server.notification_tools import NOTIFICATION_TOOLS
 from mcp_server.pool_tools import POOL_TOOLS
 from mcp_server.service_account_tools import SERVICE_ACCOUNT_TOOLS
 from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
@@ -87,6 +88,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     ),
     *INVITATION_TOOLS,
     *SERVICE_ACCOUNT_TOOLS,
+    *NOTIFICATION_TOOLS,
     ToolSpec(
         name="list_audit_events",
         operation_id="audit_events_list",

@@ -29,6 +29,7 @@ from django.utils import timezone
 from config import metrics
 from config.errors import Conflict
 from config.realtime import publish_on_commit, team_group
+from operations import notices
 from operations.models import (
     OPERATION_TRANSITIONS,
     PHASE_TRANSITIONS,
@@ -80,6 +81,7 @@ def move(operation: Operation, to: str, *, lease: str | None = None, conflict_co
         _apply(operation, changes)
         if to in TERMINAL_STATES:
             _run_finish_hook(operation)
+            notices.operation_finished(operation)
     _count_operation(operation, current, to)
     publish(operation, phases)
     return operation

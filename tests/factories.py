@@ -10,7 +10,9 @@ from accounts.models import Team
 from clusters.models import Cluster, ClusterState, InstanceGroup, StorageKind, StorageVolume
 from clusters.ownership import team_namespace
 from clusters.storage import volume_object_names
+from config import sealing
 from inference.models import DownloadSource, DownloadState, ModelDownload
+from notifications.models import Channel, Subscription
 from training.models import JobState, TrainingJob, TrainingPath
 
 REGION = "us-west-2"
@@ -51,3 +53,12 @@ def training_job(cluster: Cluster, name: str = "llama", **fields) -> TrainingJob
     return TrainingJob.objects.create(**{
         "team": cluster.team, "cluster": cluster, "name": name, "namespace": team_namespace(cluster.team),
         "recipe": "pytorch", "path": TrainingPath.HYPERPOD, "state": JobState.RUNNING, **fields})
+
+
+def subscription(team: Team, name: str = "hooks", *, secret: str = "whsec_test", **fields) -> Subscription:
+    """A webhook subscription of ``team`` to every operation event, to a URL nothing answers, signed with
+    ``secret``."""
+    return Subscription.objects.create(**{
+        "team": team, "name": name, "channel": Channel.WEBHOOK, "url": "https://hooks.invalid/instantstart",
+        "event_types": ["operation.cancelled", "operation.failed", "operation.succeeded"],
+        "secret": sealing.seal(secret), **fields})

@@ -226,6 +226,7 @@ from tests import (  # noqa: E402
     matrix_mlflow,
     matrix_node_groups,
     matrix_nodes,
+    matrix_notifications,
     matrix_service_accounts,
     matrix_training,
 )
@@ -233,6 +234,7 @@ from tests import (  # noqa: E402
 CASES += [*matrix_groups.CASES, *matrix_node_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES,
           *matrix_training.CASES, *matrix_logs.CASES, *matrix_mlflow.CASES, *matrix_inference.CASES,
           *matrix_invitations.CASES, *matrix_approvals.CASES, *matrix_diagnostics.CASES,
+          *matrix_notifications.CASES,
           *matrix_service_accounts.CASES]
 
 

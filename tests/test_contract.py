@@ -556,3 +556,31 @@ def test_managed_endpoint_bad_input_same_code_on_every_face(change, form, field,
     assert is_error and mcp_body == rest.json()
     assert portal.status_code == 400 and code in portal_codes(portal)
     assert not Endpoint.objects.exists() and AuditEvent.objects.count() == events
+
+
+@pytest.mark.parametrize(("change", "field", "code"), [
+    ({"url": "http://hooks.example.com/x"}, "url", "webhook_url_not_https"),
+    ({"event_types": ["budget.threshold"]}, "event_types", "unknown_event_type"),
+    ({"channel": "email", "url": "", "email": "nobody"}, "email", "invalid_email"),
+])
+def test_notification_subscription_bad_input_same_code_on_every_face(change, field, code, cast, token_for):
+    from notifications.models import Subscription
+
+    cast.admin.current_team = cast.team
+    cast.admin.save(update_fields=["current_team"])
+    data = {"name": "hooks", "channel": "webhook", "url": "https://hooks.example.com/x",
+            "event_types": ["operation.failed"], **change}
+    secret = token_for(cast.admin)
+    events = AuditEvent.objects.count()
+    rest = Client().post(f"/api/v1/teams/{cast.team.pk}/notification-subscriptions", data,
+                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "create_notification_subscription", {"team_id": cast.team.pk, **data})
+    browser = Client()
+    browser.force_login(cast.admin)
+    portal = browser.post(reverse("notification-subscription-create"), data)
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400 and code in portal_codes(portal)
+    assert not Subscription.objects.exists() and AuditEvent.objects.count() == events

@@ -31,7 +31,7 @@ from clusters.features.catalog import FEATURES, INFERENCE_OPERATOR
 from clusters.models import Cluster
 from config.errors import Conflict, InvalidFields, ValidationFailed
 from inference import actions, state_rules
-from inference.endpoints import managed, managed_pipeline
+from inference.endpoints import managed, managed_pipeline, notices
 from inference.endpoints.managed import ManagedRequest
 from inference.models import Endpoint, EndpointKind, EndpointState, ModelSource
 from inference.services import require_active, start_endpoint_operation
@@ -273,10 +273,12 @@ def managed_endpoint_refresh(endpoint: Endpoint) -> Endpoint:
     endpoint.observed = seen
     endpoint.ready_replicas = int(seen.get("ready", 0))
     fields = ["ready_replicas", "observed", "updated_at"]
+    was = endpoint.state
     if endpoint.state in (EndpointState.READY, EndpointState.DEGRADED) and seen.get("exists"):
         healthy = seen["state"] == "DeploymentComplete" and seen["ready"] >= seen["desired"]
         endpoint.state = EndpointState.READY if healthy else EndpointState.DEGRADED
         endpoint.status_reason = f"{seen['state']}: {seen['ready']}/{seen['desired']} replicas ready"
         fields += ["state", "status_reason"]
     endpoint.save(update_fields=fields)
+    notices.health_changed(endpoint, was)
     return endpoint

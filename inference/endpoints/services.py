@@ -20,7 +20,16 @@ from config import sealing
 from config.errors import ApplicationError, Conflict, InvalidFields, ValidationFailed
 from inference import actions, state_rules
 from inference import objects as inference_objects
-from inference.endpoints import autoscaling, managed_pipeline, managed_services, manifests, observe, pipeline, router
+from inference.endpoints import (
+    autoscaling,
+    managed_pipeline,
+    managed_services,
+    manifests,
+    notices,
+    observe,
+    pipeline,
+    router,
+)
 from inference.endpoints.plan import Request, engine_of, objects, plan
 from inference.models import Endpoint, EndpointKind, EndpointState, Exposure
 from inference.services import require_active, start_endpoint_operation
@@ -255,6 +264,7 @@ def endpoint_refresh(endpoint: Endpoint) -> Endpoint:
     endpoint.observed = {**seen.as_json(), "autoscaling": scaling, "router": routing}
     endpoint.hostname = seen.hostname or endpoint.hostname
     fields = ["ready_replicas", "observed", "hostname", "updated_at"]
+    was = endpoint.state
     if endpoint.state in (EndpointState.READY, EndpointState.DEGRADED):
         # An autoscaled endpoint scaling out (or to zero) is healthy while no pod is stuck.
         healthy = seen.exists and (seen.ready >= seen.desired or (bool(endpoint.autoscaling)
@@ -264,4 +274,5 @@ def endpoint_refresh(endpoint: Endpoint) -> Endpoint:
             f"; {observe.problem(seen)}" if observe.problem(seen) else "")
         fields += ["state", "status_reason"]
     endpoint.save(update_fields=fields)
+    notices.health_changed(endpoint, was)
     return endpoint

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db import models, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from accounts import access, audit
@@ -22,6 +23,7 @@ from cloud.dry_run import WriteWithheld
 from config import plans
 from config.context import Source
 from config.errors import ApplicationError, Conflict, InvalidFields, PermissionDenied, ValidationFailed
+from notifications import events
 from operations import actions
 from operations.approvals import replay
 from operations.approvals.selectors import MAX_TTL_HOURS, approvable_actions, expiry, policy_for
@@ -61,6 +63,15 @@ def approval_hold(*, actor: User, source: str, approved: bool, action: str, targ
             expires_at=expiry(policy))
         audit.record(actor=actor, source=source, action=actions.APPROVAL_REQUEST, target=request, team=team,
                      after=audit.snapshot(request, _AUDIT_FIELDS) | {"arguments": request.body})
+        events.emit(events.APPROVAL_REQUESTED, team_id=team.pk,
+                    summary=f"{actor.get_username()}'s agent asks for {action} on {request.target_repr}: a team "
+                            "admin decides",
+                    subject=events.Subject(kind="approval_request", id=request.pk,
+                                           name=f"{action} {request.target_repr}", path=reverse("approvals")),
+                    details={"action": action, "requested_by": actor.get_username(),
+                             "target": {"type": request.target_type, "id": request.target_id,
+                                        "name": request.target_repr},
+                             "expires_at": request.expires_at.isoformat()})
     return request
 
 

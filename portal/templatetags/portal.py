@@ -39,6 +39,7 @@ ICONS = {
     "chevron": '<path d="M6 9l6 6 6-6"/>',
     "logout": '<path d="M15 3h4a2 2 0 012 2v14a2 2 0 01-2 2h-4M10 17l5-5-5-5M15 12H3"/>',
     "alert": '<path d="M12 3l10 18H2z"/><path d="M12 10v5M12 18h.01"/>',
+    "bell": '<path d="M6 16V11a6 6 0 0112 0v5l2 2H4z"/><path d="M10 21h4"/>',
     "shield": '<path d="M12 3l8 3v6c0 4.5-3.4 8-8 9-4.6-1-8-4.5-8-9V6z"/>',
     "retry": '<path d="M4 12a8 8 0 0113.7-5.6L20 8.7"/><path d="M20 3.5v5.2h-5.2"/>'
              '<path d="M20 12a8 8 0 01-13.7 5.6L4 15.3"/><path d="M4 20.5v-5.2h5.2"/>',

@@ -4,6 +4,7 @@ one HyperPod batch call and finishes only once every node is healthy again (or g
 from __future__ import annotations
 
 import httpx
+from django.core import mail
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from kubernetes import client as k8s
@@ -12,7 +13,9 @@ from accounts.models import AuditEvent
 from cloud import aws, kube
 from clusters import node_actions  # noqa: F401  (registers the node pipelines, as clusters.apps does)
 from clusters.models import Cluster, InstanceGroup
+from notifications.models import Subscription
 from operations.models import Operation, OperationPhase
+from tests.notifications.receiver import drain
 
 
 def summaries(cluster) -> dict[str, dict]:
@@ -77,9 +80,11 @@ def test_a_reboot_succeeds_only_once_the_node_is_running_and_schedulable_again(a
     assert (event.actor, event.source, event.after["node_ids"]) == (cast.operator, "api", [node])
 
 
-def test_a_replace_brings_a_new_instance_with_the_same_logical_id_through_deep_health_checks(api, cast, sandbox,
-                                                                                          live_cluster, drive):
+def test_a_replace_brings_a_new_instance_with_the_same_logical_id_through_deep_health_checks(
+        api, cast, sandbox, live_cluster, drive, django_capture_on_commit_callbacks):
     cluster = live_cluster(deep_health_checks=True)
+    Subscription.objects.create(team=cast.team, name="oncall", channel="email", email="oncall@example.com",
+                                event_types=["node.replaced"])
     viewer = api(cast.viewer)
     before = summaries(cluster)
     node = sorted(before)[0]
@@ -93,16 +98,21 @@ def test_a_replace_brings_a_new_instance_with_the_same_logical_id_through_deep_h
                 seen.setdefault(row["status"], row)
         return "DeepHealthCheckInProgress" in seen
 
-    operation = drive(operation, timeout=60, until=checking)
+    with django_capture_on_commit_callbacks(execute=True):
+        operation = drive(operation, timeout=60, until=checking)
     assert operation.state == "running"
     assert seen["DeepHealthCheckInProgress"]["deep_health_check"] == "InProgress"
     assert seen["DeepHealthCheckInProgress"]["healthy"] is False
 
-    operation = drive(operation, timeout=60)
+    with django_capture_on_commit_callbacks(execute=True):  # the engine's transactions commit
+        operation = drive(operation, timeout=60)
     assert operation.state == "succeeded", (operation.error_code, operation.error_message)
     after = summaries(cluster)
     assert node not in after and len(after) == 2
     replacement = next(instance_id for instance_id in after if instance_id not in before)
+    drain()
+    [told] = mail.outbox
+    assert f"Node {node} of cluster {cluster.name} was replaced by {replacement}" in told.subject
     assert after[replacement]["NodeLogicalId"] == before[node]["NodeLogicalId"]
     assert operation.phases.get().reference["replacements"] == {node: replacement}
     row = listed(viewer, cluster)[replacement]

@@ -128,3 +128,30 @@ def test_bad_input_is_refused_before_anything_is_created(api, cast, shared_sandb
         assert response.status_code == 400, (fields, response.content)
         assert code in [error["code"] for error in response.json()["fields"][field]], (fields, response.json())
     assert Endpoint.objects.count() == 1 and not Operation.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_ready_endpoint_short_of_replicas_is_degraded_and_its_team_told(api, cast, cluster, drive):
+    from django.core import mail
+
+    from notifications.models import Subscription
+    from tests.notifications.receiver import drain
+
+    Subscription.objects.create(team=cast.team, name="oncall", channel="email", email="oncall@example.com",
+                                event_types=["endpoint.unhealthy"])
+    body = _deploy(api, cast.operator, cluster, name="short", gpus=1)
+    assert drive(Operation.objects.get(pk=body["operation"]["id"]), timeout=60).state == "succeeded"
+    url = f"{ENDPOINTS}/{body['endpoint']['id']}"
+    assert api(cast.viewer).get(url).json()["state"] == "ready"
+    # Nine one-GPU replicas on two four-GPU nodes: one stays pending.
+    _apps(cluster).patch_namespaced_deployment("short", f"team-{cast.team.slug}", {"spec": {"replicas": 9}})
+    for _ in range(200):
+        detail = api(cast.viewer).get(url).json()
+        if detail["state"] == "degraded" and detail["ready_replicas"] == 8:
+            break
+    assert detail["state"] == "degraded", detail["status_reason"]
+    api(cast.viewer).get(url)  # still degraded: no second event
+    drain()
+    [message] = mail.outbox
+    assert message.to == ["oncall@example.com"] and "Endpoint short is degraded: " in message.subject
+    assert "/9 replicas ready" in message.subject  # sent once, when it left ready

@@ -26,6 +26,8 @@ from training.lifecycle.objects import RANK_LABEL
 from training.models import JobState, MetricSource, TrainingJob, TrainingMetric
 
 STRAGGLER_FRACTION = 0.6
+#: The training operator's reason for a restart after it found the job hung.
+HANG_REASON = "JobHanging"
 #: The log follower's per-rank throughput metric: ``throughput/rank<N>``.
 RANK_THROUGHPUT = "throughput/rank"
 _HYPERPOD_STATES = {"Succeeded": JobState.SUCCEEDED, "Failed": JobState.FAILED, "Running": JobState.RUNNING,
@@ -108,7 +110,7 @@ def record_recoveries(job: TrainingJob, found: dict[str, Any], event_message: Ca
     entry = _recovery(status, used, job.restarts_used, event_message())
     job.restarts_used = used
     job.recoveries = [*job.recoveries, entry]
-    if entry["reason"] == "JobHanging":
+    if entry["reason"] == HANG_REASON:
         job.hangs = [*job.hangs, entry]
     if entry["reason"] == "JobSlow":
         job.stragglers = [*job.stragglers, *({"rank": rank, "verdict": entry["message"], "at": entry["at"]}

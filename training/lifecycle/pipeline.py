@@ -14,8 +14,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
+from notifications import events
 from operations.context import StepContext
 from operations.models import Operation, OperationState
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
@@ -98,7 +100,8 @@ def poll_run(ctx: StepContext) -> Progress:
         raise PhaseFailed(f"{job.object_kind} {job.name} was deleted outside InstantStart.",
                           code="training_job_vanished")
     seen = _observe(job, found)
-    for entry in observe.record_recoveries(job, found, lambda: objects.latest_restart_message(job)):
+    recovered = observe.record_recoveries(job, found, lambda: objects.latest_restart_message(job))
+    for entry in recovered:
         ctx.log(f"Recovery {entry['restart']}/{job.restarts_total} ({entry['type'] or 'restart'}): "
                 f"{entry['reason']}: {entry['message']}")
     pods = objects.pods(job, found)
@@ -111,6 +114,11 @@ def poll_run(ctx: StepContext) -> Progress:
         job.state, job.status_reason = current if current[0] == JobState.STOPPING else (seen.state, seen.reason)
         job.save(update_fields=["state", "status_reason", "ranks", "restarts_used", "recoveries", "hangs",
                                 "stragglers", "started_at", "updated_at"])
+        for entry in recovered:
+            if entry["reason"] == observe.HANG_REASON:
+                _notify(job, events.TRAINING_JOB_HUNG, f"Training job {job.name} hung and was restarted",
+                        {"restart": entry["restart"], "restarts_total": job.restarts_total,
+                         "message": entry["message"], "pods": entry["pods"], "ranks": entry["ranks"]})
     metrics.refresh(job)
     if seen.state == JobState.FAILED:
         raise PhaseFailed(seen.reason, code="training_job_failed")
@@ -133,6 +141,21 @@ def job_finished(operation: Operation) -> None:
         job.state = JobState.SUCCEEDED
     job.finished_at = job.finished_at or timezone.now()
     job.save(update_fields=["state", "status_reason", "finished_at", "updated_at"])
+    if job.state in _FINISHED_EVENTS:
+        _notify(job, _FINISHED_EVENTS[job.state], f"Training job {job.name} {job.state}",
+                {"state": job.state, "reason": job.status_reason, "operation_id": operation.pk})
+
+
+#: A job's end state → the event it raises (a stopped job's cancelled operation raises ``operation.cancelled``).
+_FINISHED_EVENTS: dict[str, str] = {JobState.SUCCEEDED: events.TRAINING_JOB_SUCCEEDED,
+                                    JobState.FAILED: events.TRAINING_JOB_FAILED}
+
+
+def _notify(job: TrainingJob, event_type: str, summary: str, details: dict) -> None:
+    events.emit(event_type, team_id=job.team_id, summary=summary,
+                subject=events.Subject(kind="training_job", id=job.pk, name=job.name,
+                                       path=reverse("training-job", args=[job.pk])),
+                details={"cluster_id": job.cluster_id, "namespace": job.namespace, "recipe": job.recipe, **details})
 
 
 def job_retried(operation: Operation) -> None:

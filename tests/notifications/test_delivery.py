@@ -1,0 +1,151 @@
+"""Delivery: events reach subscribers only after the change that raised them commits; a webhook is retried with
+backoff on 5xx, 429 and connection errors but not on other 4xx; a subscription whose deliveries keep failing is
+turned off, audited on the team's feed and its admins e-mailed; e-mail goes through Django's mail backend."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import mail
+from django.db import transaction
+
+from accounts.models import AuditEvent
+from notifications import events
+from notifications.models import Delivery, DeliveryState, Subscription
+from tests import factories
+from tests.notifications.receiver import drain
+
+SUBJECT = events.Subject(kind="operation", id=7, name="Create cluster alpha", path="/operations/7/")
+
+
+def _emit(team, event_type=events.OPERATION_FAILED):
+    events.emit(event_type, team_id=team.pk, subject=SUBJECT, summary="Operation Create cluster alpha failed",
+                details={"kind": "cluster.create"})
+
+
+@pytest.fixture
+def hook(cast, receiver, fast_delivery):
+    return factories.subscription(cast.team, url=receiver.url)
+
+
+def test_an_event_is_queued_only_when_its_change_commits(cast, hook, receiver, django_capture_on_commit_callbacks):
+    other = factories.subscription(cast.team, "only succeeded", url=hook.url, event_types=["operation.succeeded"])
+    factories.subscription(cast.team, "off", url=hook.url, enabled=False)
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError), transaction.atomic():
+        _emit(cast.team)
+        raise RuntimeError("the change rolls back")
+    assert not Delivery.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        _emit(cast.team)
+        assert not Delivery.objects.exists()  # nothing is written before the commit
+    [delivery] = Delivery.objects.all()
+    assert delivery.subscription == hook and delivery.state == DeliveryState.PENDING
+    assert not other.deliveries.exists()
+    drain()
+    [got] = receiver.requests
+    event = got.event
+    assert set(event) == {"version", "id", "type", "occurred_at", "team", "subject", "summary", "details"}
+    assert event["id"] == str(Delivery.objects.get().event_id) and event["type"] == "operation.failed"
+    assert event["subject"]["url"] == "https://instantstart.example.com/operations/7/"
+    assert got.signed_with("whsec_test") and got.headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize(("answers", "state", "codes"), [
+    ((500, 502, 200), "succeeded", [500, 502, 200]),
+    ((429, 200), "succeeded", [429, 200]),
+    ((404,), "failed", [404]),
+    ((503, 503, 503, 503), "failed", [503, 503, 503, 503]),
+])
+def test_retries_back_off_on_server_errors_and_429_only(cast, hook, receiver, answers, state, codes,
+                                                         django_capture_on_commit_callbacks):
+    receiver.answer_first(*answers)
+    with django_capture_on_commit_callbacks(execute=True):
+        _emit(cast.team)
+    drain()
+    delivery = Delivery.objects.get()
+    attempts = list(delivery.attempt_log.all())
+    assert delivery.state == state and [attempt.status_code for attempt in attempts] == codes
+    assert [attempt.number for attempt in attempts] == list(range(1, len(codes) + 1))
+    assert len({item.event["id"] for item in receiver.requests}) == 1  # one event, sent again
+    assert [attempt.at for attempt in attempts] == sorted(attempt.at for attempt in attempts)
+
+
+def test_a_connection_error_is_retried_and_recorded(cast, receiver, fast_delivery,
+                                                     django_capture_on_commit_callbacks):
+    receiver.close()  # nothing listens on its port any more
+    factories.subscription(cast.team, url=receiver.url)
+    with django_capture_on_commit_callbacks(execute=True):
+        _emit(cast.team)
+    drain()
+    delivery = Delivery.objects.get()
+    assert delivery.state == DeliveryState.FAILED and delivery.attempts == 4
+    assert all(attempt.status_code is None and attempt.error.startswith("connection failed")
+               for attempt in delivery.attempt_log.all())
+
+
+def test_a_failing_endpoint_is_disabled_and_its_admins_told(cast, hook, receiver,
+                                                           django_capture_on_commit_callbacks):
+    def deliver_one(status: int) -> None:
+        receiver.status = status
+        with django_capture_on_commit_callbacks(execute=True):
+            _emit(cast.team)
+        with django_capture_on_commit_callbacks(execute=True):  # the worker's transactions commit
+            drain()
+        hook.refresh_from_db()
+
+    deliver_one(410)
+    deliver_one(410)
+    assert hook.enabled and hook.consecutive_failures == 2
+    deliver_one(200)
+    assert hook.consecutive_failures == 0  # a success ends the run of failures
+    for _ in range(3):
+        deliver_one(410)
+    assert not hook.enabled and hook.disabled_reason == "Disabled after 3 failed deliveries in a row."
+    notice = AuditEvent.objects.get(action="notification_subscription.disable")
+    assert notice.team == cast.team and notice.actor_name == "system" and notice.after["enabled"] is False
+    [told] = [message for message in mail.outbox if "disabled" in message.subject]
+    assert told.to == [cast.admin.email] and hook.url in told.body
+
+    with django_capture_on_commit_callbacks(execute=True):
+        _emit(cast.team)
+    assert Delivery.objects.filter(state=DeliveryState.PENDING).count() == 0  # off: nothing more is queued
+    with django_capture_on_commit_callbacks(execute=True):
+        events.queue([hook], events.envelope(events.TEST, team=cast.team, subject=SUBJECT, summary="test",
+                                             details={}), test=True)
+    receiver.status = 200
+    drain()
+    assert Delivery.objects.filter(test=True, state=DeliveryState.SUCCEEDED).count() == 1  # a test still goes
+    hook.refresh_from_db()
+    assert not hook.enabled and hook.consecutive_failures == 3
+
+
+def test_email_goes_through_the_mail_backend(cast, fast_delivery, django_capture_on_commit_callbacks):
+    Subscription.objects.create(team=cast.team, name="oncall", channel="email", email="oncall@example.com",
+                                event_types=["operation.failed"])
+    with django_capture_on_commit_callbacks(execute=True):
+        _emit(cast.team)
+    drain()
+    [message] = mail.outbox
+    assert message.to == ["oncall@example.com"]
+    assert message.subject == f"[InstantStart · {cast.team.name}] Operation Create cluster alpha failed"
+    assert "https://instantstart.example.com/operations/7/" in message.body and '"cluster.create"' in message.body
+    delivery = Delivery.objects.get()
+    assert delivery.state == DeliveryState.SUCCEEDED and delivery.last_status_code == 250
+
+
+def test_an_agent_action_held_for_approval_reaches_slack(cast, receiver, fast_delivery, token_for,
+                                                         django_capture_on_commit_callbacks):
+    from mcp_server.testing import call_tool
+
+    factories.subscription(cast.team, url=receiver.url, format="slack", event_types=["approval.requested"])
+    cluster = factories.cluster(cast.team, "doomed")
+    with django_capture_on_commit_callbacks(execute=True):
+        is_error, body = call_tool(token_for(cast.admin), "delete_cluster",
+                                   {"cluster_id": cluster.pk, "confirm": "doomed"})
+    assert not is_error and body["code"] == "approval_required", body
+    drain()
+    [got] = receiver.requests
+    assert got.event == {"text": f"[{cast.team.name}] ada's agent asks for cluster.delete on {cluster}: a team admin "
+                                 "decides <https://instantstart.example.com/approvals/|Open in InstantStart>"}
+    delivery = Delivery.objects.get()
+    assert delivery.payload["subject"]["kind"] == "approval_request"
+    assert delivery.payload["details"]["requested_by"] == "ada"
