@@ -8,7 +8,17 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.http import HttpRequest
 
-from accounts.models import ApiToken, AuditEvent, Invitation, Membership, Team, User
+from accounts.models import (
+    ApiToken,
+    AuditEvent,
+    GroupMapping,
+    Invitation,
+    Membership,
+    ServiceAccount,
+    SsoIdentity,
+    Team,
+    User,
+)
 
 
 class ReadOnlyAdminMixin:
@@ -53,9 +63,9 @@ class TeamAdmin(admin.ModelAdmin[Team]):
 
 @admin.register(Membership)
 class MembershipAdmin(ReadOnlyAdminMixin, admin.ModelAdmin[Membership]):
-    list_display = ["user", "team", "role", "created_at"]
+    list_display = ["user", "team", "role", "mapped", "created_at"]
     list_select_related = ["user", "team"]
-    list_filter = ["role", "team"]
+    list_filter = ["role", "mapped", "team"]
     search_fields = ["user__username", "user__email", "team__name"]
 
 
@@ -69,6 +79,36 @@ class InvitationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin[Invitation]):
     list_filter = ["state", "role", "team"]
     search_fields = ["invitee", "team__name", "invited_by__username"]
     exclude = ["key_hash"]
+
+
+@admin.register(GroupMapping)
+class GroupMappingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin[GroupMapping]):
+    """Kept on the portal's single sign-on page (audited); admin shows them."""
+
+    list_display = ["group", "team", "role", "created_by", "created_at"]
+    list_select_related = ["team", "created_by"]
+    list_filter = ["role", "team"]
+    search_fields = ["group", "team__name"]
+
+
+@admin.register(SsoIdentity)
+class SsoIdentityAdmin(ReadOnlyAdminMixin, admin.ModelAdmin[SsoIdentity]):
+    """Made and updated by single sign-on; deactivate a person on their user row (``is_active``)."""
+
+    list_display = ["user", "subject", "issuer", "last_sign_in_at", "deactivated_by_mapping"]
+    list_select_related = ["user"]
+    list_filter = ["deactivated_by_mapping"]
+    search_fields = ["user__username", "subject"]
+
+
+@admin.register(ServiceAccount)
+class ServiceAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin[ServiceAccount]):
+    """Made, given tokens and deactivated by team admins through the portal, REST or MCP (audited)."""
+
+    list_display = ["name", "team", "user", "created_by", "created_at", "deactivated_at"]
+    list_select_related = ["team", "user", "created_by"]
+    list_filter = ["team"]
+    search_fields = ["name", "user__username", "team__name"]
 
 
 @admin.register(ApiToken)

@@ -584,3 +584,31 @@ def test_notification_subscription_bad_input_same_code_on_every_face(change, fie
     assert is_error and mcp_body == rest.json()
     assert portal.status_code == 400 and code in portal_codes(portal)
     assert not Subscription.objects.exists() and AuditEvent.objects.count() == events
+
+
+@pytest.mark.parametrize(("data", "field", "code"), [
+    ({"name": "Not A Slug"}, "name", "invalid_slug"),
+    ({"name": "ci-bot", "role": "admin"}, "role", "invalid_choice"),
+    ({"name": "taken"}, "name", "unique"),
+])
+def test_service_account_bad_input_same_code_on_every_face(data, field, code, cast, token_for):
+    from accounts.models import ServiceAccount
+    from accounts.service_accounts.services import service_account_create
+
+    service_account_create(actor=cast.admin, team=cast.team, name="taken", role="viewer", source="system")
+    secret = token_for(cast.admin)
+    events = AuditEvent.objects.count()
+
+    rest = Client().post(f"/api/v1/teams/{cast.team.pk}/service-accounts", data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "create_service_account", {"team_id": cast.team.pk, **data})
+    browser = Client()
+    browser.force_login(cast.admin)
+    portal = browser.post(reverse("service-account-list", args=[cast.team.pk]), data)
+
+    assert rest.status_code == portal.status_code == 400
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert {"validation_failed", code} <= portal_codes(portal)
+    assert ServiceAccount.objects.count() == 1
+    assert AuditEvent.objects.count() == events

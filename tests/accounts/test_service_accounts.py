@@ -114,3 +114,13 @@ def test_the_portal_pages(cast, client):
     assert client.post(f"/teams/{cast.team.pk}/service-accounts/{account.pk}/deactivate/").status_code == 403
     account.refresh_from_db()
     assert account.is_active
+
+
+def test_the_list_reads_a_fixed_number_of_queries(cast, api, robot, django_assert_max_num_queries):
+    admin = api(cast.admin)
+    path = f"/api/v1/teams/{cast.team.pk}/service-accounts"
+    for name in ("two", "three"):
+        made = admin.post(path, {"name": name}).json()
+        admin.post(f"{path}/{made['id']}/tokens", {"name": "ci"})
+    with django_assert_max_num_queries(7):
+        assert len(admin.get(path).json()) == 3
