@@ -45,10 +45,12 @@ USER_CREATE = "user.create"
 #: Platform admins only: the IdP group → team → role table (``accounts.sso``).
 GROUP_MAPPING_CREATE = "group_mapping.create"
 GROUP_MAPPING_DELETE = "group_mapping.delete"
-#: Recorded by a single sign-on (actor: the signing-in user, or the system for what the group mappings did): the
-#: account made just in time, the mapped memberships granted, changed and removed, and the user deactivated when the
-#: mappings left them no membership (reactivated when they map again).
+#: Recorded by a single sign-on (actor: the signing-in user, or the system for what the provider and the group mappings
+#: did): the account made just in time, its name or e-mail address changed at the provider, the mapped memberships
+#: granted, changed and removed, and the user deactivated when the mappings left them no membership (reactivated when
+#: they map again).
 SSO_USER_CREATE = "user.sso_create"
+SSO_USER_UPDATE = "user.sso_update"
 SSO_MEMBERSHIP_GRANT = "membership.sso_grant"
 SSO_MEMBERSHIP_UPDATE = "membership.sso_update"
 SSO_MEMBERSHIP_REMOVE = "membership.sso_remove"

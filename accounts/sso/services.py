@@ -69,7 +69,9 @@ def _user_made(claims: dict[str, Any]) -> User:
     while User.objects.filter(username=username).exists():
         suffix += 1
         username = f"{base}-{suffix}"
-    user = User.objects.create_user(username=username, email=str(claims.get("email") or ""))
+    user = User.objects.create_user(username=username, email=str(claims.get("email") or "")[:254],
+                                    first_name=str(claims.get("given_name") or "")[:150],
+                                    last_name=str(claims.get("family_name") or "")[:150])
     audit.record(actor=user, source=Source.PORTAL, action=actions.SSO_USER_CREATE, target=user,
                  after={"username": username, "email": user.email, "subject": str(claims["sub"])})
     return user
@@ -78,11 +80,15 @@ def _user_made(claims: dict[str, Any]) -> User:
 def _profile_refreshed(user: User, claims: dict[str, Any]) -> None:
     fresh = {"email": claims.get("email"), "first_name": claims.get("given_name"),
              "last_name": claims.get("family_name")}
-    changed = [name for name, value in fresh.items() if value and getattr(user, name) != value]
+    changed = [name for name, value in fresh.items() if value and getattr(user, name) != str(value)[:150]]
+    if not changed:
+        return
+    before = audit.snapshot(user, changed)
     for name in changed:
         setattr(user, name, str(fresh[name])[:150])
-    if changed:
-        user.save(update_fields=changed)
+    user.save(update_fields=changed)
+    audit.record(actor=None, source=Source.SYSTEM, action=actions.SSO_USER_UPDATE, target=user, before=before,
+                 after=audit.snapshot(user, changed))
 
 
 def _mappings_applied(user: User, identity: SsoIdentity, groups: list[str]) -> None:

@@ -91,14 +91,16 @@ def test_mappings_change_and_remove_only_what_they_made_at_the_next_sign_in(sso,
     assert Membership.objects.get(user=user, team=mapped_team).role == Role.ADMIN
     assert Membership.objects.get(user=user, team=invited_team).role == Role.OPERATOR
 
-    carol.groups = []
+    carol.groups, carol.email = [], "carol@new.example.com"
     answer = sign_in(client, sso, carol)
     assert answer.status_code == 302 and answer["Location"] == "/"
     assert list(Membership.objects.filter(user=user).values_list("team", "role")) == [(invited_team.pk,
                                                                                        Role.OPERATOR)]
     user.refresh_from_db()
-    assert user.is_active
+    assert user.is_active and user.email == "carol@new.example.com"
     assert AuditEvent.objects.filter(action=actions.SSO_MEMBERSHIP_REMOVE, team=mapped_team).exists()
+    assert AuditEvent.objects.get(action=actions.SSO_USER_UPDATE, target_id=str(user.pk)).after == {
+        "email": "carol@new.example.com"}
 
 
 def test_removed_from_every_mapped_group_the_user_is_deactivated_and_their_tokens_refused_at_once(
