@@ -19,6 +19,7 @@ from mcp_server.mlflow_tools import MLFLOW_TOOLS
 from mcp_server.model_tools import MODEL_TOOLS
 from mcp_server.node_group_tools import NODE_GROUP_TOOLS
 from mcp_server.node_tools import NODE_TOOLS
+from mcp_server.notification_tools import NOTIFICATION_TOOLS
 from mcp_server.openapi import openapi_schema, operation
 from mcp_server.pool_tools import POOL_TOOLS
 from mcp_server.server import WaitingTool, bind_catalog
@@ -108,6 +109,7 @@ CLUSTER_TOOL_NAMES = [tool.name for tool in (*CLUSTER_TOOLS, *GROUP_TOOLS, *NODE
                                              *FEATURE_TOOLS)]
 INVITATION_TOOL_NAMES = [tool.name for tool in INVITATION_TOOLS]
 SERVICE_ACCOUNT_TOOL_NAMES = [tool.name for tool in SERVICE_ACCOUNT_TOOLS]
+NOTIFICATION_TOOL_NAMES = [tool.name for tool in NOTIFICATION_TOOLS]
 TRAINING_TOOL_NAMES = [tool.name for tool in (*TRAINING_TOOLS, *MLFLOW_TOOLS)]
 INFERENCE_TOOL_NAMES = [tool.name for tool in (*MODEL_TOOLS, *ENDPOINT_TOOLS, *MANAGED_ENDPOINT_TOOLS,
                                                *POOL_TOOLS)]
@@ -117,7 +119,7 @@ DIAGNOSTIC_TOOL_NAMES = [tool.name for tool in DIAGNOSTIC_TOOLS]
 def test_catalog_is_coherent():
     tools = bind_catalog()
     assert list(tools) == ["whoami", "set_current_team", "list_teams", "get_team", "create_team",
-                           *INVITATION_TOOL_NAMES, *SERVICE_ACCOUNT_TOOL_NAMES,
+                           *INVITATION_TOOL_NAMES, *SERVICE_ACCOUNT_TOOL_NAMES, *NOTIFICATION_TOOL_NAMES,
                            "list_audit_events", "list_operations", "get_operation", "wait_for_operation",
                            "list_operation_logs", "retry_operation",
                            "cancel_operation", "start_demo_operation", "list_approval_requests",
