@@ -50,18 +50,25 @@ POLL_MAX_SECONDS = 20.0
 FIXED_POLL_SECONDS = 30.0
 
 
+#: Calls of the event channel (EventBridge → SQS, ``cloud.events``): the engine's cost of listening.
+CHANNEL_CALLS = ("ReceiveMessage", "DeleteMessageBatch", "ChangeMessageVisibility", "PutRule", "PutTargets",
+                 "CreateQueue", "SetQueueAttributes", "GetQueueUrl")
+
+
 @dataclass
 class Mode:
     name: str
     title: str
     poll_min: float  # AWS seconds
     poll_max: float
+    schedules: bool  # the phases' known durations and event wake-ups (operations.schedule, operations.wakeups)
 
 
 MODES = {
-    "engine": Mode("engine", "engine (capped backoff + jitter)", POLL_MIN_SECONDS, POLL_MAX_SECONDS),
+    "engine": Mode("engine", "engine (known durations + events)", POLL_MIN_SECONDS, POLL_MAX_SECONDS, True),
+    "backoff": Mode("backoff", "engine, backoff only (before)", POLL_MIN_SECONDS, POLL_MAX_SECONDS, False),
     # min = max = 30 s: every poll (the first after a submit included) waits exactly 30 s, no backoff, no jitter.
-    "fixed30": Mode("fixed30", "fixed 30 s poller (baseline)", FIXED_POLL_SECONDS, FIXED_POLL_SECONDS),
+    "fixed30": Mode("fixed30", "fixed 30 s poller (baseline)", FIXED_POLL_SECONDS, FIXED_POLL_SECONDS, False),
 }
 
 
@@ -88,6 +95,7 @@ class Result:
     peak_worker_rss_mib: float
     peak_process_rss_mib: float
     reads_by_call: dict[str, int] = field(default_factory=dict)
+    channel_calls_per_operation: float = 0.0
 
 
 # processes --------------------------------------------------------------------------------------------------------
@@ -333,6 +341,8 @@ def run_mode(mode: Mode, args, counter: CallCounter, durations: Durations, workd
         "INSTANTSTART_OPERATIONS_POLL_MAX_SECONDS": str(mode.poll_max * scale),
         "INSTANTSTART_CLOUD_CALLS_PER_SECOND": str(args.calls_per_second / scale),
         "INSTANTSTART_CLOUD_CALLS_BURST": str(max(args.calls_per_second / scale, 20.0)),
+        "INSTANTSTART_OPERATIONS_KNOWN_DURATIONS": "1" if mode.schedules else "0",
+        "INSTANTSTART_OPERATIONS_EVENTS": "1" if mode.schedules else "0",
     }
     log = workdir / f"{mode.name}-{root.name}.log"
     worker = start_process(["worker", "--hostname", f"bench-{mode.name}@%h", "--pool", "prefork", "--concurrency",
@@ -405,6 +415,7 @@ def run_mode(mode: Mode, args, counter: CallCounter, durations: Durations, workd
         steps_per_second=(polls + 2 * phases) / wall, worker_cpu_seconds=sum(sampler.cpu.values()),
         peak_worker_rss_mib=sampler.peak_total / 1024, peak_process_rss_mib=sampler.peak_single / 1024,
         reads_by_call=dict(sorted(reads.items())),
+        channel_calls_per_operation=sum(calls[name] for name in CHANNEL_CALLS) / count,
     )
 
 
@@ -426,6 +437,7 @@ def table(results: list[Result], scale: float, pipeline: str) -> str:
          lambda r: f"{r.cluster_lag_p50:.2f} / {r.cluster_lag_p95:.2f} s"),
         ("Describe calls / operation", lambda r: f"{r.describes_per_operation:.1f}"),
         ("all read calls / operation (Describe, Get, Head, List)", lambda r: f"{r.reads_per_operation:.1f}"),
+        ("event channel calls / operation (SQS, EventBridge)", lambda r: f"{r.channel_calls_per_operation:.1f}"),
         ("poll steps / operation", lambda r: f"{r.poll_steps_per_operation:.1f}"),
         (f"effective mutations / operation (expect {sum(MUTATIONS[pipeline].values())})",
          lambda r: f"{r.effective_mutations_per_operation:.2f}" + (" exactly once" if r.exactly_once else " (!)")),

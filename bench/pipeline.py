@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from operations import demo
+from operations import demo, schedule
 from operations.context import StepContext
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress, register
 
@@ -45,8 +45,8 @@ PIPELINE = register(Pipeline(
         Phase("role", "Cluster role", demo.submit_role, demo.poll_role, demo.undo_role,
               timeout=timedelta(minutes=5), poll_interval=1),
         Phase("cluster", "EKS control plane", demo.submit_cluster, demo.poll_cluster, demo.undo_cluster,
-              timeout=timedelta(minutes=30), poll_interval=10),
+              timeout=timedelta(minutes=30), poll_interval=10, expected=schedule.EKS_CLUSTER_CREATE),
         Phase("addon", "Pod identity agent", demo.submit_addon, demo.poll_addon, demo.undo_addon,
-              timeout=timedelta(minutes=15), poll_interval=5),
+              timeout=timedelta(minutes=15), poll_interval=5, announced="arn"),
     ),
 ))

@@ -370,6 +370,14 @@ OPERATIONS_CLAIM_LEASE_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_L
 OPERATIONS_SWEEP_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_SWEEP_SECONDS", "15"))
 OPERATIONS_SWEEP_GRACE_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_SWEEP_GRACE_SECONDS", "60"))
 OPERATIONS_SWEEP_BATCH = 500
+# Phase schedules (operations.schedule, operations.wakeups; docs/operations.md "When the engine polls").
+OPERATIONS_KNOWN_DURATIONS = env_flag("INSTANTSTART_OPERATIONS_KNOWN_DURATIONS", True)
+OPERATIONS_EVENTS = env_flag("INSTANTSTART_OPERATIONS_EVENTS", True)
+OPERATIONS_EVENTS_CHANNEL = os.environ.get("INSTANTSTART_OPERATIONS_EVENTS_CHANNEL", "instantstart-state-changes")
+OPERATIONS_EVENTS_CHANNEL_TTL = 300
+OPERATIONS_EVENTS_DRAIN_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_EVENTS_DRAIN_SECONDS", "2"))
+OPERATIONS_EVENTS_SAFETY_POLL_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_EVENTS_SAFETY_POLL_SECONDS",
+                                                             "60"))
 OPERATIONS_STEPS_PER_RUN = 8
 OPERATIONS_CLOUD_CALLS_PER_SECOND = float(os.environ.get("INSTANTSTART_CLOUD_CALLS_PER_SECOND", "10"))
 OPERATIONS_CLOUD_CALLS_BURST = float(os.environ.get("INSTANTSTART_CLOUD_CALLS_BURST", "20"))
@@ -410,6 +418,8 @@ CELERY_IMPORTS = ["training.logs.tasks", "config.metrics"]
 CELERY_BEAT_SCHEDULE = {
     "purge-idempotency-records": {"task": "operations.tasks.purge_idempotency_records", "schedule": 3600.0},
     "sweep-operations": {"task": "operations.tasks.sweep_operations", "schedule": OPERATIONS_SWEEP_SECONDS},
+    "drain-cloud-events": {"task": "operations.tasks.drain_cloud_events",
+                           "schedule": max(0.2, OPERATIONS_EVENTS_DRAIN_SECONDS * OPERATIONS_POLL_SCALE)},
     "purge-training-log-lines": {"task": "training.logs.tasks.purge_training_log_lines", "schedule": 3600.0},
     "sweep-notification-deliveries": {"task": "notifications.tasks.sweep_notification_deliveries",
                                       "schedule": 60.0},

@@ -1,9 +1,9 @@
 """InstantStart's own least-privilege IAM policy, built from the AWS call inventory of its code (``deploy.inventory``).
 
 :func:`required_actions` turns each call into the IAM actions AWS checks for it: ``<prefix>:<Operation>`` with the
-prefix of the service's signing name (``amp`` → ``aps``, ``service-quotas`` → ``servicequotas``) and S3's own
-action names (:data:`S3_ACTIONS`), plus what a call implies (:data:`IMPLIED`): tagging on create, ``iam:PassRole``
-for the roles a call hands to a service, the service-linked roles AWS creates on first use.
+prefix of the service's signing name (``amp`` → ``aps``, ``service-quotas`` → ``servicequotas``) and S3's and SQS's
+own action names (:data:`S3_ACTIONS`, :data:`SQS_ACTIONS`), plus what a call implies (:data:`IMPLIED`): tagging on
+create, ``iam:PassRole`` for the roles a call hands to a service, the service-linked roles AWS creates on first use.
 
 :func:`policy` places every action in exactly one statement (:data:`RULES`, first match wins): scoped to resource ARN
 patterns of the account, to our ownership tag (``aws:RequestTag`` on create, ``aws:ResourceTag`` on delete) where
@@ -43,6 +43,9 @@ S3_ACTIONS = {"HeadBucket": "ListBucket", "ListObjectsV2": "ListBucket", "HeadOb
               "DeleteObjects": "DeleteObject", "PutPublicAccessBlock": "PutBucketPublicAccessBlock",
               "CreateMultipartUpload": "PutObject", "UploadPart": "PutObject", "CompleteMultipartUpload": "PutObject",
               "GetBucketCors": "GetBucketCORS", "PutBucketCors": "PutBucketCORS"}
+#: SQS batch operations are authorized as their single-message action (SQS's API reference, "batch actions").
+SQS_ACTIONS = {"DeleteMessageBatch": "DeleteMessage", "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
+               "SendMessageBatch": "SendMessage"}
 #: The action that tags a resource created with tags, per IAM prefix (``iam``: ``Tag<Resource>``).
 TAG_ON_CREATE = {"ec2": "CreateTags", "eks": "TagResource", "sagemaker": "AddTags", "fsx": "TagResource",
                  "aps": "TagResource"}
@@ -81,6 +84,8 @@ def _prefix(service: str) -> str:
 def _action(call: ApiCall) -> str:
     if call.service == "s3":
         return f"s3:{S3_ACTIONS.get(call.operation, call.operation)}"
+    if call.service == "sqs":
+        return f"sqs:{SQS_ACTIONS.get(call.operation, call.operation)}"
     return f"{_prefix(call.service)}:{call.operation}"
 
 
@@ -183,6 +188,9 @@ RULES: tuple[Rule, ...] = (
         "arn:{partition}:fsx:*:{account}:file-system/*", "arn:{partition}:aps:*:{account}:workspace/*"),
          RESOURCE_TAGGED),
     Rule("Workspaces", _is("aps"), ("arn:{partition}:aps:*:{account}:workspace/*",)),
+    Rule("StateChangeRule", _is("events"), (f"arn:{{partition}}:events:*:{{account}}:rule/{ROLE_PREFIX}*",),
+         why="The EventBridge rule that sends AWS's state-change events to the operations engine's queue."),
+    Rule("StateChangeQueue", _is("sqs"), (f"arn:{{partition}}:sqs:*:{{account}}:{ROLE_PREFIX}*",)),
 )
 
 

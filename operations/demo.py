@@ -33,7 +33,7 @@ from accounts import access, audit
 from accounts.models import Team, User
 from cloud import aws
 from config.errors import PermissionDenied
-from operations import actions, services
+from operations import actions, schedule, services
 from operations.context import StepContext
 from operations.models import Operation
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
@@ -194,9 +194,10 @@ def _cluster(ctx: StepContext) -> dict[str, Any] | None:
 
 
 def submit_cluster(ctx: StepContext) -> None:
+    rerun = "client_request_token" in ctx.intent  # only an earlier run of this step can have made the cluster
     ctx.intend("cluster_name", lambda: f"{ctx.params['name']}-{ctx.operation_id}")
     token = ctx.intend("client_request_token", lambda: str(uuid.uuid4()))
-    cluster = _cluster(ctx)
+    cluster = _cluster(ctx) if rerun else None
     if cluster is None:
         cluster = ctx.client("eks").create_cluster(
             name=ctx.intent["cluster_name"], roleArn=ctx.outputs["role_arn"],
@@ -243,8 +244,9 @@ def _addon(ctx: StepContext) -> dict[str, Any] | None:
 
 
 def submit_addon(ctx: StepContext) -> None:
+    rerun = "client_request_token" in ctx.intent  # only an earlier run of this step can have made the add-on
     token = ctx.intend("client_request_token", lambda: str(uuid.uuid4()))
-    addon = _addon(ctx)
+    addon = _addon(ctx) if rerun else None
     if addon is None:
         addon = ctx.client("eks").create_addon(clusterName=ctx.outputs["cluster_name"], addonName=ADDON,
                                                clientRequestToken=token)["addon"]
@@ -276,9 +278,9 @@ PIPELINE = Pipeline(
               timeout=timedelta(minutes=10), poll_interval=1),
         Phase("role", "Cluster role", submit_role, poll_role, undo_role, timeout=timedelta(minutes=5), poll_interval=1),
         Phase("cluster", "EKS control plane", submit_cluster, poll_cluster, undo_cluster,
-              timeout=timedelta(minutes=30), poll_interval=10),
+              timeout=timedelta(minutes=30), poll_interval=10, expected=schedule.EKS_CLUSTER_CREATE),
         Phase("addon", "Pod identity agent", submit_addon, poll_addon, undo_addon,
-              timeout=timedelta(minutes=15), poll_interval=5),
+              timeout=timedelta(minutes=15), poll_interval=5, announced="arn"),
     ),
 )
 

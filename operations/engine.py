@@ -8,9 +8,10 @@
    second worker therefore finds nothing to claim and does nothing;
 2. runs steps of the current phase (submit, then polls; a finished phase goes straight on to the next one), every
    write fenced by the lease (``operations.transitions``), while a heartbeat thread keeps the lease fresh;
-3. **releases** the lease with the next wake-up time: the phase's poll interval after a submit, capped exponential
-   backoff with full jitter while a poll waits, or the slot the rate limiter reserved when the region's
-   call budget is spent (the poll then runs at that slot without taking another token).
+3. **releases** the lease with the next wake-up time: the phase's schedule (``operations.schedule``: its known
+   duration, the safety net of a phase AWS announces — ``operations.wakeups`` brings that wake-up forward when the
+   event arrives —, else capped exponential backoff with full jitter), or the slot the rate limiter reserved when
+   the region's call budget is spent (the poll then runs at that slot without taking another token).
 
 Cost: a poll that finds the resource still on its way — the step an operation makes most often — is four SQL
 statements: the claim, one read of the operation with its phases, the phase's poll count (``note_phase``) and the
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 import threading
 import uuid
 from collections.abc import Iterator
@@ -44,7 +44,7 @@ from urllib3.exceptions import HTTPError
 
 from cloud import aws, kube
 from config.errors import ApplicationError
-from operations import logs, ratelimit, transitions
+from operations import logs, ratelimit, schedule, transitions, wakeups
 from operations.context import StepContext
 from operations.models import (
     ACTIVE_STATES,
@@ -93,17 +93,6 @@ def advance(operation_id: int, *, due: datetime | None = None) -> datetime | Non
         logger.exception("operation %s: the engine failed outside any step; trying again later", operation_id)
         delay = settings.OPERATIONS_POLL_MAX_SECONDS
     return _release(operation_id, lease, delay, cancelled_meanwhile=not undoing)
-
-
-def backoff(base: float, polls: int) -> float:
-    """Seconds before the next poll: full jitter over ``base · 2^polls`` capped at ``OPERATIONS_POLL_MAX_SECONDS``,
-    never under ``OPERATIONS_POLL_MIN_SECONDS``. ``base`` is scaled by ``OPERATIONS_POLL_SCALE``."""
-    ceiling = min(settings.OPERATIONS_POLL_MAX_SECONDS, base * settings.OPERATIONS_POLL_SCALE * 2 ** min(polls, 30))
-    return max(settings.OPERATIONS_POLL_MIN_SECONDS, random.uniform(0, ceiling))
-
-
-def first_poll_delay(base: float) -> float:
-    return max(settings.OPERATIONS_POLL_MIN_SECONDS, base * settings.OPERATIONS_POLL_SCALE)
 
 
 def stale_operations(now: datetime | None = None) -> list[Operation]:
@@ -254,10 +243,12 @@ def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline
     context = StepContext(operation, phase, lease=lease, region=pipeline.region(operation.params))
     try:
         if phase.step == PhaseStep.SUBMIT:
+            listening = bool(spec.announced) and wakeups.listen(context.region)
             spec.submit(context)
-            transitions.note_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0)
+            waits_on = str(phase.reference.get(spec.announced, "")) if spec.announced else ""
+            transitions.note_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0, waits_on=waits_on)
             logs.append(operation.pk, f"{spec.title}: submitted.", phase=phase.slug)
-            return first_poll_delay(spec.poll_interval)
+            return schedule.after_submit(spec, listening=listening and bool(waits_on))
         if operation.call_reserved:
             transitions.save(operation, lease=lease, call_reserved=False)
         else:
@@ -271,7 +262,7 @@ def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline
     except Exception as exc:  # judged below: transient → retry, anything else → the phase fails
         error = _vocabulary_error(exc)
         if getattr(error, "provider", {}).get("retryable"):
-            delay = backoff(spec.poll_interval, phase.polls)
+            delay = schedule.backoff(spec.poll_interval, phase.polls)
             logs.append(operation.pk, f"{spec.title}: {error.message} — retrying in {delay:.1f} s.",
                         phase=phase.slug, level=LogLevel.WARNING)
             return delay
@@ -290,7 +281,9 @@ def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline
     if changed:
         transitions.publish(operation, phases)
         logs.append(operation.pk, f"{spec.title}: {progress.status}.", phase=phase.slug)
-    return progress.after if progress.after is not None else backoff(spec.poll_interval, phase.polls)
+    if progress.after is not None:
+        return progress.after
+    return schedule.after_poll(spec, phase, listening=wakeups.listening(phase.waits_on), now=timezone.now())
 
 
 def _take_call_token(context: StepContext) -> float:
@@ -380,7 +373,7 @@ def _undo_step(operation: Operation, phases: list[OperationPhase], pipeline: Pip
             else:
                 transitions.note_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0)
                 logs.append(operation.pk, f"{spec.title}: undo submitted.", phase=phase.slug)
-                return first_poll_delay(spec.poll_interval)
+                return schedule.first_poll_delay(spec.poll_interval)
         else:
             assert spec.undo_poll is not None  # a phase waits in its undo poll only when it has one
             if operation.call_reserved:
@@ -396,7 +389,7 @@ def _undo_step(operation: Operation, phases: list[OperationPhase], pipeline: Pip
     except Exception as exc:  # judged as in a forward step: transient → retry, anything else → the undo failed
         error = _vocabulary_error(exc)
         if getattr(error, "provider", {}).get("retryable"):
-            delay = backoff(spec.poll_interval, phase.polls)
+            delay = schedule.backoff(spec.poll_interval, phase.polls)
             logs.append(operation.pk, f"{spec.title}: undo: {error.message} — retrying in {delay:.1f} s.",
                         phase=phase.slug, level=LogLevel.WARNING)
             return delay
@@ -414,7 +407,7 @@ def _undo_step(operation: Operation, phases: list[OperationPhase], pipeline: Pip
     if changed:
         transitions.publish(operation, phases)
         logs.append(operation.pk, f"{spec.title}: undoing — {progress.status}.", phase=phase.slug)
-    return progress.after if progress.after is not None else backoff(spec.poll_interval, phase.polls)
+    return progress.after if progress.after is not None else schedule.backoff(spec.poll_interval, phase.polls)
 
 
 def _undo_failed(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,

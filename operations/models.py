@@ -172,6 +172,8 @@ class OperationPhase(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     deadline_at = models.DateTimeField(null=True, blank=True)
+    #: The ARN of the resource an ``announced`` phase waits for (``operations.wakeups``); blank otherwise.
+    waits_on = models.CharField(max_length=400, blank=True, db_index=True)
 
     class Meta:
         ordering = ["operation", "index"]

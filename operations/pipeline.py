@@ -77,15 +77,31 @@ Poll = Callable[["StepContext"], Progress]
 
 
 @dataclass(frozen=True)
+class Expected:
+    """How long a phase's resource takes to get where its poll waits for it, in AWS seconds (documented by AWS or
+    measured): never sooner than ``after``, usually by ``within``. The first poll is at ``after``, then one every
+    ``every`` seconds until ``within``, then the usual backoff (``operations.schedule``)."""
+
+    after: float
+    within: float
+    every: float
+
+
+@dataclass(frozen=True)
 class Phase:
     """One phase. ``timeout`` bounds a run of the phase (submit to done) and its undo (compensate to done);
     ``poll_interval`` is the first wait after the submit (or compensate) step, doubled (with jitter, up to
-    ``OPERATIONS_POLL_MAX_SECONDS``) while the poll (or undo poll) step waits. Without ``undo_poll`` the undo is
-    done once ``compensate`` returns. ``leftovers`` names what the phase made that is still there (``"EKS cluster
-    alpha (CREATING)"``), for the cancelled operation's account of an undo that could not finish. ``plan`` says,
-    from the operation's params alone (it may read rows, and AWS and Kubernetes, but never write), what the phase
-    would create, change or delete — a list of ``config.plans.change`` — for a dry run's plan.
+    ``OPERATIONS_POLL_MAX_SECONDS``) while the poll (or undo poll) step waits — unless the phase says more about its
+    wait: ``expected`` (how long its resource takes) or ``announced`` (AWS sends the resource's state changes to
+    EventBridge, and the submit records the resource's ARN under this key of the phase's reference:
+    ``operations.wakeups`` wakes the operation when an event names that ARN, and polls are only the safety net).
+
+    Without ``undo_poll`` the undo is done once ``compensate`` returns. ``leftovers`` names what the phase made that
+    is still there (``"EKS cluster alpha (CREATING)"``), for the cancelled operation's account of an undo that could
+    not finish. ``plan`` says, from the operation's params alone (it may read rows, and AWS and Kubernetes, but never
+    write), what the phase would create, change or delete — a list of ``config.plans.change`` — for a dry run's plan.
     """
+
 
     slug: str
     title: str
@@ -97,6 +113,8 @@ class Phase:
     plan: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None
     timeout: timedelta = timedelta(minutes=30)
     poll_interval: float = 5.0
+    expected: Expected | None = None
+    announced: str = ""
 
 
 @dataclass(frozen=True)

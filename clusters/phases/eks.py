@@ -29,6 +29,7 @@ from clusters.iam_roles import owned_role
 from clusters.models import Cluster
 from clusters.ownership import as_tag_list, aws_tags, iam_name, owned_by
 from clusters.phases.common import cluster_of
+from operations import schedule
 from operations.context import StepContext
 from operations.pipeline import Phase, PhaseFailed, Progress
 
@@ -273,6 +274,6 @@ def poll_eks_delete(ctx: StepContext) -> Progress:
 
 
 CREATE = Phase(slug="eks", title="EKS control plane", submit=submit_eks, poll=poll_eks,
-               timeout=timedelta(minutes=40), poll_interval=30)
+               timeout=timedelta(minutes=40), poll_interval=30, expected=schedule.EKS_CLUSTER_CREATE)
 DELETE = Phase(slug="eks", title="EKS control plane", submit=submit_eks_delete, poll=poll_eks_delete,
                timeout=timedelta(minutes=30), poll_interval=30)

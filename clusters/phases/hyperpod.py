@@ -347,6 +347,6 @@ def poll_delete(ctx: StepContext) -> Progress:
 
 
 CREATE = Phase(slug="hyperpod", title="HyperPod cluster", submit=submit_create, poll=poll_create,
-               timeout=timedelta(hours=3), poll_interval=30)
+               timeout=timedelta(hours=3), poll_interval=30, announced="hyperpod_arn")
 DELETE = Phase(slug="hyperpod", title="HyperPod cluster", submit=submit_delete, poll=poll_delete,
                timeout=timedelta(hours=1), poll_interval=30)

@@ -23,7 +23,7 @@ from typing import Any
 from moto.eks.models import eks_backends
 
 from sandbox import clock, control, endpoints, tls
-from sandbox.aws import core
+from sandbox.aws import core, eventbridge
 from sandbox.aws.network import delete_security_group, private_address, subnet_facts
 
 CLUSTER_CREATE_SECONDS = 600.0
@@ -267,10 +267,13 @@ def _refresh_addons(cluster: EksCluster) -> None:
     for name, addon in list(cluster.addons.items()):
         if addon.status not in ("CREATING", "UPDATING", "DELETING") or not clock.due(addon.since, ADDON_SECONDS):
             continue
-        if addon.status == "DELETING":
+        was = addon.status
+        if was == "DELETING":
             for association in [a for a in cluster.pod_identities.values() if a.owner_arn == addon.arn]:
                 del cluster.pod_identities[association.id]
             del cluster.addons[name]
+            eventbridge.addon_changed(region=cluster.region, cluster_name=cluster.name, addon_name=name,
+                                      addon_arn=addon.arn, was=was, status=None)
             continue
         status, addon.issues = "ACTIVE", []
         if addon.status == "CREATING" and addon.outcome is not None:
@@ -279,6 +282,8 @@ def _refresh_addons(cluster: EksCluster) -> None:
             code = "ConfigurationConflict" if kind == "fail" else "InsufficientNumberOfReplicas"
             addon.issues = [{"code": code, "message": message, "resourceIds": []}]
         addon.status, addon.since, addon.modified_at = status, clock.now(), clock.now()
+        eventbridge.addon_changed(region=cluster.region, cluster_name=cluster.name, addon_name=name,
+                                  addon_arn=addon.arn, was=was, status=status)
 
 
 def _resize(cluster: EksCluster, nodegroup: Nodegroup) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sandbox import clock, control
-from sandbox.aws import core
+from sandbox.aws import core, eventbridge
 from sandbox.aws.network import SubnetFacts, private_address, subnet_facts
 from sandbox.aws.views import NodeEvent, NodeView
 
@@ -276,7 +276,14 @@ def reconcile(cluster: Cluster, group: Group) -> None:
 
 
 def set_status(cluster: Cluster, status: str) -> None:
+    """Move the cluster to ``status`` (SageMaker announces the change to EventBridge). Call under
+    ``core.transaction()``."""
+    changed = status != cluster.status
     cluster.status, cluster.since = status, clock.now()
+    if changed:
+        eventbridge.hyperpod_cluster_changed(region=cluster.region, cluster_name=cluster.name,
+                                             cluster_arn=cluster.arn, status=status,
+                                             failure_message=cluster.failure_message or "")
 
 
 def set_health(cluster: Cluster, node: Node, status: str) -> None:

@@ -24,6 +24,11 @@ none (``MOTO_EC2_LOAD_DEFAULT_AMIS=false`` unless the environment says otherwise
 list, which parses botocore's whole endpoint file (~0.1 s) on every CreateCluster and CreateNodegroup. The same check
 now reads the partitions parsed once.
 
+**EventBridge rules and their SQS targets.** moto sends an event to the targets of every rule whose pattern matches,
+a DISABLED rule's included, and into any SQS queue whatever its policy. EventBridge skips a disabled rule, and can
+deliver to a queue only when the queue's policy lets ``events.amazonaws.com`` send it the rule's events; otherwise
+the event is dropped (``sandbox.aws.eventbridge.queue_accepts``, counted in ``failed_invocations``).
+
 **CORS.** moto's server lets every origin call every service (``flask_cors`` on each backend app); S3 lets a
 browser in only as the bucket's CORS configuration says, which ``sandbox.aws.s3_cors`` enforces, so the global one
 is off.
@@ -42,10 +47,13 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ec2.models.vpcs import VPCBackend
 from moto.eks import models as eks_models
 from moto.eks.exceptions import InvalidParameterException
+from moto.events import models as events_models
 from moto.iam import models as iam_models
 from moto.moto_server import werkzeug_app
 
 _modify_vpc_endpoint = VPCBackend.modify_vpc_endpoint
+_send_to_targets = events_models.Rule.send_to_targets
+_send_to_sqs_queue = events_models.Rule._send_to_sqs_queue
 _init_aws_policies = iam_models.IAMBackend._init_aws_policies
 _managed_policies: dict[tuple[str, str], list[iam_models.ManagedPolicy]] = {}
 
@@ -109,6 +117,29 @@ def validate_role_arn(arn: str) -> None:
         raise InvalidParameterException(message=f"Invalid Role Arn: '{arn}'")
 
 
+def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
+    """moto's delivery, for an ENABLED rule only."""
+    if self.state == "ENABLED":
+        _send_to_targets(self, original_event, transform_input)
+
+
+def send_to_sqs_queue(self: Any, resource_id: str, event: dict[str, Any], group_id: str | None = None) -> None:
+    """moto's delivery to a queue, when the queue's policy lets EventBridge send it this rule's events."""
+    from moto.sqs.models import sqs_backends
+
+    from sandbox.aws import eventbridge
+
+    try:
+        queue = sqs_backends[self.account_id][self.region_name].get_queue(resource_id)
+    except Exception:  # the queue is gone: EventBridge fails the invocation
+        eventbridge.failed_invocations[self.arn] += 1
+        return
+    if not eventbridge.queue_accepts(queue.policy, queue.queue_arn, self.arn):
+        eventbridge.failed_invocations[self.arn] += 1
+        return
+    _send_to_sqs_queue(self, resource_id, event, group_id)
+
+
 def apply() -> None:
     """Install the fixes (idempotent). ``moto.core.responses`` imports the lookup at call time, so replacing the
     module attribute is enough; the backends' methods are looked up on their classes at call time too."""
@@ -118,3 +149,5 @@ def apply() -> None:
     VPCBackend.modify_vpc_endpoint = modify_vpc_endpoint  # type: ignore[method-assign]
     eks_models.validate_role_arn = validate_role_arn
     werkzeug_app.DISABLE_GLOBAL_CORS = True
+    events_models.Rule.send_to_targets = send_to_targets  # type: ignore[method-assign]
+    events_models.Rule._send_to_sqs_queue = send_to_sqs_queue  # type: ignore[method-assign]

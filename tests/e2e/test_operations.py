@@ -79,7 +79,7 @@ class Driver:
 
 @pytest.fixture
 def driver(settings) -> Driver:
-    settings.OPERATIONS_POLL_SCALE = 0.01
+    settings.OPERATIONS_POLL_SCALE = 0.001
     settings.OPERATIONS_POLL_MIN_SECONDS = 0.01
     settings.OPERATIONS_POLL_MAX_SECONDS = 0.2
     return Driver()

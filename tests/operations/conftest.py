@@ -14,8 +14,8 @@ from operations.models import ACTIVE_STATES, Operation
 
 @pytest.fixture
 def fast_polling(settings):
-    """Poll intervals a hundredth of production's (the sandbox runs at a thousandth of AWS's time)."""
-    settings.OPERATIONS_POLL_SCALE = 0.01
+    """Poll schedules at the sandbox's clock (a thousandth of AWS's time), polls at least every 10-200 ms."""
+    settings.OPERATIONS_POLL_SCALE = 0.001
     settings.OPERATIONS_POLL_MIN_SECONDS = 0.01
     settings.OPERATIONS_POLL_MAX_SECONDS = 0.2
 

@@ -18,7 +18,7 @@ from django.db import connection
 from django.utils import timezone
 from urllib3.exceptions import ProtocolError
 
-from operations import demo, engine, pipeline, ratelimit, services, transitions
+from operations import demo, engine, pipeline, ratelimit, schedule, services, transitions
 from operations.models import LogLevel, Operation, OperationState, PhaseState, PhaseStep
 from operations.pipeline import Phase, Pipeline, Progress
 
@@ -201,8 +201,8 @@ def test_backoff_is_jittered_capped_and_floored(settings):
     settings.OPERATIONS_POLL_SCALE = 1.0
     settings.OPERATIONS_POLL_MIN_SECONDS = 0.5
     settings.OPERATIONS_POLL_MAX_SECONDS = 20.0
-    early = [engine.backoff(1.0, 0) for _ in range(200)]
-    late = [engine.backoff(1.0, 12) for _ in range(200)]
+    early = [schedule.backoff(1.0, 0) for _ in range(200)]
+    late = [schedule.backoff(1.0, 12) for _ in range(200)]
     assert all(0.5 <= delay <= 1.0 for delay in early)
     assert all(0.5 <= delay <= 20.0 for delay in late)
     assert max(late) > 15 and min(late) < 5, "full jitter spreads delays over the whole window"

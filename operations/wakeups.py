@@ -1,0 +1,126 @@
+"""Waking operations when AWS announces that what they wait for has changed, instead of at their next poll.
+
+A phase that is ``announced`` (``operations.pipeline.Phase``) records the ARN of the resource it waits for in
+``OperationPhase.waits_on`` at its submit, and the engine makes sure the region's EventBridge → SQS channel exists
+(:func:`listen`, ``cloud.events``). :func:`drain` (the ``drain_cloud_events`` task, every
+``OPERATIONS_EVENTS_DRAIN_SECONDS``) finds the regions such phases wait in, takes the events off their queues and
+wakes every operation whose running phase waits on a resource an event names: its ``next_poll_at`` becomes now, and
+the caller enqueues that wake-up. The engine's claim does the rest — the woken operation polls once, sees the new
+state and moves on; a duplicate or stale event costs one poll.
+
+While a region's channel is known to exist (:func:`listening`), announced phases there poll only as a safety net
+(``operations.schedule``: an event lost, or no drain task running, costs that much lag); where AWS refuses to make
+it (no permission), they poll as any other phase. An event for an operation a worker holds right now is handed
+back to the queue for a second, so the wake is not lost to the holder's own next wake-up. Events that name
+nothing anyone waits for are deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from datetime import datetime
+
+from botocore.exceptions import BotoCoreError, ClientError
+from django.conf import settings
+from django.core.cache import cache
+from django.utils import timezone
+
+from cloud import events
+from operations.models import ACTIVE_STATES, Operation, OperationPhase, PhaseState, PhaseStep
+
+logger = logging.getLogger(__name__)
+
+#: Receives per region and drain at most (ten events each).
+RECEIVES_PER_DRAIN = 10
+
+
+def region_of(arn: str) -> str:
+    """The region field of an ARN (``""`` for one without)."""
+    parts = arn.split(":")
+    return parts[3] if len(parts) > 5 else ""
+
+
+def listening(arn: str) -> bool:
+    """Whether events about ``arn`` reach the engine: its region's channel was made or confirmed lately."""
+    return bool(settings.OPERATIONS_EVENTS and arn and cache.get(_channel_key(region_of(arn))))
+
+
+def listen(region: str) -> bool:
+    """Make sure events of ``region`` reach the engine (its channel exists: made at most once per
+    ``OPERATIONS_EVENTS_CHANNEL_TTL``); whether they do. Called before an announced phase's submit, so no event of
+    what it makes can come before the channel. A channel AWS refuses to make is logged, not raised: the phase then
+    polls as any other."""
+    if not settings.OPERATIONS_EVENTS:
+        return False
+    try:
+        _channel(region)
+    except (BotoCoreError, ClientError) as exc:
+        logger.warning("cannot listen to the events of %s: %s; announced phases there poll as usual", region, exc)
+        return False
+    return True
+
+
+def drain() -> list[tuple[int, datetime]]:
+    """Take the waiting regions' events off their queues and wake the operations they concern; return each woken
+    operation with its new ``next_poll_at``, for the caller to enqueue."""
+    if not settings.OPERATIONS_EVENTS:
+        return []
+    waiting: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+    for arn, operation_id in (OperationPhase.objects.filter(state=PhaseState.RUNNING, step=PhaseStep.POLL)
+                              .exclude(waits_on="").values_list("waits_on", "operation_id")):
+        waiting[region_of(arn)][arn].add(operation_id)
+    woken: list[tuple[int, datetime]] = []
+    for region, waiters in waiting.items():
+        try:
+            woken += _drain_region(region, waiters)
+        except (BotoCoreError, ClientError) as exc:
+            cache.delete(_channel_key(region))
+            logger.warning("events of %s: %s; announced phases there poll as usual", region, exc)
+    return woken
+
+
+def _drain_region(region: str, waiters: dict[str, set[int]]) -> list[tuple[int, datetime]]:
+    queue_url = _channel(region)
+    woken: list[tuple[int, datetime]] = []
+    for _ in range(RECEIVES_PER_DRAIN):
+        received = events.receive(region, queue_url)
+        if not received:
+            break
+        concerned = {event.receipt: {pk for arn in event.resources for pk in waiters.get(arn, ())}
+                     for event in received}
+        held = _wake(set().union(*concerned.values()), woken)
+        for event in received:
+            if concerned[event.receipt] & held:
+                events.retry_soon(region, queue_url, event)
+        events.delete(region, queue_url, [event for event in received if not concerned[event.receipt] & held])
+        if len(received) < 10:
+            break
+    return woken
+
+
+def _wake(operation_ids: set[int], woken: list[tuple[int, datetime]]) -> set[int]:
+    """Bring these operations' next poll forward to now (appending them to ``woken``); return those a worker holds."""
+    if not operation_ids:
+        return set()
+    now = timezone.now()
+    rows = Operation.objects.filter(pk__in=operation_ids, state__in=ACTIVE_STATES)
+    held = set(rows.exclude(claimed_by="").values_list("pk", flat=True))
+    later = list(rows.filter(claimed_by="", next_poll_at__gt=now).values_list("pk", flat=True))
+    Operation.objects.filter(pk__in=later, claimed_by="", next_poll_at__gt=now).update(next_poll_at=now)
+    woken.extend((pk, now) for pk in later)
+    return held
+
+
+def _channel(region: str) -> str:
+    """The region's queue URL, making or repairing the channel at most once per ``OPERATIONS_EVENTS_CHANNEL_TTL``."""
+    key = _channel_key(region)
+    url: str | None = cache.get(key)
+    if url is None:
+        url = events.ensure(region, settings.OPERATIONS_EVENTS_CHANNEL)
+        cache.set(key, url, timeout=settings.OPERATIONS_EVENTS_CHANNEL_TTL)
+    return url
+
+
+def _channel_key(region: str) -> str:
+    return f"operations.events-channel.{settings.OPERATIONS_EVENTS_CHANNEL}.{region}"

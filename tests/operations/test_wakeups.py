@@ -1,0 +1,122 @@
+"""When the engine polls: known durations, and operations woken by AWS's state-change events (EventBridge → SQS)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+import boto3
+import pytest
+from django.utils import timezone
+
+from operations import engine, schedule, wakeups
+from operations.models import Operation, OperationPhase, PhaseState, PhaseStep
+from operations.pipeline import Expected, Phase, Progress
+from tests.operations.test_engine import start_demo
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _noop(ctx) -> None:
+    return None
+
+
+def _waiting(ctx) -> Progress:
+    return Progress.waiting()
+
+
+def test_a_phase_of_known_duration_is_first_polled_when_it_can_be_ready_then_densely_then_with_backoff(settings):
+    settings.OPERATIONS_POLL_SCALE, settings.OPERATIONS_POLL_MIN_SECONDS = 1.0, 0.5
+    settings.OPERATIONS_POLL_MAX_SECONDS = 20.0
+    spec = Phase("eks", "EKS", _noop, _waiting, poll_interval=10, expected=Expected(after=420, within=900, every=25))
+    started = timezone.now()
+    phase = OperationPhase(started_at=started, polls=3)
+    assert schedule.after_submit(spec, listening=False) == 420
+    assert schedule.after_poll(spec, phase, listening=False, now=started + timedelta(seconds=100)) == 320
+    assert schedule.after_poll(spec, phase, listening=False, now=started + timedelta(seconds=500)) == 25
+    late = [schedule.after_poll(spec, phase, listening=False, now=started + timedelta(seconds=901))
+            for _ in range(50)]
+    assert all(0.5 <= delay <= 20 for delay in late) and len(set(late)) > 1  # the usual jittered backoff
+    settings.OPERATIONS_KNOWN_DURATIONS = False
+    assert schedule.after_submit(spec, listening=False) == 10
+
+
+def test_an_announced_phase_polls_only_as_a_safety_net_while_its_region_is_listened_to(settings):
+    settings.OPERATIONS_POLL_SCALE = 1.0
+    spec = Phase("addon", "Add-on", _noop, _waiting, poll_interval=5, announced="arn")
+    phase = OperationPhase(started_at=timezone.now(), polls=0)
+    assert schedule.after_submit(spec, listening=True) == settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS == 60
+    assert schedule.after_poll(spec, phase, listening=True, now=timezone.now()) == 60
+    assert schedule.after_submit(spec, listening=False) == 5
+
+
+def test_an_addon_is_done_one_poll_after_eks_announces_it(sandbox, cast, drive, settings):
+    """The add-on phase submits, the engine makes the region's channel, and then waits: its safety poll is far away
+    (5,000 s of AWS time). Only the drain, fed by EKS's ``EKS Addon Creation Succeeded`` event, brings its poll
+    forward — a single DescribeAddon, which finds it ACTIVE."""
+    settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS = 5000
+    operation = drive(start_demo(cast), until=lambda op: op.phase == "addon" and _addon(op).step == PhaseStep.POLL)
+    addon = _addon(operation)
+    assert addon.waits_on == addon.reference["arn"] and addon.waits_on.startswith("arn:aws:eks:us-west-2:")
+    assert wakeups.listening(addon.waits_on)
+    operation.refresh_from_db()
+    assert (operation.next_poll_at - timezone.now()).total_seconds() > 0.5  # the safety net: ~5 s away
+
+    woken = _drain_until_woken(operation)
+    assert [pk for pk, _ in woken] == [operation.pk]
+    engine.advance(operation.pk, due=woken[0][1])
+    operation.refresh_from_db()
+    assert operation.state == "succeeded"
+    addon = _addon(operation)
+    assert (addon.state, addon.polls) == (PhaseState.SUCCEEDED, 0)  # no poll found it "not yet": the one poll was done
+
+    sqs = boto3.client("sqs", region_name="us-west-2")
+    url = sqs.get_queue_url(QueueName=settings.OPERATIONS_EVENTS_CHANNEL)["QueueUrl"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "0"  # handled events are deleted
+    (statement,) = json.loads(attributes["Policy"])["Statement"]
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    rule = boto3.client("events", region_name="us-west-2").describe_rule(Name=settings.OPERATIONS_EVENTS_CHANNEL)
+    assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": rule["Arn"]}}
+
+
+def test_an_event_for_an_operation_a_worker_holds_is_handed_back_not_lost(sandbox, cast, drive, settings):
+    settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS = 5000
+    operation = drive(start_demo(cast), until=lambda op: op.phase == "addon" and _addon(op).step == PhaseStep.POLL)
+    Operation.objects.filter(pk=operation.pk).update(claimed_by="another-worker", heartbeat_at=timezone.now())
+    deadline = time.monotonic() + 10
+    while not boto3.client("sqs", region_name="us-west-2").receive_message(
+            QueueUrl=_queue_url(settings), VisibilityTimeout=0).get("Messages"):
+        assert time.monotonic() < deadline, "EKS never announced the add-on"
+        time.sleep(0.05)
+    assert wakeups.drain() == []  # held: not woken, and the event goes back to the queue
+    Operation.objects.filter(pk=operation.pk).update(claimed_by="")
+    time.sleep(1.1)  # the event is visible again after a second
+    assert [pk for pk, _ in wakeups.drain()] == [operation.pk]
+
+
+def test_without_events_an_announced_phase_polls_as_any_other(sandbox, cast, drive, settings):
+    settings.OPERATIONS_EVENTS = False
+    operation = drive(start_demo(cast))
+    assert operation.state == "succeeded" and not wakeups.listening(_addon(operation).waits_on)
+    events = boto3.client("events", region_name="us-west-2")
+    assert events.list_rules()["Rules"] == []  # nothing made in the account
+
+
+def _addon(operation: Operation) -> OperationPhase:
+    return operation.phases.get(slug="addon")
+
+
+def _queue_url(settings) -> str:
+    return boto3.client("sqs", region_name="us-west-2").get_queue_url(
+        QueueName=settings.OPERATIONS_EVENTS_CHANNEL)["QueueUrl"]
+
+
+def _drain_until_woken(operation: Operation) -> list:
+    deadline = time.monotonic() + 10
+    while not (woken := wakeups.drain()):
+        assert time.monotonic() < deadline, f"operation {operation.pk} was never woken"
+        time.sleep(0.05)
+    return woken
+
