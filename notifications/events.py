@@ -3,8 +3,8 @@
 An app calls :func:`emit` where the event happens, inside the transaction of the change (or outside any): nothing is
 read or written then. After the transaction commits, one :class:`~notifications.models.Delivery` row is written per
 enabled subscription of the team that wants the event type, and a Celery task is enqueued for each
-(``notifications.tasks``); a rolled-back change notifies nobody, and the action that raised the event never waits
-for a webhook or a mail server.
+(``notifications.tasks``); a rolled-back change notifies nobody, the action that raised the event never waits for a
+webhook or a mail server, and a failure to queue is logged, never raised into it (``robust`` callbacks).
 
 ``notifications`` sits below ``operations`` and the domain apps (``tests/test_layering.py``): they import this
 module; it imports none of them, so each caller describes its object as a :class:`Subject`.
@@ -93,7 +93,7 @@ def emit(event_type: str, *, team_id: int, subject: Subject, summary: str, detai
         raise ValueError(f"unknown event type {event_type!r}")
     occurred_at = timezone.now()
     transaction.on_commit(lambda: fan_out(event_type, team_id=team_id, subject=subject, summary=summary,
-                                          details=details or {}, occurred_at=occurred_at))
+                                          details=details or {}, occurred_at=occurred_at), robust=True)
 
 
 def fan_out(event_type: str, *, team_id: int, subject: Subject, summary: str, details: dict[str, Any],
@@ -116,7 +116,7 @@ def queue(subscriptions: list[Subscription], event: dict[str, Any], *, test: boo
         Delivery(subscription=subscription, event_id=event["id"], event_type=event["type"], payload=event, test=test,
                  next_attempt_at=timezone.now())
         for subscription in subscriptions)
-    transaction.on_commit(lambda: _enqueue_all(deliveries))
+    transaction.on_commit(lambda: _enqueue_all(deliveries), robust=True)
     return deliveries
 
 

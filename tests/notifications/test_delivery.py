@@ -149,3 +149,20 @@ def test_an_agent_action_held_for_approval_reaches_slack(cast, receiver, fast_de
     delivery = Delivery.objects.get()
     assert delivery.payload["subject"]["kind"] == "approval_request"
     assert delivery.payload["details"]["requested_by"] == "ada"
+
+
+def test_the_sweeper_requeues_only_overdue_deliveries(cast, hook):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from notifications.tasks import sweep_notification_deliveries
+
+    def pending(due) -> Delivery:
+        return Delivery.objects.create(subscription=hook, event_id="0f6c2c1e-3f7e-4d25-9a47-0c7c7f0a1a59",
+                                       event_type="operation.failed", payload={}, next_attempt_at=due)
+
+    pending(timezone.now() - timedelta(minutes=5))  # its message was lost
+    pending(timezone.now())  # due now: its message is on its way
+    pending(timezone.now() + timedelta(minutes=5))  # a retry later
+    assert sweep_notification_deliveries() == 1

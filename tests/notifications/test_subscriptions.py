@@ -144,3 +144,44 @@ def test_an_agent_subscribes_by_email_and_reads_the_log_through_mcp(cast, token_
                                {"team_id": cast.team.pk, "subscription_id": answer["id"]})
     assert not failed and listed["results"] == []
     assert AuditEvent.objects.get(action="notification_subscription.create").source == "mcp"
+
+
+def test_lists_cost_the_same_number_of_queries_whatever_their_length(api, cast, client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from notifications.models import Delivery, DeliveryAttempt
+    from tests import factories
+
+    hook = factories.subscription(cast.team)
+    viewer = api(cast.viewer)
+    client.force_login(cast.viewer)
+    cast.viewer.current_team = cast.team
+    cast.viewer.save(update_fields=["current_team"])
+
+    def add(count: int) -> None:
+        for _ in range(count):
+            factories.subscription(cast.team, f"more-{Subscription.objects.count()}")
+            delivery = Delivery.objects.create(subscription=hook, event_id="0f6c2c1e-3f7e-4d25-9a47-0c7c7f0a1a59",
+                                               event_type="operation.failed", payload={"summary": "x"})
+            for number in (1, 2):
+                DeliveryAttempt.objects.create(delivery=delivery, number=number, at=timezone.now(), status_code=500)
+
+    def queries() -> list[int]:
+        counted = []
+        for path in (_path(cast.team), _path(cast.team, hook.pk, "/deliveries")):
+            with CaptureQueriesContext(connection) as captured:
+                assert viewer.get(path).status_code == 200
+            counted.append(len(captured))
+        for page in ("/notifications/", f"/notifications/{hook.pk}/"):
+            with CaptureQueriesContext(connection) as captured:
+                assert client.get(page).status_code == 200
+            counted.append(len(captured))
+        return counted
+
+    add(2)
+    queries()  # the token's first use of the minute is written down once
+    few = queries()
+    add(5)
+    assert queries() == few
