@@ -14,7 +14,7 @@ from django.db.models import ProtectedError, QuerySet
 from django.utils import timezone
 
 from accounts import access, actions, audit
-from accounts.models import ApiToken, Invitation, InvitationState, Membership, Role, Team, User
+from accounts.models import ApiToken, Invitation, InvitationState, Membership, Role, ServiceAccount, Team, User
 from accounts.tokens import display_prefix, generate_secret, hash_secret
 from config.errors import Conflict, InvalidFields, NotFound, PermissionDenied, ValidationFailed
 
@@ -240,10 +240,14 @@ def _respond(invitation: Invitation, actor: User, state: InvitationState) -> Non
 
 
 def membership_update(*, actor: User, membership: Membership, role: str, source: str) -> Membership:
-    """Change a member's role. The last admin of a team cannot be demoted."""
+    """Change a member's role. The last admin of a team cannot be demoted; a service account is never made an admin
+    (field ``role``, code ``service_account_not_admin``)."""
     access.require(actor, actions.MEMBERSHIP_UPDATE, membership)
     if membership.role == role:
         return membership
+    if role == Role.ADMIN and ServiceAccount.objects.filter(user_id=membership.user_id).exists():
+        raise ValidationFailed.for_field("role", "service_account_not_admin",
+                                         "A service account is a viewer or an operator, never a team admin.")
     with transaction.atomic():
         Team.objects.select_for_update().get(pk=membership.team_id)
         membership = Membership.objects.select_for_update().get(pk=membership.pk)

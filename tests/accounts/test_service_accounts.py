@@ -90,6 +90,12 @@ def test_a_revoked_token_stops_and_bad_input_names_its_field(cast, api, robot):
     assert admin_role["fields"]["role"][0]["code"] == "invalid_choice"
     assert admin.post(path, {"name": "Not A Slug"}).json()["fields"]["name"][0]["code"] == "invalid_slug"
 
+    membership = Membership.objects.get(user__service_account__pk=robot["id"])
+    promoted = admin.patch(f"/api/v1/teams/{cast.team.pk}/memberships/{membership.pk}", {"role": "admin"}).json()
+    assert promoted["fields"]["role"][0]["code"] == "service_account_not_admin"
+    assert admin.patch(f"/api/v1/teams/{cast.team.pk}/memberships/{membership.pk}",
+                       {"role": "viewer"}).json()["role"] == "viewer"
+
     team_delete = admin.delete(f"/api/v1/teams/{cast.team.pk}")
     assert team_delete.status_code == 409 and team_delete.json()["code"] == "team_not_empty"
 
