@@ -7,8 +7,8 @@ endpoint, dummy credentials and region are exported to everything after) startin
 process), then — once both are done, so nothing serves before the migrations — ``web`` (uvicorn serving
 ``config.asgi``: portal, REST, WebSockets and ``/mcp``), and once it answers ``/healthz`` (or after
 ``BACKGROUND_START_DELAY`` seconds) the background children ``worker`` and ``beat`` (Celery; beat runs the lean
-``config.beat`` app) and ``logs`` (the training-log follower, ``manage.py follow_training_logs``), so on a small
-machine the portal does not compete for the CPU with three other imports of the app. Output lines are prefixed
+``config.beat`` app; the training-log follower is a thread of the worker, ``INSTANTSTART_TRAINING_LOGS_IN_WORKER``),
+so on a small machine the portal does not compete for the CPU with other imports of the app. Output lines are prefixed
 with the child's name. The URLs are printed once ``/healthz`` answers.
 
 Contract: SIGINT or SIGTERM stops every child (SIGTERM, up to ``STOP_TIMEOUT`` seconds, then SIGKILL to
@@ -68,7 +68,6 @@ def child_commands(host: str, port: int) -> dict[str, list[str]]:
                    "--loglevel", "INFO"],
         "beat": [python, "-m", "celery", "-A", "config.beat", "beat", "--loglevel", "INFO",
                  "--schedule", str(VAR_DIR / "celerybeat-schedule")],
-        "logs": [python, "manage.py", "follow_training_logs"],
     }
 
 
@@ -228,6 +227,7 @@ def main() -> int:
     local_url = f"http://[{local_host}]:{port}" if ":" in local_host else f"http://{local_host}:{port}"
     public_url = f"http://localhost:{port}" if host in LOOPBACK_OR_ANY else local_url
     os.environ["PYTHONUNBUFFERED"] = "1"
+    os.environ.setdefault("INSTANTSTART_TRAINING_LOGS_IN_WORKER", "1")  # one process fewer (training.logs.in_worker)
     redis = None
     children: list[Child] = []
     try:

@@ -411,6 +411,9 @@ SYSTEM_NODES_COUNT = int(os.environ.get("INSTANTSTART_SYSTEM_NODES_COUNT", "2"))
 
 # Training logs (docs/training-logs.md): stored lines of jobs finished longer ago than this are purged hourly.
 INSTANTSTART_TRAINING_LOG_RETENTION_DAYS = int(os.environ.get("INSTANTSTART_TRAINING_LOG_RETENTION_DAYS", "30"))
+#: Follow training logs in a thread of the Celery worker instead of a process of their own (training.logs.in_worker):
+#: ``make run`` turns it on; deployments run ``manage.py follow_training_logs`` and leave it off.
+TRAINING_LOGS_IN_WORKER = env_flag("INSTANTSTART_TRAINING_LOGS_IN_WORKER", False)
 #: Modules with tasks that ``autodiscover_tasks`` (``<app>.tasks``) does not find, and config.metrics (whose signal
 #: handlers time every task).
 CELERY_IMPORTS = ["training.logs.tasks", "config.metrics"]

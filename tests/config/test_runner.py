@@ -182,6 +182,11 @@ def test_runner_serves_the_product_stops_cleanly_and_keeps_data_across_restarts(
         "database": True, "redis": True, "broker": True,
     }
     assert (first.var_dir / "first-admin.txt").stat().st_mode & 0o777 == 0o600
+    deadline = time.monotonic() + START_WALL_LIMIT
+    while "worker | " not in first.output() or "following training job logs" not in first.output():
+        assert time.monotonic() < deadline, "the worker never started following training logs"
+        time.sleep(0.5)
+    assert not [line for line in first.output().splitlines() if line.startswith("logs")]  # no process of its own
     admin = credentials(first.var_dir)
     assert admin["password"] in first.output()
     assert log_in(first.url, admin["username"], admin["password"])["username"] == admin["username"]

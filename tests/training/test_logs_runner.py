@@ -59,3 +59,28 @@ def test_a_job_leased_elsewhere_is_left_alone_and_shutdown_releases_leases(cast,
     after = lease.Lease(job.pk)
     assert after.claim()
     after.release()
+
+
+def test_in_the_worker_the_follower_starts_and_stops_with_it_and_follows_a_job(cast, sandbox, settings):
+    """``make run``'s worker (``TRAINING_LOGS_IN_WORKER``): Celery's ``worker_ready`` starts the follower thread, which
+    takes a running job's lease; ``worker_shutdown`` stops it and releases the lease. Off, nothing starts."""
+    from celery.signals import worker_ready, worker_shutdown
+
+    from training.logs import in_worker
+
+    settings.TRAINING_LOGS_IN_WORKER = False
+    worker_ready.send(sender=None)
+    assert not in_worker._running
+    settings.TRAINING_LOGS_IN_WORKER = True
+    job = running_job(cast.team, replicas=1, steps=1000, step_seconds=60)
+    worker_ready.send(sender=None)
+    try:
+        ((runner, thread),) = in_worker._running
+        assert thread.name == "training-log-follower" and thread.is_alive()
+        wait_for(lambda: job.pk in runner.following, "the worker's follower to take the job")
+    finally:
+        worker_shutdown.send(sender=None)
+    assert not in_worker._running and not thread.is_alive()
+    after = lease.Lease(job.pk)
+    assert after.claim()
+    after.release()
