@@ -88,7 +88,7 @@ class Delivery(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["state", "next_attempt_at"])]
+        indexes = [models.Index(fields=["state", "next_attempt_at"]), models.Index(fields=["finished_at"])]
 
     def __str__(self) -> str:
         return f"{self.event_type} → {self.subscription_id} ({self.state})"

@@ -135,6 +135,8 @@ def subscription_update(*, actor: User, subscription: Subscription, source: str,
         _name_taken(subscription.team, changes["name"], problems, exclude=subscription.pk)
     if rotate_secret and subscription.channel != Channel.WEBHOOK:
         problems.add("rotate_secret", "not_for_channel", "Only a webhook has a signing secret.")
+    if "format" in changes and subscription.channel != Channel.WEBHOOK:
+        problems.add("format", "not_for_channel", "Only a webhook has a body format.")
     problems.raise_if_any()
     with transaction.atomic():
         subscription = Subscription.objects.select_for_update().select_related("team").get(pk=subscription.pk)

@@ -21,6 +21,8 @@ logger = logging.getLogger(__name__)
 
 #: How late a pending delivery's attempt must be before the sweeper re-enqueues it.
 OVERDUE = timedelta(minutes=2)
+#: How long the delivery log keeps a finished delivery (and its attempts).
+LOG_RETENTION = timedelta(days=30)
 
 
 def enqueue(delivery_id: int, due: datetime | None = None) -> None:
@@ -41,8 +43,11 @@ def deliver_notification(delivery_id: int) -> None:
 
 @shared_task(ignore_result=True)
 def sweep_notification_deliveries() -> int:
-    """Re-enqueue pending deliveries whose attempt is overdue (a lost message or a dead worker); returns how many."""
-    overdue = list(Delivery.objects.filter(state=DeliveryState.PENDING, next_attempt_at__lt=timezone.now() - OVERDUE)
+    """Re-enqueue pending deliveries whose attempt is overdue (a lost message or a dead worker), and forget finished
+    deliveries past :data:`LOG_RETENTION`; returns how many were re-enqueued."""
+    now = timezone.now()
+    Delivery.objects.filter(finished_at__lt=now - LOG_RETENTION).delete()
+    overdue = list(Delivery.objects.filter(state=DeliveryState.PENDING, next_attempt_at__lt=now - OVERDUE)
                    .values_list("pk", flat=True)[:1000])
     for delivery_id in overdue:
         enqueue(delivery_id)

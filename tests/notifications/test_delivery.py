@@ -151,7 +151,7 @@ def test_an_agent_action_held_for_approval_reaches_slack(cast, receiver, fast_de
     assert delivery.payload["details"]["requested_by"] == "ada"
 
 
-def test_the_sweeper_requeues_only_overdue_deliveries(cast, hook):
+def test_the_sweeper_requeues_only_overdue_deliveries_and_forgets_old_ones(cast, hook):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -165,4 +165,10 @@ def test_the_sweeper_requeues_only_overdue_deliveries(cast, hook):
     pending(timezone.now() - timedelta(minutes=5))  # its message was lost
     pending(timezone.now())  # due now: its message is on its way
     pending(timezone.now() + timedelta(minutes=5))  # a retry later
+    old, recent = pending(None), pending(None)
+    Delivery.objects.filter(pk=old.pk).update(state=DeliveryState.SUCCEEDED,
+                                              finished_at=timezone.now() - timedelta(days=31))
+    Delivery.objects.filter(pk=recent.pk).update(state=DeliveryState.FAILED,
+                                                 finished_at=timezone.now() - timedelta(days=29))
     assert sweep_notification_deliveries() == 1
+    assert not Delivery.objects.filter(pk=old.pk).exists() and Delivery.objects.filter(pk=recent.pk).exists()

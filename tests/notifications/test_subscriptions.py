@@ -61,6 +61,12 @@ def test_an_admin_subscribes_a_webhook_tests_it_and_members_read_the_log(api, ca
     change = AuditEvent.objects.get(action="notification_subscription.update", target_id=str(row.pk))
     assert change.before == {"enabled": True} and change.after == {"enabled": False, "secret": "rotated"}
 
+    mail_only = Subscription.objects.create(team=cast.team, name="mail", channel="email", email="a@example.com",
+                                            event_types=["operation.failed"])
+    refused = api(cast.admin).patch(_path(cast.team, mail_only.pk), {"format": "slack", "rotate_secret": True})
+    assert {name: [item["code"] for item in items] for name, items in refused.json()["fields"].items()} == {
+        "rotate_secret": ["not_for_channel"], "format": ["not_for_channel"]}
+
     assert api(cast.admin).delete(_path(cast.team, row.pk)).status_code == 204
     assert not Subscription.objects.filter(pk=row.pk).exists()
     assert AuditEvent.objects.filter(action="notification_subscription.delete", target_id=str(row.pk)).exists()
