@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import models
 
 from accounts import actions
-from accounts.models import ApiToken, AuditEvent, Membership, Role, Team, User
+from accounts.models import ApiToken, AuditEvent, Membership, Role, ServiceAccount, Team, User
 from config import discovery
 from config.errors import NotAuthenticated, NotFound, PermissionDenied, TokenReadOnly
 
@@ -141,6 +141,8 @@ def can(actor: Any, action: str, obj: Any = None) -> bool:
             return False
         if action == actions.TEAM_CREATE and not team_creation_open(actor):
             return False
+        if action in SERVICE_ACCOUNTS_MAY_NOT and is_service_account(actor):
+            return False
         return obj is None or not isinstance(obj, ApiToken) or obj.user_id == actor.pk
     least_role = TEAM_ACTIONS.get(action)
     if least_role is None:
@@ -162,9 +164,26 @@ def require(actor: Any, action: str, obj: Any = None) -> None:
     if not can(actor, action, obj):
         if is_read_only(actor):
             raise TokenReadOnly()
+        if action in SERVICE_ACCOUNTS_MAY_NOT and is_service_account(actor):
+            raise PermissionDenied("A service account acts in its own team only, with the role its admins gave it.")
         if action == actions.TEAM_CREATE:
             raise PermissionDenied("On this deployment only platform admins create teams; ask one to create yours.")
         raise PermissionDenied()
+
+
+#: Personal actions a service account may not take: it belongs to its own team only, with the role its admins gave it
+#: (creating a team would make it that team's admin; accepting an invitation would put it in another team).
+SERVICE_ACCOUNTS_MAY_NOT = frozenset({actions.TEAM_CREATE, actions.INVITATION_RESPOND})
+
+
+def is_service_account(actor: Any) -> bool:
+    """Whether the actor is a team's service account (``ServiceAccount``), read once per actor object."""
+    cached = getattr(actor, "_is_service_account", None)
+    if cached is None:
+        # a platform admin is a person: no query for them
+        cached = not actor.is_superuser and ServiceAccount.objects.filter(user_id=actor.pk).exists()
+        actor._is_service_account = cached
+    return bool(cached)
 
 
 def can_administer_platform(actor: Any) -> bool:

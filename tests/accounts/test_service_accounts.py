@@ -130,3 +130,22 @@ def test_the_list_reads_a_fixed_number_of_queries(cast, api, robot, django_asser
         admin.post(f"{path}/{made['id']}/tokens", {"name": "ci"})
     with django_assert_max_num_queries(7):
         assert len(admin.get(path).json()) == 3
+
+
+def test_it_stays_in_its_own_team(cast, robot, settings, make_team):
+    from accounts import services as account_services
+
+    settings.INSTANTSTART_TEAM_CREATION = "anyone"
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {robot['secret']}"}
+    created = Client().post("/api/v1/teams", {"name": "Shadow", "slug": "shadow"}, content_type="application/json",
+                            **bearer)
+    assert created.status_code == 403 and created.json()["code"] == "permission_denied"
+    other = make_team("Elsewhere")
+    issued = account_services.invitation_create(actor=other.memberships.get().user, team=other,
+                                                invitee=robot["username"], role="admin", source=Source.SYSTEM)
+    accepted = Client().post("/api/v1/invitations/accept", {"token": issued.secret}, content_type="application/json",
+                             **bearer)
+    assert accepted.status_code == 403
+    assert list(Membership.objects.filter(user__service_account__pk=robot["id"]).values_list("team", flat=True)) == [
+        cast.team.pk]
+
