@@ -200,3 +200,19 @@ def test_platform_admins_keep_the_group_mappings_in_the_portal(sso, client, make
     with pytest.raises(PermissionDenied):
         sso_services.group_mapping_create(actor=team.memberships.get().user, group="x", team=team, role="viewer",
                                           source=Source.SYSTEM)
+
+
+def test_an_unreachable_or_mismatched_provider_is_said_so(settings, client, db):
+    from tests.support.oidc_provider import CLIENT_ID
+
+    with running_provider() as gone:
+        issuer = gone.issuer
+    settings.INSTANTSTART_OIDC_ISSUER, settings.OIDC_RP_CLIENT_ID = issuer, CLIENT_ID
+    answer = client.get("/oidc/authenticate/")
+    assert answer.status_code == 302 and answer["Location"] == "/login/?sso=unavailable"
+    assert b"sso_unavailable" in client.get(answer["Location"]).content
+
+    with running_provider() as other:
+        settings.INSTANTSTART_OIDC_ISSUER = other.issuer
+        other.issuer = "https://another-issuer.example.com"  # its discovery document now names another issuer
+        assert client.get("/oidc/authenticate/")["Location"] == "/login/?sso=unavailable"
