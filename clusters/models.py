@@ -88,6 +88,8 @@ class Cluster(models.Model):
     #: What the last refresh found different from the record: ``[{"field", "recorded", "actual"}]``.
     drift = models.JSONField(default=list, blank=True)
     refreshed_at = models.DateTimeField(null=True, blank=True)
+    #: The instance ids of the nodes the node-health watch found unhealthy last time (``clusters.node_health``).
+    unhealthy_nodes = models.JSONField(default=list, blank=True)
 
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")

@@ -395,6 +395,8 @@ NOTIFICATIONS_RETRY_MAX_SECONDS = float(os.environ.get("INSTANTSTART_NOTIFICATIO
 NOTIFICATIONS_DISABLE_AFTER = int(os.environ.get("INSTANTSTART_NOTIFICATIONS_DISABLE_AFTER", "5"))
 #: Webhooks to plain http and to loopback hosts (a receiver on the same machine): for development only.
 NOTIFICATIONS_ALLOW_LOOPBACK = env_flag("INSTANTSTART_NOTIFICATIONS_ALLOW_LOOPBACK", DEBUG)
+#: How often the node-health watch looks at the nodes of clusters whose teams want ``node.unhealthy``.
+NODE_HEALTH_WATCH_SECONDS = float(os.environ.get("INSTANTSTART_NODE_HEALTH_WATCH_SECONDS", "300"))
 #: Django's mail backend: the console (mail printed by the worker) unless SMTP is configured (``EMAIL_HOST``).
 EMAIL_HOST = os.environ.get("INSTANTSTART_EMAIL_HOST", "")
 EMAIL_PORT = int(os.environ.get("INSTANTSTART_EMAIL_PORT", "587"))
@@ -426,4 +428,5 @@ CELERY_BEAT_SCHEDULE = {
     "purge-training-log-lines": {"task": "training.logs.tasks.purge_training_log_lines", "schedule": 3600.0},
     "sweep-notification-deliveries": {"task": "notifications.tasks.sweep_notification_deliveries",
                                       "schedule": 60.0},
+    "watch-node-health": {"task": "clusters.tasks.watch_node_health", "schedule": NODE_HEALTH_WATCH_SECONDS},
 }

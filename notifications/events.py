@@ -33,6 +33,7 @@ OPERATION_CANCELLED = "operation.cancelled"
 TRAINING_JOB_SUCCEEDED = "training_job.succeeded"
 TRAINING_JOB_FAILED = "training_job.failed"
 TRAINING_JOB_HUNG = "training_job.hung"
+NODE_UNHEALTHY = "node.unhealthy"
 NODE_REPLACED = "node.replaced"
 ENDPOINT_UNHEALTHY = "endpoint.unhealthy"
 APPROVAL_REQUESTED = "approval.requested"
@@ -47,6 +48,7 @@ EVENT_TYPES: dict[str, str] = {
     TRAINING_JOB_SUCCEEDED: "A training job finished successfully",
     TRAINING_JOB_FAILED: "A training job failed",
     TRAINING_JOB_HUNG: "The training operator detected a hung training job and restarted it",
+    NODE_UNHEALTHY: "A running HyperPod node became unhealthy (not Ready, failed, or flagged by its health checks)",
     NODE_REPLACED: "A HyperPod node was replaced by a new instance",
     ENDPOINT_UNHEALTHY: "A ready inference endpoint has fewer ready replicas than it wants",
     APPROVAL_REQUESTED: "An agent's action waits for a team admin's approval",
@@ -82,6 +84,14 @@ def envelope(event_type: str, *, team: Any, subject: Subject, summary: str, deta
         "summary": summary,
         "details": details,
     }
+
+
+def subscribed_teams(event_type: str) -> set[int]:
+    """The teams with an enabled subscription to ``event_type``: a watcher that costs cloud calls asks only for
+    them."""
+    return {team_id for team_id, types in Subscription.objects.filter(enabled=True).values_list("team_id",
+                                                                                                 "event_types")
+            if event_type in types}
 
 
 def emit(event_type: str, *, team_id: int, subject: Subject, summary: str, details: dict[str, Any] | None = None,
