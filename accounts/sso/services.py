@@ -47,7 +47,7 @@ def sso_sign_in(*, issuer: str, claims: dict[str, Any]) -> User:
         identity = (SsoIdentity.objects.select_for_update().select_related("user")
                     .filter(issuer=issuer, subject=str(claims["sub"])).first())
         if identity is None:
-            identity = SsoIdentity.objects.create(user=_user_made(claims), issuer=issuer, subject=str(claims["sub"]))
+            identity = _identity_made(issuer, claims)
         user = identity.user
         _profile_refreshed(user, claims)
         identity.groups = groups
@@ -57,6 +57,17 @@ def sso_sign_in(*, issuer: str, claims: dict[str, Any]) -> User:
         identity.save(update_fields=["groups", "last_sign_in_at", "deactivated_by_mapping"])
     access.forget_roles(user)
     return user
+
+
+def _identity_made(issuer: str, claims: dict[str, Any]) -> SsoIdentity:
+    """The identity and account of a first sign-in; when a concurrent first sign-in of the same subject made them
+    first (the browser's double submit), theirs."""
+    try:
+        with transaction.atomic():
+            return SsoIdentity.objects.create(user=_user_made(claims), issuer=issuer, subject=str(claims["sub"]))
+    except IntegrityError:
+        return (SsoIdentity.objects.select_for_update().select_related("user")
+                .get(issuer=issuer, subject=str(claims["sub"])))
 
 
 def _user_made(claims: dict[str, Any]) -> User:

@@ -69,6 +69,7 @@ def test_a_first_sign_in_makes_the_user_and_lands_them_in_the_team_their_group_m
     dashboard = client.get("/")
     assert dashboard.status_code == 200 and dashboard.wsgi_request.user == user
     assert dashboard.wsgi_request.team == team
+    assert b"IdP group</span>" in client.get(f"/teams/{team.pk}/").content
     recorded = list(AuditEvent.objects.filter(target_id__in=[str(user.pk), str(membership.pk)])
                     .values_list("action", "actor_name"))
     assert (actions.SSO_USER_CREATE, "alice") in recorded
