@@ -197,6 +197,8 @@ OIDC_RP_CLIENT_ID = os.environ.get("INSTANTSTART_OIDC_CLIENT_ID", "")
 OIDC_RP_CLIENT_SECRET = os.environ.get("INSTANTSTART_OIDC_CLIENT_SECRET", "")
 OIDC_RP_SCOPES = os.environ.get("INSTANTSTART_OIDC_SCOPES", "openid email profile")
 OIDC_RP_SIGN_ALGO = os.environ.get("INSTANTSTART_OIDC_SIGN_ALGO", "RS256")
+#: ``client_secret_basic`` (the secret in an ``Authorization`` header) instead of ``client_secret_post`` (in the body).
+OIDC_TOKEN_USE_BASIC_AUTH = env_flag("INSTANTSTART_OIDC_CLIENT_SECRET_BASIC", False)
 OIDC_USE_PKCE = True
 OIDC_TIMEOUT = 10
 OIDC_AUTHENTICATE_CLASS = "accounts.views.sso.SsoStartView"

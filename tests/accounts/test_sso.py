@@ -18,7 +18,7 @@ from config.context import Source
 from config.errors import PermissionDenied
 from mcp_server.auth import caller_for_secret
 from mcp_server.testing import call_tool, call_tool_as
-from tests.support.oidc_provider import OidcProvider, Person, configure, running_provider
+from tests.support.oidc_provider import CLIENT_SECRET, OidcProvider, Person, configure, running_provider
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +160,9 @@ def test_an_id_token_for_another_client_or_a_refused_client_secret_fails_the_sig
     settings.OIDC_RP_CLIENT_SECRET = "wrong"
     assert sign_in(client, sso, erin)["Location"] == "/login/?sso=failed"
     assert not User.objects.filter(username="erin").exists()
+
+    settings.OIDC_RP_CLIENT_SECRET, settings.OIDC_TOKEN_USE_BASIC_AUTH = CLIENT_SECRET, True
+    assert sign_in(client, sso, erin)["Location"] == "/"  # client_secret_basic
 
 
 def test_local_passwords_off_hides_the_form_and_refuses_all_but_platform_admins(sso, client, settings, make_user):

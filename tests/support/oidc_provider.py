@@ -106,10 +106,17 @@ class OidcProvider:
                                        nonce=query.get("nonce"), challenge=query.get("code_challenge"))
         return f"{redirect_uri}?{urlencode({'code': code, 'state': query['state']})}"
 
-    def token(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    def token(self, form: dict[str, str], authorization: str = "") -> tuple[int, dict[str, Any]]:
+        """The client authenticates with ``client_secret_post`` (in the form) or ``client_secret_basic`` (the
+        ``Authorization`` header)."""
         with self.lock:
             grant = self.grants.pop(form.get("code", ""), None)
-        if form.get("client_id") != CLIENT_ID or form.get("client_secret") != CLIENT_SECRET:
+        client = (form.get("client_id"), form.get("client_secret"))
+        scheme, _, credentials = authorization.partition(" ")
+        if scheme.lower() == "basic":
+            client_id, _, secret = base64.b64decode(credentials).decode().partition(":")
+            client = (client_id, secret)
+        if client != (CLIENT_ID, CLIENT_SECRET):
             return 401, {"error": "invalid_client"}
         if grant is None or grant.redirect_uri != form.get("redirect_uri"):
             return 400, {"error": "invalid_grant"}
@@ -174,7 +181,7 @@ def _handler(provider: OidcProvider) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", "0"))
             form = {key: values[0] for key, values in parse_qs(self.rfile.read(length).decode()).items()}
             if urlsplit(self.path).path == "/token":
-                self._json(*provider.token(form))
+                self._json(*provider.token(form, self.headers.get("Authorization", "")))
             else:
                 self._json(404, {"error": "not_found"})
 
