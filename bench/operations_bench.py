@@ -343,6 +343,7 @@ def run_mode(mode: Mode, args, counter: CallCounter, durations: Durations, workd
         "INSTANTSTART_CLOUD_CALLS_BURST": str(max(args.calls_per_second / scale, 20.0)),
         "INSTANTSTART_OPERATIONS_KNOWN_DURATIONS": "1" if mode.schedules else "0",
         "INSTANTSTART_OPERATIONS_EVENTS": "1" if mode.schedules else "0",
+        "INSTANTSTART_OPERATIONS_EVENTS_DRAIN_SECONDS": str(2.0 * scale),  # production's 2 s, in compressed time
     }
     log = workdir / f"{mode.name}-{root.name}.log"
     worker = start_process(["worker", "--hostname", f"bench-{mode.name}@%h", "--pool", "prefork", "--concurrency",

@@ -310,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seeded {args.rows} rows of each kind (operations with {len(PHASES)} phases) in "
               f"{time.perf_counter() - started:.0f} s; {args.requests} timed requests per variant after "
               f"{args.warmup} untimed, page size {args.page_size}; times in ms\n", flush=True)
+        import config.asgi  # noqa: F401  (the web process's start-up, its gc.freeze included)
+
         client = Client()
         headers = {"Authorization": f"Bearer {secret}"}
         print(row(list(COLUMNS)), flush=True)

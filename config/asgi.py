@@ -3,8 +3,14 @@
 * ``http``: ``/mcp`` goes to the MCP streamable-HTTP app; everything else to Django.
 * ``websocket``: Channels routes, authenticated by session cookie or bearer token.
 * ``lifespan``: the MCP app's (it runs the MCP session manager).
+
+Once the application is built, what the imports made is frozen out of the garbage collector's reach (``gc.freeze``,
+unless ``INSTANTSTART_GC_FREEZE=0``): those objects live as long as the process, and without it every full
+collection walks all of them in the middle of some request — the operations list's p95 (bench/README.md, "REST
+lists").
 """
 
+import gc
 import os
 from typing import Any
 
@@ -37,3 +43,7 @@ application = ProtocolTypeRouter(
         "lifespan": mcp_asgi_app,
     }
 )
+
+if os.environ.get("INSTANTSTART_GC_FREEZE", "1") != "0":
+    gc.collect()
+    gc.freeze()

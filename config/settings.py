@@ -365,7 +365,9 @@ if INSTANTSTART_TEAM_CREATION not in ("platform_admins", "anyone"):
                                f"{INSTANTSTART_TEAM_CREATION!r}")
 
 # Operations engine (docs/operations.md): polling, leases, the sweeper and the cloud-call rate limiter.
-OPERATIONS_POLL_SCALE = float(os.environ.get("INSTANTSTART_OPERATIONS_POLL_SCALE", "1.0"))
+#: With the sandbox, the engine's schedules run at the sandbox's clock (``sandbox.clock``: 0.05 unless set).
+OPERATIONS_POLL_SCALE = float(os.environ.get("INSTANTSTART_OPERATIONS_POLL_SCALE", os.environ.get(
+    "INSTANTSTART_SANDBOX_TIME_SCALE", "0.05") if SANDBOX else "1.0"))
 OPERATIONS_POLL_MIN_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_POLL_MIN_SECONDS", "0.5"))
 OPERATIONS_POLL_MAX_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_POLL_MAX_SECONDS", "20"))
 OPERATIONS_CLAIM_LEASE_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_LEASE_SECONDS", "120"))
@@ -426,7 +428,7 @@ CELERY_BEAT_SCHEDULE = {
     "purge-idempotency-records": {"task": "operations.tasks.purge_idempotency_records", "schedule": 3600.0},
     "sweep-operations": {"task": "operations.tasks.sweep_operations", "schedule": OPERATIONS_SWEEP_SECONDS},
     "drain-cloud-events": {"task": "operations.tasks.drain_cloud_events",
-                           "schedule": max(0.2, OPERATIONS_EVENTS_DRAIN_SECONDS * OPERATIONS_POLL_SCALE)},
+                           "schedule": OPERATIONS_EVENTS_DRAIN_SECONDS},
     "purge-training-log-lines": {"task": "training.logs.tasks.purge_training_log_lines", "schedule": 3600.0},
     "sweep-notification-deliveries": {"task": "notifications.tasks.sweep_notification_deliveries",
                                       "schedule": 60.0},

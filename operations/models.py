@@ -172,7 +172,8 @@ class OperationPhase(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     deadline_at = models.DateTimeField(null=True, blank=True)
-    #: The ARN of the resource an ``announced`` phase waits for (``operations.wakeups``); blank otherwise.
+    #: The ARN of the resource a running ``announced`` phase waits for (``operations.wakeups``); blank otherwise
+    #: (``transitions.move_phase`` clears it as the phase leaves ``running``), so the index holds only live waits.
     waits_on = models.CharField(max_length=400, blank=True, db_index=True)
 
     class Meta:

@@ -124,6 +124,8 @@ def move_phase(phase: OperationPhase, to: str, *, lease: str | None = None, oper
     ended = to in (PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED, PhaseState.COMPENSATED)
     if ended:
         changes.setdefault("finished_at", timezone.now())
+    if to != PhaseState.RUNNING:
+        changes.setdefault("waits_on", "")  # only a running phase waits for events (operations.wakeups)
     with transaction.atomic():
         fenced = _fence(phase.operation_id, lease, operation_state, **(operation_changes or {}))
         if not OperationPhase.objects.filter(pk=phase.pk, state=current).update(**changes):

@@ -67,8 +67,9 @@ def drain() -> list[tuple[int, datetime]]:
     if not settings.OPERATIONS_EVENTS:
         return []
     waiting: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
-    for arn, operation_id in (OperationPhase.objects.filter(state=PhaseState.RUNNING, step=PhaseStep.POLL)
-                              .exclude(waits_on="").values_list("waits_on", "operation_id")):
+    for arn, operation_id in (OperationPhase.objects.filter(waits_on__gt="", state=PhaseState.RUNNING,
+                                                            step=PhaseStep.POLL)
+                              .values_list("waits_on", "operation_id")):
         waiting[region_of(arn)][arn].add(operation_id)
     woken: list[tuple[int, datetime]] = []
     for region, waiters in waiting.items():

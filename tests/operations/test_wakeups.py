@@ -70,6 +70,7 @@ def test_an_addon_is_done_one_poll_after_eks_announces_it(sandbox, cast, drive, 
     assert operation.state == "succeeded"
     addon = _addon(operation)
     assert (addon.state, addon.polls) == (PhaseState.SUCCEEDED, 0)  # no poll found it "not yet": the one poll was done
+    assert addon.waits_on == ""  # a finished phase waits for nothing
 
     sqs = boto3.client("sqs", region_name="us-west-2")
     url = sqs.get_queue_url(QueueName=settings.OPERATIONS_EVENTS_CHANNEL)["QueueUrl"]
