@@ -30,6 +30,12 @@ def sign_in(page: Page, base: str, username: str) -> None:
     expect(page.get_by_role("navigation", name="Main")).to_be_visible()
 
 
+def settled(page: Page) -> None:
+    """Wait until htmx has swapped and processed the last fragment: a radio visible before htmx bound its ``hx-get``
+    is checked without asking for the next step."""
+    expect(page.locator(".htmx-request, .htmx-swapping, .htmx-settling, .htmx-added")).to_have_count(0)
+
+
 def walk_the_wizard(page: Page, base: str, name: str) -> None:
     page.goto(base + "/clusters/")
     page.get_by_test_id("cluster-new").click()
@@ -39,10 +45,12 @@ def walk_the_wizard(page: Page, base: str, name: str) -> None:
 
     zone = page.locator(f'input[name="zone"][value="{ZONE}"]')
     expect(zone).to_be_visible()
+    settled(page)
     zone.check()
     offer = page.locator(f'input[name="instance_type"][value="{INSTANCE_TYPE}"]')
     expect(offer).to_be_visible()
     expect(page.locator("#step-type tr", has=offer)).to_contain_text("NVIDIA A10G")
+    settled(page)
     offer.check()
     expect(page.get_by_test_id("quota")).to_contain_text(f"{INSTANCE_TYPE} for cluster usage")
     page.get_by_label("Instance count", exact=True).fill("2")

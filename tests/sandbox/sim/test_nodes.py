@@ -58,8 +58,9 @@ def test_reboot_flows_through_the_health_label_and_ready_condition():
     assert back.status.node_info.boot_id != boot_id
 
 
-def test_labelling_a_node_for_replacement_replaces_its_instance():
+def test_labelling_a_node_for_replacement_replaces_its_instance(sandbox):
     core = k8s.CoreV1Api(make_cluster(groups=[group(count=1)]))
+    sandbox.control("PUT", "clock", {"scale": 0.01})  # ShuttingDown lasts 1.2 s, not 0.12 s: a loaded host sees it
     (old_name, _), = _nodes(core).items()
     core.patch_node(old_name, {"metadata": {"labels": {HEALTH: "UnschedulablePendingReplacement"}}})
     sagemaker = client("sagemaker")
