@@ -27,10 +27,16 @@ import json
 from collections import Counter
 from typing import Any
 
+from sandbox import control
 from sandbox.aws import core
 
 #: Events a rule matched but could not deliver to its SQS target, by rule ARN (AWS's FailedInvocations metric).
 failed_invocations: Counter[str] = Counter()
+
+
+@control.on_reset
+def _reset() -> None:
+    failed_invocations.clear()
 
 #: Add-on status after an operation ended → the event EKS sends, by the status the add-on had before.
 _ADDON_EVENTS = {

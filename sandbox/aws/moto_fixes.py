@@ -125,13 +125,14 @@ def send_to_targets(self: Any, original_event: Any, transform_input: bool = True
 
 def send_to_sqs_queue(self: Any, resource_id: str, event: dict[str, Any], group_id: str | None = None) -> None:
     """moto's delivery to a queue, when the queue's policy lets EventBridge send it this rule's events."""
+    from moto.sqs.exceptions import QueueDoesNotExist
     from moto.sqs.models import sqs_backends
 
     from sandbox.aws import eventbridge
 
     try:
         queue = sqs_backends[self.account_id][self.region_name].get_queue(resource_id)
-    except Exception:  # the queue is gone: EventBridge fails the invocation
+    except QueueDoesNotExist:  # the queue is gone: EventBridge fails the invocation
         eventbridge.failed_invocations[self.arn] += 1
         return
     if not eventbridge.queue_accepts(queue.policy, queue.queue_arn, self.arn):
