@@ -6,7 +6,7 @@ region need different names). :func:`ensure` makes it or brings it back to this 
 - the rule, on the default event bus, matches :data:`DETAIL_TYPES` of their sources (``PutRule`` replaces);
 - the queue keeps an event an hour (the engine's safety polls cover anything older) and its policy lets EventBridge
   send it this rule's events and nothing else — without that policy EventBridge drops every event;
-- the queue is the rule's only target (``PutTargets`` replaces).
+- the queue is the rule's target ``instantstart`` (``PutTargets`` updates a target of the same id in place).
 
 :func:`receive` takes up to ten events off the queue without waiting (a short poll); :func:`delete` removes handled
 ones, :func:`retry_soon` makes one visible again after a second. Errors are ``ClientError``/``BotoCoreError``, for the
