@@ -3,6 +3,8 @@ one HyperPod batch call and finishes only once every node is healthy again (or g
 
 from __future__ import annotations
 
+import time
+
 import httpx
 from django.core import mail
 from django.db import connection
@@ -63,6 +65,10 @@ def test_a_reboot_succeeds_only_once_the_node_is_running_and_schedulable_again(a
     assert operation.state == "running"
     during = listed(viewer, cluster)[node]
     assert during["status"] == "Pending" and during["status_message"] == "The instance is rebooting"
+    deadline = time.monotonic() + 1.0  # the simulator labels the Kubernetes node on its next pass (every 50 ms)
+    while during["health_status"] == "Schedulable" and time.monotonic() < deadline:
+        time.sleep(0.05)
+        during = listed(viewer, cluster)[node]
     assert during["healthy"] is False and during["health_status"] == "UnschedulablePendingReboot"
     assert during["ready"] is False
 
