@@ -46,10 +46,14 @@ def serving_cluster(team, name: str, *, hyperpod: bool = True):
                          "vllm", "serve", "/mnt/shared/models/m", "--served-model-name", name]}]}}}})
         core.create_namespaced_service(namespace, {"metadata": {"name": name}, "spec": {
             "selector": labels, "ports": [{"port": 80, "targetPort": 8000}]}})
+        apps = k8s.AppsV1Api(core.api_client)
         deadline = time.monotonic() + 20
-        while not any(_ready(pod) for pod in core.list_namespaced_pod(namespace, label_selector=
-                                                                       f"instantstart.io/endpoint={name}").items):
-            assert time.monotonic() < deadline, "the sandbox's vLLM pod did not become ready"
+        # Ready both ways: the pod's condition, and the Deployment's readyReplicas (what an endpoint's page reads),
+        # which the sandbox's controller writes on a later pass.
+        while not (any(_ready(pod) for pod in core.list_namespaced_pod(
+                namespace, label_selector=f"instantstart.io/endpoint={name}").items)
+                   and (apps.read_namespaced_deployment(name, namespace).status.ready_replicas or 0) >= 1):
+            assert time.monotonic() < deadline, "the sandbox's vLLM replica did not become ready"
             time.sleep(0.05)
     return cluster
 
