@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CostsConfig(AppConfig):
+    name = "costs"
+    verbose_name = "Cost estimates"
