@@ -67,12 +67,16 @@ def cluster_create(*, actor: User, team: Team, spec: ClusterSpec, source: str,
     """Check ``spec`` (preflight: names, zone, instance type, quota, training plan) and start ``cluster.create``.
 
     Nothing is written and nothing is sent to AWS when a check fails (``ValidationFailed`` with the failing
-    fields). With an ``idempotency_key`` already used in the team, the first cluster and operation come back.
+    fields, or what a capacity check of ``clusters.usage`` raises, such as ``budget_exceeded``). With an
+    ``idempotency_key`` already used in the team, the first cluster and operation come back.
     """
     access.require(actor, actions.CLUSTER_CREATE, team)
     replayed = idempotency.replayed(team, idempotency_key)
     if replayed is not None:
         return Cluster.objects.get(pk=replayed.params["cluster_id"]), replayed
+    usage.check_new_capacity(usage.NewCapacity(team=team, region=spec.region, instance_type=spec.instance_type,
+                                               count=spec.instance_count, capacity_type=spec.capacity_type,
+                                               what=f"cluster {spec.name}"))
     checked = preflight.check_create(team=team, spec=spec)
     params = spec.as_params()
     if checked.zone != spec.zone:

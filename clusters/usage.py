@@ -5,12 +5,18 @@ The apps that place work on clusters (training jobs, inference endpoints) declar
 (what is pinned to one of its instance groups); :func:`register_declared` registers them when the apps are ready and
 :func:`workloads_on` / :func:`pinned_to` ask them all. Keeping the question here lets ``clusters`` refuse a delete
 without importing the apps that build on it.
+
+Apps that may refuse new capacity (a team over its budget: ``spending``) declare ``CAPACITY_CHECKS`` there too:
+:func:`check_new_capacity` asks each before a cluster is created, a group added or a group scaled up, and a check
+refuses by raising an application error (``budget_exceeded``) that every face shows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from accounts.models import Team
 from clusters.models import Cluster
 from config import discovery
 
@@ -60,12 +66,47 @@ def pinned_to(cluster: Cluster, group: str) -> list[str]:
     return [workload for source in _PIN_SOURCES for workload in source(cluster, group)]
 
 
+@dataclass(frozen=True)
+class NewCapacity:
+    """Instances a change would add to ``team``'s clusters: ``count`` × ``instance_type`` in ``region``, bought as
+    ``capacity_type`` (``clusters.models.CapacityType``); ``what`` names the change for messages."""
+
+    team: Team
+    region: str
+    instance_type: str
+    count: int
+    capacity_type: str
+    what: str
+
+
+CapacityCheck = Callable[[NewCapacity], None]
+
+_CAPACITY_CHECKS: list[CapacityCheck] = []
+
+
+def register_capacity_check(check: CapacityCheck) -> CapacityCheck:
+    """Add ``check`` (raises an ``ApplicationError`` to refuse the capacity); registering it twice has no effect."""
+    if check not in _CAPACITY_CHECKS:
+        _CAPACITY_CHECKS.append(check)
+    return check
+
+
+def check_new_capacity(capacity: NewCapacity) -> None:
+    """Ask every registered check about ``capacity``, before anything is written or sent to AWS; the first that
+    refuses raises."""
+    for check in _CAPACITY_CHECKS:
+        check(capacity)
+
+
 def register_declared() -> None:
-    """Register the ``WORKLOAD_SOURCES`` and ``GROUP_PIN_SOURCES`` every installed app declares in its ``usage``
-    module."""
+    """Register the ``WORKLOAD_SOURCES``, ``GROUP_PIN_SOURCES`` and ``CAPACITY_CHECKS`` every installed app declares
+    in its ``usage`` module."""
     for sources in discovery.declared("usage", "WORKLOAD_SOURCES"):
         for source in sources:
             register_workload_source(source)
     for pin_sources in discovery.declared("usage", "GROUP_PIN_SOURCES"):
         for pin_source in pin_sources:
             register_group_pin_source(pin_source)
+    for checks in discovery.declared("usage", "CAPACITY_CHECKS"):
+        for check in checks:
+            register_capacity_check(check)

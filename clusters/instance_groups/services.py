@@ -48,6 +48,9 @@ def group_add(*, actor: User, cluster: Cluster, request: GroupRequest, source: s
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return InstanceGroup.objects.get(pk=replayed.params["group_id"]), replayed
+    usage.check_new_capacity(usage.NewCapacity(
+        team=cluster.team, region=cluster.region, instance_type=request.instance_type, count=request.instance_count,
+        capacity_type=request.capacity_type, what=f"instance group {request.name} of cluster {cluster.name}"))
     found = mirror.require_active(cluster)
     require_idle(cluster)
     existing = [group["InstanceGroupName"] for group in found.get("InstanceGroups") or []]
@@ -145,10 +148,14 @@ def _title(group: InstanceGroup, changed: dict[str, Any]) -> str:
 
 
 def _check_growth(cluster: Cluster, group: InstanceGroup, details: dict[str, Any], count: int) -> None:
-    """Quota (or the training plan's capacity) for the instances a scale-up adds."""
+    """The capacity checks of ``clusters.usage`` (a team's budget), then quota (or the training plan's capacity),
+    for the instances a scale-up adds."""
     added = count - int(details.get("TargetCount", 0))
     if added <= 0:
         return
+    usage.check_new_capacity(usage.NewCapacity(
+        team=cluster.team, region=cluster.region, instance_type=group.instance_type, count=added,
+        capacity_type=group.capacity_type, what=f"instance group {group.name} of cluster {cluster.name}"))
     failures = InvalidFields()
     spec = ClusterSpec(name=cluster.name, region=cluster.region, zone=group.zone, instance_type=group.instance_type,
                        instance_count=added, capacity_type=group.capacity_type,
