@@ -18,8 +18,8 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
         action=cluster_actions.FEATURE_VIEW,
         description=(
             "Read a cluster's managed features — training_operator, inference_operator, observability, "
-            "tiered_checkpointing (with `settings.memory_percentage`), autoscaling, load_balancer_controller — as they "
-            "actually are now (read "
+            "tiered_checkpointing (with `settings.memory_percentage`), autoscaling, load_balancer_controller, "
+            "task_governance — as they actually are now (read "
             "from AWS and Kubernetes): `enabled`, `state` (disabled, enabling, enabled, disabling, failed, unknown), "
             "`managed` (false: set up outside InstantStart, which never changes it), `prerequisites` with their "
             "states, and the `operation` changing the cluster, if any." + _ACTIVE
@@ -38,7 +38,8 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
             "`{\"training_operator\": {\"enabled\": false}}`; never resend unchanged ones. `memory_percentage` is "
             "1-100. Disabling removes exactly what enabling made (add-on, roles, service account, workspace); "
             "`load_balancer_controller` (needed before deploying an endpoint with a load balancer) cannot be turned "
-            "off while such endpoints exist (`load_balancer_in_use`)." + _DIFF
+            "off while such endpoints exist (`load_balancer_in_use`). `task_governance` installs the add-on only; the "
+            "scheduler config and team quotas are set with `set_scheduler_config` and `create_compute_quota`." + _DIFF
             + " Unknown names are `unknown_feature`. `warnings` (e.g. `autoscaling_may_scale_to_zero`) say what the "
             "change may do: tell the user." + _ACTIVE
         ),

@@ -15,6 +15,7 @@ from clusters.features.catalog import (
     MEMORY_PERCENTAGE_RANGE,
     OBSERVABILITY,
     ORDER,
+    TASK_GOVERNANCE,
     TIERED_CHECKPOINTING,
     TRAINING_OPERATOR,
 )
@@ -51,6 +52,7 @@ class FeaturesUpdateSerializer(StrictSerializer):
     autoscaling = ToggleSerializer(required=False, help_text=FEATURES[AUTOSCALING].description)
     load_balancer_controller = ToggleSerializer(required=False,
                                                 help_text=FEATURES[LOAD_BALANCER_CONTROLLER].description)
+    task_governance = ToggleSerializer(required=False, help_text=FEATURES[TASK_GOVERNANCE].description)
 
     def to_internal_value(self, data):
         if isinstance(data, dict):

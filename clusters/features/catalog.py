@@ -25,6 +25,7 @@ OBSERVABILITY = "observability"
 TIERED_CHECKPOINTING = "tiered_checkpointing"
 AUTOSCALING = "autoscaling"
 LOAD_BALANCER_CONTROLLER = "load_balancer_controller"
+TASK_GOVERNANCE = "task_governance"
 
 #: Tiered checkpointing: the share of each instance's memory HyperPod sets aside, when none is given.
 DEFAULT_MEMORY_PERCENTAGE = 20
@@ -66,6 +67,10 @@ CATALOG: tuple[Feature, ...] = (
             "Makes the Network Load Balancers of endpoints exposed through a load balancer (internal or "
             "internet-facing); its IAM role is given through EKS Pod Identity.",
             prerequisites=(POD_IDENTITY_AGENT,)),
+    Feature(TASK_GOVERNANCE, "HyperPod task governance",
+            "Kueue queues, compute quotas and priorities for the teams sharing the cluster; its scheduler config and "
+            "quotas are set on the cluster's Governance tab.",
+            addon="amazon-sagemaker-hyperpod-taskgovernance", needs_hyperpod=True),
 )
 FEATURES = {feature.slug: feature for feature in CATALOG}
 ORDER = tuple(feature.slug for feature in CATALOG)

@@ -21,6 +21,7 @@ from clusters.features import (
     load_balancer,
     observability,
     prerequisites,
+    task_governance,
     training,
 )
 from clusters.features.base import FeatureObservation
@@ -31,6 +32,7 @@ from clusters.features.catalog import (
     LOAD_BALANCER_CONTROLLER,
     OBSERVABILITY,
     ORDER,
+    TASK_GOVERNANCE,
     TIERED_CHECKPOINTING,
     TRAINING_OPERATOR,
 )
@@ -44,6 +46,7 @@ OBSERVERS = {
     TIERED_CHECKPOINTING: checkpointing.observe,
     AUTOSCALING: autoscaling.observe,
     LOAD_BALANCER_CONTROLLER: load_balancer.observe,
+    TASK_GOVERNANCE: task_governance.observe,
 }
 
 

@@ -29,6 +29,7 @@ from clusters.features import (
     observability,
     plans,
     prerequisites,
+    task_governance,
     training,
 )
 from clusters.features.catalog import (
@@ -39,6 +40,7 @@ from clusters.features.catalog import (
     METRICS_SERVER,
     OBSERVABILITY,
     ORDER,
+    TASK_GOVERNANCE,
     TIERED_CHECKPOINTING,
     TRAINING_OPERATOR,
 )
@@ -54,7 +56,7 @@ KIND_PREFIX = "cluster.features"
 PREREQUISITES = "prerequisites"
 #: phase slug → its letter in an operation kind (``Operation.kind`` is short)
 CODES = {PREREQUISITES: "p", TRAINING_OPERATOR: "t", INFERENCE_OPERATOR: "i", OBSERVABILITY: "o",
-         TIERED_CHECKPOINTING: "c", AUTOSCALING: "a", LOAD_BALANCER_CONTROLLER: "l"}
+         TIERED_CHECKPOINTING: "c", AUTOSCALING: "a", LOAD_BALANCER_CONTROLLER: "l", TASK_GOVERNANCE: "g"}
 
 Steps = tuple[Callable[[StepContext, Cluster], None], Callable[[StepContext, Cluster], Progress]]
 
@@ -87,6 +89,8 @@ STEPS: dict[str, dict[bool, Steps]] = {
                   False: (autoscaling.submit_disable, autoscaling.poll_disable)},
     LOAD_BALANCER_CONTROLLER: {True: (load_balancer.submit_enable, load_balancer.poll_enable),
                                False: (load_balancer.submit_disable, load_balancer.poll_disable)},
+    TASK_GOVERNANCE: {True: (task_governance.submit_enable, task_governance.poll_enable),
+                      False: (task_governance.submit_disable, task_governance.poll_disable)},
 }
 
 

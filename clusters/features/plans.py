@@ -24,6 +24,7 @@ from clusters.features import (
     load_balancer,
     observability,
     prerequisites,
+    task_governance,
     training,
 )
 from clusters.features.addons import AddonFeature
@@ -34,6 +35,7 @@ from clusters.features.catalog import (
     LOAD_BALANCER_CONTROLLER,
     METRICS_SERVER,
     OBSERVABILITY,
+    TASK_GOVERNANCE,
     TIERED_CHECKPOINTING,
     TRAINING_OPERATOR,
 )
@@ -193,9 +195,22 @@ def _kube_name(item: dict[str, Any]) -> str:
     return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
 
 
+def _task_governance(cluster: Cluster, enabled: bool, change_: Params) -> list[Change]:
+    addon = dependencies.describe_addon(cluster, task_governance.ADDON)
+    if enabled:
+        return [] if addon is not None else [aws_call(
+            "create", "EKS add-on", task_governance.ADDON, call="eks:CreateAddon",
+            request=task_governance.addon_request(cluster, token=TOKEN))]
+    if addon is None or not owned_by(addon.get("tags"), cluster):
+        return []
+    return [aws_call("delete", "EKS add-on", task_governance.ADDON, call="eks:DeleteAddon",
+                     request=dependencies.delete_addon_request(cluster, task_governance.ADDON))]
+
+
 FEATURE_PLANS: dict[str, Callable[[Cluster, bool, Params], list[Change]]] = {
     TRAINING_OPERATOR: _training, INFERENCE_OPERATOR: _inference, OBSERVABILITY: _observability,
-    TIERED_CHECKPOINTING: _checkpointing, AUTOSCALING: _autoscaling, LOAD_BALANCER_CONTROLLER: _load_balancer}
+    TIERED_CHECKPOINTING: _checkpointing, AUTOSCALING: _autoscaling, LOAD_BALANCER_CONTROLLER: _load_balancer,
+    TASK_GOVERNANCE: _task_governance}
 
 
 def feature(slug: str) -> Callable[[Params], list[Change]]:
