@@ -38,6 +38,7 @@ from sandbox.aws import (
     hyperpod_nodes,
     mlflow,
     mlflow_api,
+    pricing,
     protocol,
     quotas,
     requestlog,
@@ -48,12 +49,12 @@ from sandbox.aws import (
 )
 from sandbox.aws.core import ApiError, Call
 
-EXTENSIONS = (eks, eks_access, eks_addons, eks_nodegroups, fsx, hyperpod, hyperpod_nodes, mlflow, quotas, tags,
-              training_plans)
+EXTENSIONS = (eks, eks_access, eks_addons, eks_nodegroups, fsx, hyperpod, hyperpod_nodes, mlflow, pricing, quotas,
+              tags, training_plans)
 """The modules whose ``@operation`` handlers the dispatcher serves (importing them registers them)."""
 
 VALIDATION_CODES = {"eks": "InvalidParameterException", "service-quotas": "IllegalArgumentException",
-                    "fsx": "BadRequest"}
+                    "fsx": "BadRequest", "pricing": "InvalidParameterException"}
 TOKEN_MISMATCH: dict[str, tuple[str, dict[str, Any]]] = {
     "fsx": ("IncompatibleParameterError", {"Parameter": "ClientRequestToken"})}
 Response = tuple[int, dict[str, str], bytes]
