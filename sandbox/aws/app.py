@@ -34,6 +34,7 @@ from sandbox.aws import (
     eks_nodegroups,
     faults,
     fsx,
+    governance,
     hyperpod,
     hyperpod_nodes,
     mlflow,
@@ -49,8 +50,8 @@ from sandbox.aws import (
 )
 from sandbox.aws.core import ApiError, Call
 
-EXTENSIONS = (eks, eks_access, eks_addons, eks_nodegroups, fsx, hyperpod, hyperpod_nodes, mlflow, pricing, quotas,
-              tags, training_plans)
+EXTENSIONS = (eks, eks_access, eks_addons, eks_nodegroups, fsx, governance, hyperpod, hyperpod_nodes, mlflow, pricing,
+              quotas, tags, training_plans)
 """The modules whose ``@operation`` handlers the dispatcher serves (importing them registers them)."""
 
 VALIDATION_CODES = {"eks": "InvalidParameterException", "service-quotas": "IllegalArgumentException",

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from sandbox.aws import callers, core, eks_model, fsx, hyperpod, mlflow
+from sandbox.aws import callers, core, eks_model, fsx, governance, hyperpod, mlflow
 from sandbox.aws import hyperpod_model as model
 from sandbox.aws.hyperpod_groups import capacity_type
 from sandbox.aws.network import subnet_facts
@@ -70,6 +70,7 @@ def refresh() -> None:
         model.refresh()
         mlflow.refresh()
         fsx.refresh()
+        governance.refresh()
 
 
 def _eks_view(cluster: eks_model.EksCluster) -> EksClusterView:
