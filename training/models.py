@@ -57,6 +57,8 @@ class TrainingJob(models.Model):
     operation = models.ForeignKey(Operation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     name = models.CharField(max_length=40)
     namespace = models.CharField(max_length=63)
+    #: The priority class of the cluster's scheduler config the job was submitted with (task governance; blank: none).
+    priority = models.CharField(max_length=40, blank=True)
     recipe = models.CharField(max_length=32)
     path = models.CharField(max_length=16, choices=TrainingPath.choices)
     #: The recipe inputs as validated (what a resubmit clones).
