@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,7 +20,7 @@ from accounts.authentication import user_for_secret
 from accounts.models import User
 
 
-@database_sync_to_async
+@functools.partial(database_sync_to_async, thread_sensitive=False)  # handshakes do not queue behind each other
 def _user_for_secret(secret: str) -> User | None:
     try:
         return user_for_secret(secret)

@@ -420,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
             "INSTANTSTART_SANDBOX_KUBE_PORT": str(kube_port), "INSTANTSTART_SANDBOX_TIME_SCALE": str(args.time_scale),
             "AWS_ENDPOINT_URL": f"http://127.0.0.1:{aws_port}", "AWS_ACCESS_KEY_ID": "sandbox",
             "AWS_SECRET_ACCESS_KEY": "sandbox", "AWS_DEFAULT_REGION": REGION, "PYTHONUNBUFFERED": "1",
+            # persistent database connections, as the deployments run every process (chart, CloudFormation)
+            "INSTANTSTART_DB_CONN_MAX_AGE": os.environ.get("INSTANTSTART_DB_CONN_MAX_AGE", "60"),
         }
         os.environ.pop("AWS_PROFILE", None)
         env = dict(os.environ)

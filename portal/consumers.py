@@ -16,6 +16,7 @@ ASGI servers answer a close before the accept with HTTP 403, and the client woul
 from __future__ import annotations
 
 import abc
+import functools
 import json
 import time
 from typing import Any
@@ -31,6 +32,11 @@ from config.api.parsers import MAX_JSON_DEPTH, json_depth
 
 #: How long a subscription is trusted before access is asked again (membership, token revocation).
 RECHECK_SECONDS = 5.0
+
+#: A stream's database reads run on the event loop's thread pool, each thread with its own connection, instead of on
+#: the one thread that ``database_sync_to_async`` shares by default: otherwise every viewer's handshake, access
+#: re-check and replay queues behind every other's, and many viewers joining at once wait in line.
+parallel_database = functools.partial(database_sync_to_async, thread_sensitive=False)
 
 
 def token_is_live(user: Any) -> bool:
@@ -126,7 +132,7 @@ class FollowingConsumer(AsyncJsonWebsocketConsumer, metaclass=abc.ABCMeta):
         self.checked_at = time.monotonic()
         return True
 
-    @database_sync_to_async
+    @parallel_database
     def _allowed(self) -> bool:
         user = self.scope["user"]
         access.forget_roles(user)

@@ -24,17 +24,14 @@ plus 4400 for an ``after_seq`` or ``rank`` that is not a whole number ≥ 0.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.db import database_sync_to_async
-
 from accounts import access
 from config import metrics
-from portal.consumers import FollowingConsumer
+from portal.consumers import FollowingConsumer, parallel_database
 from training.actions import LOGS
 from training.logs import hub, store
 from training.models import TERMINAL_JOB_STATES, TrainingJob
@@ -43,9 +40,6 @@ logger = logging.getLogger(__name__)
 
 #: Most lines in one replay frame (and one store read).
 FRAME_LINES = 2000
-#: Replays read the store on a thread pool, not the one thread every ``database_sync_to_async`` call shares: many
-#: viewers joining a busy job at once would otherwise queue their replays behind each other.
-_parallel_database = functools.partial(database_sync_to_async, thread_sensitive=False)
 
 
 def _whole(scope: Mapping[str, Any], name: str, default: str | None) -> int | bool | None:
@@ -157,22 +151,21 @@ class TrainingLogConsumer(FollowingConsumer):
 
     async def _replay(self) -> None:
         while True:
-            lines, last_seq, more = await self._lines_after(self.last_seq)
-            if lines:
-                await self.send_json({"type": "lines", "lines": lines})
-                metrics.LOG_LINES_STREAMED.labels("training").inc(len(lines))
+            frame, last_seq, count = await self._frame_after(self.last_seq)
+            if count:
+                await self.send(text_data=frame)
+                metrics.LOG_LINES_STREAMED.labels("training").inc(count)
             self.last_seq = max(self.last_seq, last_seq)
-            if not more:
+            if count < FRAME_LINES:
                 return
 
-    @database_sync_to_async
+    @parallel_database
     def _job_state(self) -> tuple[str, bool]:
         state, complete = TrainingJob.objects.values_list("state", "logs_complete").get(pk=self.job_id)
         return state, complete and state in TERMINAL_JOB_STATES
 
-    @_parallel_database
-    def _lines_after(self, seq: int) -> tuple[list[dict[str, Any]], int, bool]:
-        """The next ``FRAME_LINES`` stored lines after ``seq`` (of ``rank`` only, when set), the last ``seq`` they
-        cover (0: none) and whether more may follow."""
-        lines = store.payloads_after(self.job_id, seq, rank=self.rank, limit=FRAME_LINES)
-        return lines, lines[-1]["seq"] if lines else 0, len(lines) == FRAME_LINES
+    @parallel_database
+    def _frame_after(self, seq: int) -> tuple[str, int, int]:
+        """The ``lines`` frame of the next ``FRAME_LINES`` stored lines after ``seq`` (of ``rank`` only, when set),
+        the last ``seq`` it covers (0: none) and how many lines it holds (fewer than ``FRAME_LINES``: no more)."""
+        return store.lines_frame_after(self.job_id, seq, rank=self.rank, limit=FRAME_LINES)

@@ -262,3 +262,33 @@ def test_purge_deletes_the_lines_of_long_finished_jobs_only(cast, settings):
     assert store.purge(chunk=3) == 7
     remaining = dict(TrainingLogLine.objects.values_list("job__name").annotate(n=Count("id")))
     assert remaining == {"recent": 7, "live": 7}
+
+
+def test_a_replay_frame_written_by_the_database_holds_exactly_the_stored_lines(cast):
+    """``store.lines_frame_after`` (JSON written by PostgreSQL) parses to ``payloads_after``'s lines — quotes,
+    backslashes, control characters and non-ASCII text included — page by page, with a rank filter, and empty."""
+    import json
+
+    from django.utils import timezone
+
+    from training.logs.kubelet import PodLine, to_micros
+
+    job = factories.training_job(factories.cluster(cast.team, "c"), "frames", state="running")
+    now = to_micros(timezone.now())
+    texts = ['plain', 'a "quoted" \\ path\\to', 'tab\there \x01\x1f bell', 'ünïcødé ✓ 日本', '{"json": [1, 2]}', '']
+    store.append(job.pk, [PodLine(f"frames-pods-{i % 3}", i % 3, now + i * 7, texts[i % len(texts)])
+                          for i in range(25)])
+    for rank in (None, 1):
+        seq, pages = 0, []
+        while True:
+            frame, last_seq, count = store.lines_frame_after(job.pk, seq, rank=rank, limit=4)
+            parsed = json.loads(frame)
+            assert parsed["type"] == "lines" and len(parsed["lines"]) == count
+            assert parsed["lines"] == store.payloads_after(job.pk, seq, rank=rank, limit=4)
+            pages.append(count)
+            if count < 4:
+                break
+            assert last_seq == parsed["lines"][-1]["seq"]
+            seq = last_seq
+        assert sum(pages) == (25 if rank is None else 8)
+    assert store.lines_frame_after(job.pk, 25) == ('{"type": "lines", "lines": []}', 0, 0)
