@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "clusters",
     "training",
     "inference",
+    "spending",
     "mcp_server",
 ]
 
@@ -401,6 +402,9 @@ NOTIFICATIONS_DISABLE_AFTER = int(os.environ.get("INSTANTSTART_NOTIFICATIONS_DIS
 NOTIFICATIONS_ALLOW_LOOPBACK = env_flag("INSTANTSTART_NOTIFICATIONS_ALLOW_LOOPBACK", DEBUG)
 #: How often the node-health watch looks at the nodes of clusters whose teams want ``node.unhealthy``.
 NODE_HEALTH_WATCH_SECONDS = float(os.environ.get("INSTANTSTART_NODE_HEALTH_WATCH_SECONDS", "300"))
+#: How often the meter looks at every cluster's nodes to record node lifetimes (docs/spending.md); a node no longer
+#: listed is terminated at most this long after it was last seen.
+SPENDING_METER_SECONDS = float(os.environ.get("INSTANTSTART_SPENDING_METER_SECONDS", "300"))
 #: Django's mail backend: the console (mail printed by the worker) unless SMTP is configured (``EMAIL_HOST``).
 EMAIL_HOST = os.environ.get("INSTANTSTART_EMAIL_HOST", "")
 EMAIL_PORT = int(os.environ.get("INSTANTSTART_EMAIL_PORT", "587"))
@@ -433,4 +437,5 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-notification-deliveries": {"task": "notifications.tasks.sweep_notification_deliveries",
                                       "schedule": 60.0},
     "watch-node-health": {"task": "clusters.tasks.watch_node_health", "schedule": NODE_HEALTH_WATCH_SECONDS},
+    "meter-node-hours": {"task": "spending.tasks.meter_node_hours", "schedule": SPENDING_METER_SECONDS},
 }

@@ -28,6 +28,7 @@ from mcp_server.notification_tools import NOTIFICATION_TOOLS
 from mcp_server.pool_tools import POOL_TOOLS
 from mcp_server.service_account_tools import SERVICE_ACCOUNT_TOOLS
 from mcp_server.specs import PAGINATED, ToolSpec, WaitSpec
+from mcp_server.spending_tools import SPENDING_TOOLS
 from mcp_server.training_tools import TRAINING_TOOLS
 from operations import actions as operation_actions
 
@@ -213,4 +214,5 @@ CATALOG: tuple[ToolSpec, ...] = (
     *MANAGED_ENDPOINT_TOOLS,
     *POOL_TOOLS,
     *DIAGNOSTIC_TOOLS,
+    *SPENDING_TOOLS,
 )

@@ -37,6 +37,7 @@ NODE_UNHEALTHY = "node.unhealthy"
 NODE_REPLACED = "node.replaced"
 ENDPOINT_UNHEALTHY = "endpoint.unhealthy"
 APPROVAL_REQUESTED = "approval.requested"
+BUDGET_THRESHOLD = "budget.threshold"
 #: What "send test" sends; not subscribable.
 TEST = "notification.test"
 
@@ -52,13 +53,14 @@ EVENT_TYPES: dict[str, str] = {
     NODE_REPLACED: "A HyperPod node was replaced by a new instance",
     ENDPOINT_UNHEALTHY: "A ready inference endpoint has fewer ready replicas than it wants",
     APPROVAL_REQUESTED: "An agent's action waits for a team admin's approval",
+    BUDGET_THRESHOLD: "The team's spend this month crossed a threshold of its budget",
 }
 
 
 @dataclass(frozen=True)
 class Subject:
     """What the event is about: ``kind`` (``operation``, ``training_job``, ``node``, ``endpoint``,
-    ``approval_request``), its id, a name a person recognises, and its portal path (made absolute with
+    ``approval_request``, ``budget``), its id, a name a person recognises, and its portal path (made absolute with
     ``INSTANTSTART_PUBLIC_URL``)."""
 
     kind: str

@@ -228,6 +228,7 @@ from tests import (  # noqa: E402
     matrix_nodes,
     matrix_notifications,
     matrix_service_accounts,
+    matrix_spending,
     matrix_training,
 )
 
@@ -235,7 +236,7 @@ CASES += [*matrix_groups.CASES, *matrix_node_groups.CASES, *matrix_nodes.CASES, 
           *matrix_training.CASES, *matrix_logs.CASES, *matrix_mlflow.CASES, *matrix_inference.CASES,
           *matrix_invitations.CASES, *matrix_approvals.CASES, *matrix_diagnostics.CASES,
           *matrix_notifications.CASES,
-          *matrix_service_accounts.CASES]
+          *matrix_service_accounts.CASES, *matrix_spending.CASES]
 
 
 def case(operation_id: str) -> Case:

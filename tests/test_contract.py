@@ -612,3 +612,66 @@ def test_service_account_bad_input_same_code_on_every_face(data, field, code, ca
     assert {"validation_failed", code} <= portal_codes(portal)
     assert ServiceAccount.objects.count() == 1
     assert AuditEvent.objects.count() == events
+
+
+@pytest.mark.parametrize(("data", "field", "code"), [
+    ({"amount_usd": "-1.00"}, "amount_usd", "budget_negative"),
+    ({"amount_usd": "100", "thresholds": [0, 50]}, "thresholds", "threshold_out_of_range"),
+    ({"amount_usd": "100", "thresholds": [50, 120]}, "thresholds", "threshold_out_of_range"),
+    ({"amount_usd": "100", "thresholds": [80, 80]}, "thresholds", "threshold_duplicated"),
+    ({"amount_usd": "100", "month": "2020-01"}, "month", "month_in_past"),
+    ({"amount_usd": "100", "month": "next"}, "month", "invalid_month"),
+])
+def test_budget_bad_input_same_code_on_every_face(data, field, code, cast, token_for):
+    from spending.models import Budget
+
+    secret = token_for(cast.admin)
+    events = AuditEvent.objects.count()
+    rest = Client().put(f"/api/v1/teams/{cast.team.pk}/budget", data, content_type="application/json",
+                        HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "set_team_budget", {"team_id": cast.team.pk, **data})
+    browser = Client()
+    browser.force_login(cast.admin)
+    form = {**data, "thresholds": ", ".join(str(value) for value in data.get("thresholds", [50, 80, 100]))}
+    portal = browser.post(reverse("spending-budget"), form)
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400
+    assert {"validation_failed", code} <= portal_codes(portal)
+    assert not Budget.objects.exists()
+    assert AuditEvent.objects.count() == events
+
+
+@pytest.mark.parametrize(("resource", "body", "field", "code"), [
+    ({"instance_type": "ml.g5.8xlarge", "count": -1}, {}, "resources[0].count", "quota_negative"),
+    ({"instance_type": "ml.g5.8xlarge", "count": 3}, {}, "resources[0].count", "quota_above_capacity"),
+    ({"instance_type": "ml.p5.48xlarge", "count": 1}, {}, "resources[0].instance_type",
+     "instance_type_not_in_cluster"),
+    ({"instance_type": "ml.g5.8xlarge", "count": 1}, {"strategy": "DontLend", "borrow_limit": 50}, "borrow_limit",
+     "borrow_limit_without_borrowing"),
+])
+def test_compute_quota_bad_input_same_code_on_every_face(resource, body, field, code, cast, token_for):
+    from governance.models import ComputeQuota
+    from tests.governance.rows import governed_cluster
+
+    cluster = governed_cluster(cast.team)
+    secret = token_for(cast.admin)
+    events = AuditEvent.objects.count()
+    data = {"cluster": cluster.pk, "team": cast.team.pk, "resources": [resource], **body}
+    rest = Client().post("/api/v1/compute-quotas", data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "create_compute_quota", data)
+    browser = Client()
+    browser.force_login(cast.admin)
+    form = {"team": cast.team.pk, **body, **{f"resources-0-{name}": value for name, value in resource.items()}}
+    portal = browser.post(reverse("cluster-quota-create", args=[cluster.pk]), form)
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {field: code}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400
+    assert portal_codes(portal) == {"validation_failed", code}
+    assert not ComputeQuota.objects.exists()
+    assert AuditEvent.objects.count() == events

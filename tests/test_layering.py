@@ -60,6 +60,9 @@ RULES = (
          allows=("notifications.events", "notifications.actions")),
     Rule("clusters imports no app built on it (training and inference register with clusters.usage instead)",
          importers=("clusters", "clusters.*"), forbids=("training*", "inference*")),
+    Rule("spending is built on clusters and costs: nothing below it imports it (a budget refuses new capacity through "
+         "clusters.usage's CAPACITY_CHECKS; the MCP server names its actions)",
+         importers=("*",), exempt=("spending", "spending.*"), forbids=("spending*",), allows=("spending.actions",)),
     Rule("only config imports the MCP server (config.asgi mounts it)",
          importers=("*",), exempt=("config", "config.*", "mcp_server", "mcp_server.*"), forbids=("mcp_server*",)),
 )

@@ -60,6 +60,8 @@ def test_every_declared_usage_source_is_registered():
     pins = [source for _, sources in _declared("usage", "GROUP_PIN_SOURCES") for source in sources]
     assert workloads and set(workloads) <= set(usage._SOURCES)
     assert pins and set(pins) <= set(usage._PIN_SOURCES)
+    checks = [check for _, found in _declared("usage", "CAPACITY_CHECKS") for check in found]
+    assert checks and set(checks) <= set(usage._CAPACITY_CHECKS)
 
 
 def test_every_declared_approvable_action_is_registered_and_a_team_action():

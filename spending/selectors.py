@@ -1,0 +1,29 @@
+"""Spending reads: a team's (or one of its clusters') spend in a day, week or month, and its budget's standing —
+for the team's members (``spend.view``)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from accounts import access
+from accounts.models import Team, User
+from accounts.selectors import get_visible
+from clusters.models import Cluster
+from spending import actions, budgets
+from spending.spend import Spend, spend_of, team_lifetimes, window
+
+
+def spend_report(*, actor: User, team: Team, period: str, day: date, cluster_id: int | None = None) -> Spend:
+    """The team's spend in the ``period`` holding ``day``; with ``cluster_id``, only that cluster's (one of the
+    team's, deleted ones included: ``NotFound`` otherwise)."""
+    access.require(actor, actions.SPEND_VIEW, team)
+    if cluster_id is not None:
+        get_visible(access.visible(actor, Cluster).filter(team=team), cluster_id, "cluster")
+    span = window(period, day)
+    return spend_of(team_lifetimes(team.pk, span, cluster_id=cluster_id), span)
+
+
+def budget_status(*, actor: User, team: Team) -> budgets.BudgetStatus:
+    """The team's budget this month and where its spend stands."""
+    access.require(actor, actions.SPEND_VIEW, team)
+    return budgets.status(team)
