@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "portal",
     "notifications",
     "operations",
+    "costs",
     "clusters",
     "training",
     "inference",

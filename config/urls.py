@@ -19,6 +19,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("training.api.urls")),
     path("", include("inference.api.urls")),
     path("", include("notifications.api.urls")),
+    path("", include("costs.api.urls")),
     path("", include("spending.api.urls")),
     re_path(r"^[\s\S]*$", api_not_found),
 ]
@@ -37,6 +38,7 @@ urlpatterns = [
     path("", include("training.urls")),
     path("", include("inference.urls")),
     path("", include("notifications.urls")),
+    path("", include("costs.urls")),
     path("", include("spending.urls")),
     path("", include("accounts.urls")),
 ]

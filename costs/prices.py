@@ -4,14 +4,35 @@ This module is the contract other apps use (``spending``, the cluster wizard, dr
 the AWS Price List lists for an instance type in a region, per instance-hour, in USD, on demand. Where AWS lists
 no price (or the Price List cannot be reached) the answer is ``None`` — never a made-up number — and an estimate
 names such instance types in ``unpriced`` instead of counting them.
+
+Prices come from the AWS Price List API (:mod:`costs.pricelist`, the HyperPod ``Cluster`` component) and are kept
+for a day in :class:`costs.models.ListedPrice` — "AWS lists no price" included; a missing or day-old row is asked
+again. When the Price List cannot be reached, a day-old row is still answered (its ``as_of`` says when it was
+listed) and a type never priced is ``None``; this process then waits :data:`UNREACHABLE_BACKOFF_SECONDS` before
+asking again, so an offline deployment renders its pages without waiting on the network.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from costs import pricelist
+from costs.models import ListedPrice
+
+#: How long a price read from the Price List is used before it is asked again.
+FRESH_FOR = timedelta(days=1)
+#: After the Price List could not be reached, how long this process answers ``None`` without asking again.
+UNREACHABLE_BACKOFF_SECONDS = 300.0
+_lock = threading.Lock()
+_unreachable_until = 0.0
 
 
 @dataclass(frozen=True)
@@ -74,16 +95,61 @@ def format_usd(amount: Decimal) -> str:
 
 def hourly_price(region: str, instance_type: str) -> Price | None:
     """The on-demand price of ``instance_type`` in ``region`` (``None``: AWS lists no price, or the Price List
-    cannot be reached)."""
-    return None
+    cannot be reached and never answered for it)."""
+    return prices(region, [instance_type])[instance_type]
+
+
+def prices(region: str, instance_types: Iterable[str]) -> dict[str, Price | None]:
+    """:func:`hourly_price` of several instance types in one region, read from the cache in one query."""
+    wanted = list(dict.fromkeys(instance_types))
+    rows = {row.instance_type: row for row in ListedPrice.objects.filter(region=region, instance_type__in=wanted)}
+    now = timezone.now()
+    for instance_type in wanted:
+        row = rows.get(instance_type)
+        if row is None or now - row.fetched_at >= FRESH_FOR:
+            fetched = _refetch(region, instance_type)
+            if fetched is not None:
+                rows[instance_type] = fetched
+    return {instance_type: _price(rows.get(instance_type)) for instance_type in wanted}
+
+
+def _price(row: ListedPrice | None) -> Price | None:
+    if row is None or row.usd_per_hour is None:
+        return None
+    return Price(instance_type=row.instance_type, region=row.region, usd_per_hour=row.usd_per_hour,
+                 as_of=row.fetched_at.date())
+
+
+def _refetch(region: str, instance_type: str) -> ListedPrice | None:
+    """Ask the Price List and keep its answer; ``None`` when it cannot be reached."""
+    global _unreachable_until
+    if time.monotonic() < _unreachable_until:
+        return None
+    try:
+        usd = pricelist.on_demand_price(region, instance_type)
+    except pricelist.Unreachable:
+        with _lock:
+            _unreachable_until = time.monotonic() + UNREACHABLE_BACKOFF_SECONDS
+        return None
+    fields = {"usd_per_hour": usd, "fetched_at": timezone.now()}
+    try:
+        with transaction.atomic():
+            row, _ = ListedPrice.objects.update_or_create(region=region, instance_type=instance_type, defaults=fields)
+    except IntegrityError:  # another request stored it first: it read the same list
+        row = ListedPrice.objects.get(region=region, instance_type=instance_type)
+    return row
+
+
+def forget_unreachable() -> None:
+    """Ask the Price List again at the next lookup (after credentials or the endpoint change)."""
+    global _unreachable_until
+    with _lock:
+        _unreachable_until = 0.0
 
 
 def estimate(region: str, lines: Iterable[tuple[str, int]]) -> Estimate:
     """The hourly cost of ``lines`` (instance type, count) in ``region``, each line priced by ``hourly_price``."""
-    known: dict[str, Price | None] = {}
-    priced = []
-    for instance_type, count in lines:
-        if instance_type not in known:
-            known[instance_type] = hourly_price(region, instance_type)
-        priced.append(EstimateLine(instance_type, count, known[instance_type]))
-    return Estimate(region=region, lines=tuple(priced))
+    wanted = [(instance_type, int(count)) for instance_type, count in lines]
+    known = prices(region, [instance_type for instance_type, _ in wanted])
+    return Estimate(region=region, lines=tuple(EstimateLine(instance_type, count, known[instance_type])
+                                               for instance_type, count in wanted))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from accounts import actions as account_actions
 from mcp_server.approval_tools import APPROVAL_TOOLS
 from mcp_server.cluster_tools import CLUSTER_TOOLS
+from mcp_server.cost_tools import COST_TOOLS
 from mcp_server.diagnostic_tools import DIAGNOSTIC_TOOLS
 from mcp_server.endpoint_tools import ENDPOINT_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
@@ -207,6 +208,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     *NODE_GROUP_TOOLS,
     *NODE_TOOLS,
     *FEATURE_TOOLS,
+    *COST_TOOLS,
     *TRAINING_TOOLS,
     *MLFLOW_TOOLS,
     *MODEL_TOOLS,

@@ -217,6 +217,7 @@ CASES += [
 # The slices build on the names above.
 from tests import (  # noqa: E402
     matrix_approvals,
+    matrix_costs,
     matrix_diagnostics,
     matrix_features,
     matrix_groups,
@@ -235,7 +236,7 @@ from tests import (  # noqa: E402
 CASES += [*matrix_groups.CASES, *matrix_node_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES,
           *matrix_training.CASES, *matrix_logs.CASES, *matrix_mlflow.CASES, *matrix_inference.CASES,
           *matrix_invitations.CASES, *matrix_approvals.CASES, *matrix_diagnostics.CASES,
-          *matrix_notifications.CASES,
+          *matrix_notifications.CASES, *matrix_costs.CASES,
           *matrix_service_accounts.CASES, *matrix_spending.CASES]
 
 

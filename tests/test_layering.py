@@ -60,6 +60,8 @@ RULES = (
          allows=("notifications.events", "notifications.actions")),
     Rule("clusters imports no app built on it (training and inference register with clusters.usage instead)",
          importers=("clusters", "clusters.*"), forbids=("training*", "inference*")),
+    Rule("costs sits below the domain apps: it imports none of them (they import costs for their estimates)",
+         importers=("costs", "costs.*"), forbids=(*DOMAIN_APPS, "governance*", "spending*")),
     Rule("spending is built on clusters and costs: nothing below it imports it (a budget refuses new capacity through "
          "clusters.usage's CAPACITY_CHECKS; the MCP server names its actions)",
          importers=("*",), exempt=("spending", "spending.*"), forbids=("spending*",), allows=("spending.actions",)),

@@ -125,7 +125,7 @@ def test_catalog_is_coherent():
                            "list_audit_events", "list_operations", "get_operation", "wait_for_operation",
                            "list_operation_logs", "retry_operation",
                            "cancel_operation", "start_demo_operation", "list_approval_requests",
-                           "get_approval_request", *CLUSTER_TOOL_NAMES,
+                           "get_approval_request", *CLUSTER_TOOL_NAMES, "estimate_cost",
                            *TRAINING_TOOL_NAMES, *INFERENCE_TOOL_NAMES, *DIAGNOSTIC_TOOL_NAMES,
                            *SPENDING_TOOL_NAMES]
     for tool in tools.values():

@@ -1,0 +1,81 @@
+"""The AWS Price List API (boto3 ``pricing``): the on-demand price of a HyperPod cluster instance.
+
+SageMaker's price-list products (service code ``AmazonSageMaker``, product family ``ML Instance``) carry the
+instance type in ``instanceName`` (``ml.p5.48xlarge``), the region in ``regionCode`` and what the instance is used
+for in ``component``: HyperPod cluster instances are ``Cluster`` (billed under the usage type
+``<region prefix>-Cluster:ml.<type>``), real-time inference ``Hosting``, training jobs ``Training``. One
+``GetProducts`` call with those three ``TERM_MATCH`` filters finds the product; its ``terms.OnDemand`` price
+dimension in ``Hrs`` gives ``pricePerUnit.USD``. Usage types with a suffix (``…-Reserved``) and rows without the
+component (a training plan's upfront fee) are not on-demand hourly prices and are skipped.
+
+The API is served from a few regions only (``us-east-1``, ``eu-central-1``, ``ap-south-1``): the client is made
+in :data:`PRICE_LIST_REGION` whatever region is priced.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from botocore.client import BaseClient
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+from django.conf import settings
+
+from cloud import aws, metrics
+
+SERVICE_CODE = "AmazonSageMaker"
+HYPERPOD_COMPONENT = "Cluster"
+#: Regions with a Price List endpoint (the API reference's "Service Endpoint").
+PRICE_LIST_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
+
+
+class Unreachable(Exception):
+    """The Price List could not be asked (no credentials, no network, refused, throttled)."""
+
+
+def price_list_region() -> str:
+    """Where the Price List is asked: ``INSTANTSTART_PRICE_LIST_REGION`` (one of :data:`PRICE_LIST_REGIONS`)."""
+    return str(getattr(settings, "INSTANTSTART_PRICE_LIST_REGION", "us-east-1"))
+
+
+def _client() -> BaseClient:
+    """A ``pricing`` client that gives up quickly: a price is worth a page's render, not a minute of retries."""
+    config = aws.client_config().merge(Config(retries={"mode": "standard", "total_max_attempts": 2},
+                                              connect_timeout=3, read_timeout=10))
+    made = aws.session(region=price_list_region()).client("pricing", config=config)
+    return metrics.count_calls(made)
+
+
+def on_demand_price(region: str, instance_type: str) -> Decimal | None:
+    """The on-demand USD price of one HyperPod cluster instance-hour of ``instance_type`` in ``region``, ``None``
+    when AWS lists none; raises :class:`Unreachable` when the Price List cannot be asked."""
+    filters = [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in (
+        ("regionCode", region), ("component", HYPERPOD_COMPONENT), ("instanceName", instance_type))]
+    try:
+        pages = _client().get_paginator("get_products").paginate(ServiceCode=SERVICE_CODE, Filters=filters)
+        items = [json.loads(raw) for page in pages for raw in page.get("PriceList", [])]
+    except (ClientError, BotoCoreError, ValueError) as error:
+        raise Unreachable(str(error)) from error
+    return next((price for item in items if (price := hourly_usd(item, instance_type)) is not None), None)
+
+
+def hourly_usd(item: dict[str, Any], instance_type: str) -> Decimal | None:
+    """The on-demand hourly USD price of one price-list product, if it is a HyperPod instance of that type."""
+    attributes = item.get("product", {}).get("attributes", {})
+    if attributes.get("component") != HYPERPOD_COMPONENT or attributes.get("instanceName") != instance_type:
+        return None
+    if not str(attributes.get("usagetype", "")).endswith(f"-{HYPERPOD_COMPONENT}:{instance_type}"):
+        return None
+    for term in item.get("terms", {}).get("OnDemand", {}).values():
+        for dimension in term.get("priceDimensions", {}).values():
+            if str(dimension.get("unit", "")).lower() not in ("hrs", "hours"):
+                continue
+            try:
+                usd = Decimal(str(dimension.get("pricePerUnit", {}).get("USD")))
+            except InvalidOperation:
+                continue
+            if usd > 0:
+                return usd
+    return None

@@ -1,0 +1,33 @@
+"""The estimate a form shows beside the capacity it asks for, refreshed by htmx as the user edits."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import render
+
+from accounts.requests import PortalRequest
+from cloud.aws import default_region
+from config.errors import ApplicationError
+from costs import selectors
+from portal.views import portal_view
+
+
+@portal_view
+def estimate_fragment(request: PortalRequest) -> HttpResponse:
+    """``templates/costs/_estimate.html`` for ``region`` and the pairs of ``instance_type`` and ``instance_count``
+    in the query (a half-filled form — no type yet, a count being typed — shows no estimate rather than an error).
+    Requires ``cost_estimate.view`` in the current team."""
+    counts = request.GET.getlist("instance_count")
+    lines = []
+    for index, instance_type in enumerate(request.GET.getlist("instance_type")):
+        raw = counts[index] if index < len(counts) else "1"
+        if instance_type and raw.strip().isdigit() and int(raw) > 0:
+            lines.append((instance_type, int(raw)))
+    estimate = None
+    if lines and request.team is not None:
+        try:
+            estimate = selectors.estimate_get(actor=request.user, team=request.team, lines=lines,
+                                              region=request.GET.get("region") or default_region())
+        except ApplicationError:
+            estimate = None
+    return render(request, "costs/_estimate.html", {"estimate": estimate})
