@@ -21,7 +21,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from clusters import cluster_settings, importing, node_actions, plans
+from clusters import cluster_settings, estimates, importing, node_actions, plans
 from clusters import storage as volumes
 from clusters.features.pipeline import all_pipelines as feature_pipelines
 from clusters.instance_groups import pipelines as groups
@@ -95,6 +95,7 @@ CREATE = planned(Pipeline(
     remedy=_remedy,
     on_finished=_create_finished,
     on_retried=lifecycle.retried(ClusterState.CREATING),
+    cost=estimates.create_cost,
 ), plans.CREATE)
 DELETE = planned(Pipeline(
     kind=DELETE_KIND,

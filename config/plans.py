@@ -124,14 +124,17 @@ def note(*, action: str, target: str, before: dict[str, Any], after: dict[str, A
 
 def plan(preview: Preview, *, operation: dict[str, Any] | None = None,
          withheld: Change | None = None) -> dict[str, Any]:
-    """The body a dry run answers: ``dry_run`` (always true), a ``summary`` sentence, the ``operation`` that would
-    start (or ``None``) and ``changes``: every change the operation's phases plan, the write a service would have
+    """The body a dry run answers: ``dry_run`` (always true), a ``summary`` sentence (ending with what the operation
+    adds to the hourly bill, when its pipeline says), the ``operation`` that would start (or ``None``) and
+    ``changes``: every change the operation's phases plan, the write a service would have
     sent, and the records it would have written."""
     changes = [item for phase in (operation or {}).get("phases", []) for item in phase["changes"]]
     changes += ([_jsonable(withheld)] if withheld else []) + preview.records
     if operation is not None:
         titles = ", ".join(phase["title"] for phase in operation["phases"])
         summary = f"Would start operation {operation['title']!r} ({operation['kind']}): {titles}."
+        if operation.get("cost"):
+            summary += f" {operation['cost']}"
     elif withheld is not None:
         summary = f"Would send {withheld['kind']} {withheld['name']}".rstrip() + " to " + (
             "AWS." if withheld["provider"] == "aws" else "the cluster's Kubernetes API.")

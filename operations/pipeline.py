@@ -126,6 +126,8 @@ class Pipeline:
     operation's ``error_message`` ends with it. ``on_finished`` runs inside the
     transaction that makes the operation terminal (succeeded, failed or cancelled), ``on_retried`` inside the one
     that sends a failed operation back to work — both to keep the domain model in step with the operation.
+    ``cost`` says, from the params, what the operation adds to the hourly bill ("this adds 2 × ml.p5.48xlarge ≈
+    $X/hour, on-demand"; ``None`` when it adds nothing), for its dry-run plan.
     """
 
     kind: str
@@ -134,6 +136,7 @@ class Pipeline:
     remedy: Callable[[Mapping[str, Any]], str] | None = None
     on_finished: Callable[[Any], None] | None = None
     on_retried: Callable[[Any], None] | None = None
+    cost: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def __post_init__(self) -> None:
         slugs = [phase.slug for phase in self.phases]

@@ -11,11 +11,13 @@ from operations.pipeline import Pipeline
 
 
 def operation_plan(pipeline: Pipeline, *, title: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"kind", "title", "phases": [{"slug", "title", "changes"}]}``; a phase without ``plan`` lists no changes
-    (its title says what it does)."""
+    """``{"kind", "title", "phases": [{"slug", "title", "changes"}]}``, plus ``cost`` (the pipeline's sentence on
+    what the operation adds to the hourly bill) when it has one; a phase without ``plan`` lists no changes (its
+    title says what it does)."""
+    cost = pipeline.cost(params) if pipeline.cost else None
     return {"kind": pipeline.kind, "title": title, "phases": [
         {"slug": phase.slug, "title": phase.title, "changes": list(phase.plan(params)) if phase.plan else []}
-        for phase in pipeline.phases]}
+        for phase in pipeline.phases], **({"cost": cost} if cost else {})}
 
 
 def planned(pipeline: Pipeline, plans: Mapping[str, Callable[[Mapping[str, Any]], list[dict[str, Any]]]]) -> Pipeline:

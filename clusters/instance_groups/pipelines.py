@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from clusters import lifecycle, plans
+from clusters import estimates, lifecycle, plans
 from clusters.capacity import place_instance_group
 from clusters.instance_groups import hyperpod_update, mirror, specs
 from clusters.instance_groups.hyperpod_update import IN_SERVICE, described, group_details
@@ -224,14 +224,14 @@ def _group_row_finished(operation: Operation) -> None:
 
 PLACEMENT = Phase(slug="placement", title="Compute subnet", submit=submit_placement, poll=poll_done,
                   timeout=timedelta(minutes=10), poll_interval=1)
-ADD = planned(Pipeline(kind=ADD_KIND, on_finished=_group_row_finished, phases=(
+ADD = planned(Pipeline(kind=ADD_KIND, on_finished=_group_row_finished, cost=estimates.group_add_cost, phases=(
     PLACEMENT,
     Phase(slug="hyperpod", title="HyperPod instance group", submit=submit_add, poll=poll_add,
           timeout=timedelta(hours=3), poll_interval=30),
     Phase(slug="autoscaling", title="Autoscaling objects", submit=submit_apply_group_objects, poll=poll_done,
           timeout=timedelta(minutes=10), poll_interval=1),
 )), plans.GROUP_ADD)
-UPDATE = planned(Pipeline(kind=UPDATE_KIND, phases=(
+UPDATE = planned(Pipeline(kind=UPDATE_KIND, cost=estimates.group_update_cost, phases=(
     Phase(slug="hyperpod", title="HyperPod instance group", submit=submit_update, poll=poll_update,
           timeout=timedelta(hours=3), poll_interval=30),
 )), plans.GROUP_UPDATE)
