@@ -145,6 +145,11 @@ def test_a_budget_threshold_notifies_once_and_refuses_new_capacity(cast, api, to
     assert all("budget for" in message.subject for message in mail.outbox)
     standing = api(cast.viewer).get(f"/api/v1/teams/{cast.team.pk}/budget").json()
     assert standing["thresholds_crossed"] == [50, 100] and standing["refusing_new_capacity"] is True
+    browser = Client()
+    browser.force_login(cast.admin)
+    page = browser.get("/spending/").content.decode()
+    assert 'data-testid="budget-refusing"' in page and 'action="/spending/budget/"' in page
+    assert "new capacity is refused until an admin raises it" in browser.get("/").content.decode()  # the home
 
     group = {"name": "more", "instance_type": INSTANCE_TYPE, "instance_count": 1}
     secret = token_for(cast.admin)
