@@ -5,8 +5,7 @@ training plan are paid by the plan's upfront fee instead, spot instances at the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from clusters.models import CapacityType, InstanceGroup
@@ -61,13 +60,16 @@ def group_update_cost(params: Mapping[str, Any]) -> str | None:
                          verb="adds" if delta > 0 else "removes")
 
 
-def committed_cost(upfront_fee: Decimal | None, start: datetime | None, end: datetime | None) -> str | None:
-    """A training plan's committed cost: "$12,345.00 upfront for 720 hours (≈ $17.15/hour)" (``None`` when AWS
-    gave no fee)."""
-    if upfront_fee is None:
+def committed_cost(upfront_fee: str, currency_code: str, duration_hours: int) -> str | None:
+    """A training plan's committed cost from its own ``UpfrontFee``, ``CurrencyCode`` and ``DurationHours``:
+    "$12,345.00 upfront for 720 hours (≈ $17.15/hour)" (``None`` when AWS gave no fee)."""
+    try:
+        fee = Decimal(upfront_fee)
+    except InvalidOperation:
         return None
-    text = f"{prices.format_usd(upfront_fee)} upfront"
-    if start and end and end > start:
-        hours = Decimal((end - start).total_seconds()) / 3600
-        text += f" for {hours.quantize(Decimal('1'))} hours (≈ {prices.format_usd(upfront_fee / hours)}/hour)"
-    return text
+    amount = prices.format_usd(fee) if currency_code in ("", "USD") else f"{fee:,.2f} {currency_code}"
+    if duration_hours <= 0:
+        return f"{amount} upfront"
+    hourly = fee / duration_hours
+    each = prices.format_usd(hourly) if currency_code in ("", "USD") else f"{hourly:,.2f} {currency_code}"
+    return f"{amount} upfront for {duration_hours} hours (≈ {each}/hour)"

@@ -303,6 +303,11 @@ class TrainingPlanSerializer(serializers.Serializer):
     available_count = serializers.IntegerField()
     start_time = serializers.DateTimeField(allow_null=True)
     end_time = serializers.DateTimeField(allow_null=True)
+    upfront_fee = serializers.CharField(help_text=(
+        "What the plan costs, paid upfront (a decimal in `currency_code`; empty when AWS gives none): a group on "
+        "the plan adds no on-demand charge."))
+    currency_code = serializers.CharField()
+    duration_hours = serializers.IntegerField()
 
 
 class ImportCandidateSerializer(serializers.Serializer):

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from botocore.exceptions import ClientError
 
 from cloud import aws
+from clusters.estimates import committed_cost
 from clusters.inspection.catalog import hyperpod_instance_types
 
 QUOTA_SUFFIX = " for cluster usage"
@@ -39,6 +40,15 @@ class TrainingPlanInfo:
     available_count: int
     start_time: datetime.datetime | None
     end_time: datetime.datetime | None
+    #: What the plan costs, paid upfront (AWS's ``UpfrontFee``, a decimal string; "" when AWS gives none).
+    upfront_fee: str = ""
+    currency_code: str = ""
+    duration_hours: int = 0
+
+    @property
+    def committed_cost(self) -> str | None:
+        """"$12,345.00 upfront for 720 hours (≈ $17.15/hour)", from the plan's own fee and duration."""
+        return committed_cost(self.upfront_fee, self.currency_code, self.duration_hours)
 
 
 def quotas(region: str) -> list[Quota]:
@@ -120,4 +130,6 @@ def plan_info(plan: dict) -> TrainingPlanInfo:
         instance_type=reserved.get("InstanceType", ""), zone=reserved.get("AvailabilityZone", ""),
         total_count=total, available_count=int(plan.get("AvailableInstanceCount", total)),
         start_time=plan.get("StartTime"), end_time=plan.get("EndTime"),
+        upfront_fee=str(plan.get("UpfrontFee") or ""), currency_code=str(plan.get("CurrencyCode") or ""),
+        duration_hours=int(plan.get("DurationHours") or 0),
     )

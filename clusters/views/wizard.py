@@ -4,9 +4,11 @@ Each step offers only what ``clusters.inspection`` returned for the choices befo
 instance types offered in the chosen zone (with their GPU, EFA and memory facts), the HyperPod quotas of the chosen
 type and the region's training plans for it. A step's choices are an htmx partial (``cluster_wizard_step``) loaded
 when the step before it changes, which also empties the steps after it; without JavaScript the same page is
-re-rendered by GET with every step whose predecessors are chosen. The review validates with
-``ClusterCreateSerializer`` (shape only); the POST validates with it again and calls ``services.cluster_create``,
-whose preflight answers with field errors shown next to their fields.
+re-rendered by GET with every step whose predecessors are chosen. The count step shows what the instances cost by
+the hour (``clusters.estimates``; refreshed as the count is typed, through ``costs``' estimate fragment), a training
+plan its committed cost. The review validates with ``ClusterCreateSerializer`` (shape only) and states the cost;
+the POST validates with it again and calls ``services.cluster_create``, whose preflight answers with field errors
+shown next to their fields.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from accounts.models import Team
 from accounts.requests import PortalRequest
 from accounts.selectors import team_chosen, team_list
 from cloud.aws import default_region
-from clusters import actions, inspection, preflight, services
+from clusters import actions, estimates, inspection, preflight, services
 from clusters.api.serializers import ClusterCreateSerializer
 from clusters.inspection.capacity import hyperpod_usage
 from clusters.models import CapacityType
@@ -64,9 +66,9 @@ def _choices(values: QueryDict, upto: str) -> dict[str, Any]:
     """What inspection offers for every step up to ``upto`` whose predecessors hold a valid choice.
 
     Keys: ``regions``, ``zones``, ``offers``, ``offer`` (the chosen one), ``quotas`` and ``in_use`` (instances of
-    the type HyperPod clusters of the region already hold against them), ``plans``, ``plan`` (the chosen one);
-    ``reached``, the last step shown; ``step_errors``, the REST error body of a step whose choices AWS could not
-    give."""
+    the type HyperPod clusters of the region already hold against them), ``plans``, ``plan`` (the chosen one),
+    ``estimate`` (the count's on-demand cost by the hour); ``reached``, the last step shown; ``step_errors``, the
+    REST error body of a step whose choices AWS could not give."""
     found: dict[str, Any] = {"regions": inspection.regions(), "reached": "region", "step_errors": {}}
     region = values.get("region", "")
     if region not in found["regions"] or upto == "region":
@@ -88,9 +90,16 @@ def _choices(values: QueryDict, upto: str) -> dict[str, Any]:
         found["in_use"] = hyperpod_usage(region).get(name, 0)
         found["plans"] = [plan for plan in inspection.training_plans(region) if plan.instance_type == name]
         found["plan"] = next((plan for plan in found["plans"] if plan.arn == values.get("training_plan_arn")), None)
+        found["estimate"] = estimates.capacity_estimate(region, name, _count(values))
     except ApplicationError as exc:
         found["step_errors"][found["reached"]] = error_body(exc)[0]
     return found
+
+
+def _count(values: QueryDict) -> int:
+    """The instance count answered so far (0 while it is not a whole number)."""
+    raw = (values.get("instance_count") or "1").strip()
+    return int(raw) if raw.isdigit() else 0
 
 
 def _review(values: QueryDict) -> dict[str, Any]:
@@ -121,7 +130,10 @@ def _context(team: Team | None, values: QueryDict, *, upto: str, form: Serialize
     if upto == "review" and context["reached"] == "capacity" and not context["step_errors"]:
         review = _review(values)
         if "answers" in review:
-            review["quota"] = _quota_overrun(review["answers"])
+            answers = review["answers"]
+            review["quota"] = _quota_overrun(answers)
+            review["cost"] = estimates.capacity_cost(answers["region"], answers["instance_type"],
+                                                     answers["instance_count"], answers["capacity_type"])
         context |= {"review": review, "reached": "review"}
     context["shown_steps"] = STEPS[: STEPS.index(context["reached"]) + 1] if context["reached"] in STEPS else ()
     if form is not None and form.error:
