@@ -23,6 +23,9 @@ For the simulator::
     scale_out(cluster_arn, group, count, labels, taints) -> list[str]
                                                   # HyperPod's Karpenter: raise a group's target, launch nodes
     scale_in(cluster_arn, instance_id)            # terminate a node and lower its group's target
+    task_governance(region, eks_cluster) -> GovernanceView | None
+                                                  # the scheduler config and compute quotas in force, while the
+                                                  # task-governance add-on is installed
 
 Every reader first applies the transitions that are due, so what it returns is current. Node events are
 delivered on the thread that observed the change (an API request thread, a reader, or the server's ticker,
@@ -60,7 +63,7 @@ __all__ = ["AddonView", "EksClusterView", "HyperPodView", "InstanceGroupView", "
            "NodegroupNodeView", "SubnetView", "caller", "eks_access", "eks_addons", "eks_cluster", "eks_clusters",
            "eks_nodegroup_nodes",
            "hyperpod_cluster", "hyperpod_clusters", "off_node_event", "on_node_event", "refresh", "scale_in",
-           "scale_out", "set_node_health", "snapshot"]
+           "scale_out", "set_node_health", "snapshot", "task_governance"]
 
 
 def refresh() -> None:
@@ -102,6 +105,19 @@ def eks_addons(region: str, cluster: str) -> list[AddonView]:
                           configuration_values=addon.spec.get("configurationValues"),
                           service_account_role_arn=addon.spec.get("serviceAccountRoleArn"))
                 for addon in found.addons.values()]
+
+
+def task_governance(region: str, cluster: str) -> governance.GovernanceView | None:
+    """The task-governance policies in force on the HyperPod cluster the EKS cluster orchestrates, or ``None`` while
+    the EKS cluster lacks the ``amazon-sagemaker-hyperpod-taskgovernance`` add-on (installed: ACTIVE, UPDATING or
+    DEGRADED) or orchestrates no HyperPod cluster."""
+    with core.transaction():
+        refresh()
+        found = eks_model.find(region, cluster)
+        addon = found.addons.get(governance.ADDON) if found is not None else None
+        if found is None or addon is None or addon.status not in ("ACTIVE", "UPDATING", "DEGRADED"):
+            return None
+        return governance.task_governance(found.arn)
 
 
 def eks_access(region: str, cluster: str) -> ClusterAccess | None:

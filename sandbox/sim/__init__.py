@@ -6,6 +6,8 @@ runs each controller (one module each) against that cluster's emulator store:
 - ``nodes``: HyperPod instances as labelled, Ready Nodes; reboot/replace through the health label;
 - ``deployments``, ``replicasets``, ``statefulsets``, ``daemonsets``: workload pods and their status;
 - ``jobs``: batch Jobs that complete (or fail, on request); ``downloads``: model download Jobs writing S3;
+- ``taskgovernance``: the Kueue objects of HyperPod task governance's policies and Kueue's admission, borrowing
+  and preemption of HyperPodPyTorchJobs;
 - ``pytorchjobs``: HyperPodPyTorchJobs with per-rank training logs, restarts, hang and slow detection
   (``training``, ``logmonitor``);
 - ``rayjobs``: RayJobs with a RayCluster and driver logs;

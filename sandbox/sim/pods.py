@@ -6,7 +6,9 @@
   ``create_pod`` are placed at creation; a pod left unbound (no node fitted then, or created by a client)
   is re-created bound, with the same name and spec, once a node fits — the emulator has no ``pods/binding``
   subresource, so binding means replacing the Pending pod. Until then it carries ``PodScheduled=False``
-  with the scheduler's explanation and one ``FailedScheduling`` event.
+  with the scheduler's explanation and one ``FailedScheduling`` event. A pod with scheduling gates is not placed
+  (``PodScheduled=False``, ``SchedulingGated``); a pod an owner creates with a ``kueue.x-k8s.io/queue-name`` label
+  on a cluster running task governance gets Kueue's gate (``taskgovernance.gated``).
 - A pod on a node that is not Ready loses readiness; when the node is Ready again its containers restart
   (``restartCount`` + 1, the old log becomes ``previous``). A pod on a node that no longer exists is deleted
   at once (the pod garbage collector).
@@ -25,7 +27,7 @@ import hashlib
 from typing import Any
 
 from sandbox import clock
-from sandbox.sim import events, lbcontroller, objects, scheduler, serving
+from sandbox.sim import events, lbcontroller, objects, scheduler, serving, taskgovernance
 from sandbox.sim.context import Context
 
 START_SECONDS = 5.0
@@ -52,6 +54,8 @@ def create_pod(ctx: Context, owner: dict[str, Any], template: dict[str, Any], *,
                         "annotations": dict(metadata.get("annotations") or {}),
                         **({"name": name} if name else {"generateName": generate_name or f"{objects.name(owner)}-"})},
            "spec": spec}
+    if taskgovernance.gated(ctx, owner, pod["metadata"]["labels"]):
+        spec["schedulingGates"] = [*(spec.get("schedulingGates") or []), {"name": taskgovernance.GATE}]
     node_name, _ = scheduler.Placement.of(ctx).place({**pod, "metadata": {**pod["metadata"],
                                                                           "namespace": objects.namespace(owner)}})
     if node_name:
@@ -169,6 +173,12 @@ def restart_containers(ctx: Context, pod: dict[str, Any], exit_code: int = 137, 
 
 
 def _rebind(ctx: Context, pod: dict[str, Any], placement: scheduler.Placement) -> None:
+    if pod["spec"].get("schedulingGates"):
+        status = pod.get("status") or {}
+        ctx.set_status("pods", pod, {**status, "phase": "Pending", "conditions": objects.condition(
+            status.get("conditions"), "PodScheduled", "False", "SchedulingGated",
+            "Scheduling is blocked due to non-empty scheduling gates")})
+        return
     node_name, explanation = placement.place(pod)
     if node_name is None:
         status = pod.get("status") or {}

@@ -17,7 +17,9 @@ continue) while ``restartStatus.restartCount`` is below ``restartPolicy.numResta
 within ``evalPeriodSeconds``, and job-level (JLR: containers restart, their logs become ``previous``, missing
 pods are re-created) after that or when pods were lost; more than ``maxFullJobRestarts`` JLRs fail the job.
 Each restart waits ``RESTART_SECONDS`` and resumes from the last checkpoint. ``latestFaultyPodInstanceList``
-names the faulty pods, ranks and instances. Once finished, ``cleanPodPolicy`` (default ``All``) deletes the
+names the faulty pods, ranks and instances. ``runPolicy.suspend`` (set by Kueue until it admits the job, and when
+it preempts it) deletes the pods and marks the job ``Suspended``; let go, the job resumes from its last checkpoint
+(``Suspended`` False). Once finished, ``cleanPodPolicy`` (default ``All``) deletes the
 pods (``Running`` deletes unfinished ones only, ``None`` keeps them). Rank 0 reports to MLflow when its env asks
 (``mlflowreport``): the run opens with the first attempt and ends with the job.
 """
@@ -134,6 +136,13 @@ class _Run:
                                conditions=_transition(self.status, self.name, "Created"))
             if self.ranks:
                 self.status["masterAddr"] = self.ranks[0].pod_name
+        if self.run_policy.get("suspend"):
+            self._suspend()
+            return
+        if objects.condition_status(self.job, "Suspended") == "True":
+            self.status["conditions"] = objects.condition(
+                self.status.get("conditions"), "Suspended", "False", "HyperPodPyTorchJobResumed",
+                f"HyperPodPyTorchJob {self.name} is resumed.")
         phase = self.state.setdefault("phase", "starting")
         if phase == "running":
             lost = [rank for rank in self.ranks if rank.pod_name not in self.pods
@@ -247,6 +256,24 @@ class _Run:
                           start_step=training.checkpoint_before(progress))
         events.record(self.ctx, self.job, "Restarting", f"{kind} restart {restarts + 1}: {reason}: {message}",
                       kind="Warning", source="hyperpod-training-operator")
+
+    def _suspend(self) -> None:
+        """``runPolicy.suspend`` (Kueue's hold on a job it has not admitted, or has preempted): no pods; a job that
+        ran resumes from its last checkpoint once it is let go."""
+        for pod in self.pods.values():
+            self.ctx.delete("pods", pod)
+        if self.state.get("phase") in ("running", "restarting"):
+            progress = max(self.state.get("written", {}).values(), default=self.state.get("start_step", 0))
+            self.state.update(phase="starting", start_step=training.checkpoint_before(progress))
+            self.state.pop("written", None)
+        if objects.condition_status(self.job, "Suspended") != "True":
+            self.status["conditions"] = _transition(self.status, self.name, "Suspended",
+                                                    f"HyperPodPyTorchJob {self.name} is suspended.",
+                                                    ends=("Running", "Restarting"))
+            events.record(self.ctx, self.job, "Suspended", f"HyperPodPyTorchJob {self.name} is suspended.",
+                          source="hyperpod-training-operator", distinct=True)
+        self.status["jobPods"] = []
+        self.ctx.set_status(RESOURCE, self.job, self.status)
 
     def _instance(self, rank: Rank) -> str:
         pod = self.pods.get(rank.pod_name)

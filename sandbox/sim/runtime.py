@@ -4,7 +4,8 @@ A pass (``Simulator.step``) reads the EKS clusters the AWS world reports (``clus
 emulator's stores in line (``world.sync_cluster`` — which installs add-on CRDs — and ``forget_cluster`` for
 clusters this simulator synced before that are gone), then runs every controller over every serving
 cluster: first the HyperPod nodes, then the nodes of EKS managed node groups (``nodegroups``), then HyperPod's
-Karpenter (``karpenter``), then ``CONTROLLERS`` in order (owners before the kubelet, the kubelet before Endpoints).
+Karpenter (``karpenter``), then ``CONTROLLERS`` in order (Kueue's admission before the workloads it holds, owners
+before the kubelet, the kubelet before Endpoints).
 Controllers are level-triggered, so a pass that runs late, or twice, is harmless.
 
 Passes run on one background thread. It wakes when a store it watches changes, when the AWS world reports a
@@ -43,6 +44,7 @@ from sandbox.sim import (
     scaledobjects,
     services,
     statefulsets,
+    taskgovernance,
     volumes,
 )
 from sandbox.sim.context import Context
@@ -50,8 +52,8 @@ from sandbox.sim.context import Context
 logger = logging.getLogger("sandbox.sim")
 
 MIN_GAP = 0.05
-CONTROLLERS = (volumes, deployments, replicasets, statefulsets, daemonsets, jobs, downloads, pytorchjobs, rayjobs,
-               inference, scaledobjects, pods, devices, health, services)
+CONTROLLERS = (volumes, taskgovernance, deployments, replicasets, statefulsets, daemonsets, jobs, downloads,
+               pytorchjobs, rayjobs, inference, scaledobjects, pods, devices, health, services)
 
 ClusterSource = Callable[[], list[world.ClusterRef]]
 

@@ -165,7 +165,10 @@ class Placement:
         return None
 
     def place(self, pod: dict[str, Any]) -> tuple[str | None, str]:
-        """The node for ``pod`` (counted as used from now on), or ``None`` and the scheduler's explanation."""
+        """The node for ``pod`` (counted as used from now on), or ``None`` and the scheduler's explanation (empty
+        for a pod whose scheduling gates hold it back)."""
+        if pod["spec"].get("schedulingGates"):
+            return None, ""
         claim_problem = self._unbound_claim(pod)
         if claim_problem:
             return None, f"0/{len(self.nodes)} nodes are available: {claim_problem}."
