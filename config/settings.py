@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "clusters",
     "training",
     "inference",
+    "governance",
     "spending",
     "mcp_server",
 ]
@@ -321,6 +322,9 @@ SPECTACULAR_SETTINGS = {
         "RoleEnum": "accounts.models.Role",
         "JobStateEnum": "training.models.JobState",
         "InvitationStateEnum": "accounts.models.InvitationState",
+        "PolicyStateEnum": "governance.models.PolicyState",
+        "SharingStrategyEnum": "governance.models.SharingStrategy",
+        "PreemptionEnum": "governance.models.Preemption",
     },
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}},
     "POSTPROCESSING_HOOKS": [

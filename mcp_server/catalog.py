@@ -18,6 +18,7 @@ from mcp_server.cost_tools import COST_TOOLS
 from mcp_server.diagnostic_tools import DIAGNOSTIC_TOOLS
 from mcp_server.endpoint_tools import ENDPOINT_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
+from mcp_server.governance_tools import GOVERNANCE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
 from mcp_server.invitation_tools import INVITATION_TOOLS
 from mcp_server.managed_endpoint_tools import MANAGED_ENDPOINT_TOOLS
@@ -209,6 +210,7 @@ CATALOG: tuple[ToolSpec, ...] = (
     *NODE_TOOLS,
     *FEATURE_TOOLS,
     *COST_TOOLS,
+    *GOVERNANCE_TOOLS,
     *TRAINING_TOOLS,
     *MLFLOW_TOOLS,
     *MODEL_TOOLS,

@@ -11,6 +11,8 @@ from clusters.models import Cluster, ClusterState, InstanceGroup, StorageKind, S
 from clusters.ownership import team_namespace
 from clusters.storage import volume_object_names
 from config import sealing
+from governance.models import ComputeQuota, PolicyState, SchedulerConfig
+from governance.names import quota_name, scheduler_config_name
 from inference.models import DownloadSource, DownloadState, ModelDownload
 from notifications.models import Channel, Subscription
 from training.models import JobState, TrainingJob, TrainingPath
@@ -62,3 +64,21 @@ def subscription(team: Team, name: str = "hooks", *, secret: str = "whsec_test",
         "team": team, "name": name, "channel": Channel.WEBHOOK, "url": "https://hooks.invalid/instantstart",
         "event_types": ["operation.cancelled", "operation.failed", "operation.succeeded"],
         "secret": sealing.seal(secret), **fields})
+
+
+def scheduler_config(cluster: Cluster, **fields) -> SchedulerConfig:
+    """A ``ready`` scheduler config of ``cluster`` (priority classes ``inference`` 100 and ``training`` 50, fair share
+    on) with nothing behind it in AWS."""
+    return SchedulerConfig.objects.create(**{
+        "cluster": cluster, "team": cluster.team, "name": scheduler_config_name(cluster),
+        "priority_classes": [{"name": "inference", "weight": 100}, {"name": "training", "weight": 50}],
+        "fair_share": True, "state": PolicyState.READY, "status": "Created", "config_id": "abcdefabcdef", **fields})
+
+
+def compute_quota(cluster: Cluster, team: Team | None = None, **fields) -> ComputeQuota:
+    """A ``ready`` compute quota on ``cluster`` for ``team`` (the cluster's by default): one ``ml.g5.8xlarge``."""
+    for_team = team or cluster.team
+    return ComputeQuota.objects.create(**{
+        "cluster": cluster, "team": cluster.team, "for_team": for_team, "name": quota_name(cluster, for_team),
+        "resources": [{"instance_type": "ml.g5.8xlarge", "count": 1}], "state": PolicyState.READY,
+        "status": "Created", "quota_id": "quota0000001", **fields})

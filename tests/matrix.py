@@ -220,6 +220,7 @@ from tests import (  # noqa: E402
     matrix_costs,
     matrix_diagnostics,
     matrix_features,
+    matrix_governance,
     matrix_groups,
     matrix_inference,
     matrix_invitations,
@@ -234,6 +235,7 @@ from tests import (  # noqa: E402
 )
 
 CASES += [*matrix_groups.CASES, *matrix_node_groups.CASES, *matrix_nodes.CASES, *matrix_features.CASES,
+          *matrix_governance.CASES,
           *matrix_training.CASES, *matrix_logs.CASES, *matrix_mlflow.CASES, *matrix_inference.CASES,
           *matrix_invitations.CASES, *matrix_approvals.CASES, *matrix_diagnostics.CASES,
           *matrix_notifications.CASES, *matrix_costs.CASES,

@@ -12,9 +12,14 @@ for ``CustomObjectsApi.create_namespaced_custom_object``. It raises:
   ``missing_config_key``, ``invalid_override``, ``invalid_env``, ``invalid_pattern`` (a log pattern that does not
   compile), ``path_outside_shared_bucket``, ``script_not_found`` (the ``script`` is not a file of the team's
   shared bucket: ``HeadObject``), and the cluster constraints of ``training.constraints``
-  (``unknown_instance_group``, ``too_many_gpus``, ``too_many_efa``, ``elastic_*``, ``tiered_checkpointing_off``…);
+  (``unknown_instance_group``, ``too_many_gpus``, ``too_many_efa``, ``elastic_*``, ``tiered_checkpointing_off``…),
+  and ``unknown_priority_class`` (``priority``) for a priority the cluster's scheduler config does not define;
 - ``OperatorMissing`` (409 ``operator_missing``) when the cluster does not serve the path's CRD — asked last, so a
   submission with field errors never needs the cluster's API server.
+
+On a cluster where the team has a compute quota (HyperPod task governance), the job runs in the team's namespace
+``hyperpod-ns-<team>`` labelled ``kueue.x-k8s.io/queue-name`` (its local queue) and, with a ``priority``,
+``kueue.x-k8s.io/priority-class`` (``governance.selectors.team_queue``), so Kueue admits it within the quota.
 
 Environment every container gets (before the user's ``env``, which wins): ``SHARED_DIR``, ``JOB_NAME``,
 ``CHECKPOINT_MODE``, ``CHECKPOINT_DIR`` (``/checkpoints`` on NVMe; for tiered, the job's folder of the shared
@@ -34,6 +39,7 @@ from clusters.models import Cluster
 from clusters.ownership import kube_labels, team_namespace
 from clusters.shared_bucket import shared_bucket_name, team_prefix
 from config.errors import InvalidFields, ValidationFailed
+from governance import selectors as governance
 from training import constraints, manifests, shared_files
 from training.models import TrainingPath
 from training.recipes import RECIPES
@@ -146,7 +152,7 @@ def _environment(name: str, values: dict[str, Any], shared: SharedBucket, instan
     return {**env, **(values.get("env") or {})}
 
 
-def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any]) -> JobPlan:
+def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any], priority: str = "") -> JobPlan:
     """Validate a submission of ``recipe`` named ``name`` with ``config`` to ``cluster``; see the module
     docstring for the errors. Reads the database, EC2's instance facts and (last) the cluster's CRDs."""
     spec = RECIPES.get(recipe)
@@ -185,6 +191,7 @@ def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any]
     account, account_problem = constraints.checkpoint_service_account(cluster, values)
     if account_problem is not None:
         _add(problems, "checkpoints", account_problem)
+    governance.check_priority(cluster, priority, problems)
     problems.raise_if_any()
     assert group is not None and offer is not None  # else instance_group is among the problems
 
@@ -195,9 +202,11 @@ def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any]
                       else manifests.CHECKPOINT_MOUNT)
     launch = spec.launch(values, LaunchContext(job=name, replicas=values["replicas"], processes_per_node=processes,
                                                gpus_per_node=values["gpus_per_node"], checkpoint_dir=checkpoint_dir))
+    queue = governance.team_queue(cluster, cluster.team)
     work = manifests.Workload(
-        name=name, namespace=team_namespace(cluster.team),
-        labels={**kube_labels(cluster), RECIPE_LABEL: spec.slug, JOB_LABEL: name},
+        name=name, namespace=queue.namespace if queue else team_namespace(cluster.team),
+        labels={**kube_labels(cluster), RECIPE_LABEL: spec.slug, JOB_LABEL: name,
+                **(queue.labels(priority) if queue else {})},
         image=values["image"], launch=launch,
         env={**launch.env, **_environment(name, values, shared, group.instance_type)},
         replicas=values["replicas"], processes_per_node=processes, gpus=values["gpus_per_node"],

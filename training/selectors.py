@@ -8,6 +8,8 @@ from accounts import access
 from accounts.models import Team, User
 from accounts.selectors import get_visible, joined
 from clusters.models import Cluster
+from config.errors import ApplicationError
+from governance import selectors as governance
 from training.models import ACTIVE_JOB_STATES, TrainingJob
 
 
@@ -39,3 +41,22 @@ def job_get(*, actor: User, job_id: int | str) -> TrainingJob:
 def active_jobs_on(cluster: Cluster) -> QuerySet[TrainingJob]:
     """Jobs whose object exists (or is being made) on ``cluster``."""
     return TrainingJob.objects.filter(cluster=cluster, state__in=ACTIVE_JOB_STATES)
+
+
+def job_admission(job: TrainingJob) -> dict[str, str] | None:
+    """Where a queued job (task governance: its manifest names a Kueue queue) stands with Kueue while it is active —
+    ``{"state": pending | admitted | preempted | finished, "reason", "workload", "queue", "priority"}`` read from its
+    Workload (``governance.selectors.workload_admission``); ``None`` for a job that is not queued or has finished, or
+    when the cluster cannot be read now."""
+    labels = ((job.manifest or {}).get("metadata") or {}).get("labels") or {}
+    if governance.QUEUE_LABEL not in labels or job.terminal or not job.object_kind:
+        return None
+    try:
+        found = governance.workload_admission(job.cluster, namespace=job.namespace, kind=job.object_kind,
+                                              name=job.name)
+    except ApplicationError:
+        return None
+    if found is None:
+        return {"state": "pending", "reason": "Kueue has not made the job's Workload yet.", "workload": "",
+                "queue": labels[governance.QUEUE_LABEL], "priority": labels.get(governance.PRIORITY_LABEL, "")}
+    return found.as_dict()

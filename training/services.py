@@ -49,22 +49,24 @@ def _name_free(cluster: Cluster, namespace: str, name: str) -> None:
 
 
 def training_job_submit(*, actor: User, cluster: Cluster, recipe: str, config: dict[str, Any], source: str,
-                        name: str = "", idempotency_key: str | None = None,
+                        name: str = "", priority: str = "", idempotency_key: str | None = None,
                         resubmitted_from: TrainingJob | None = None) -> tuple[TrainingJob, Operation]:
-    """Check the submission and start ``training_job.submit``; returns the job and its operation."""
+    """Check the submission and start ``training_job.submit``; returns the job and its operation. ``priority`` is a
+    priority class of the cluster's scheduler config (task governance), or none."""
     access.require(actor, actions.SUBMIT, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
     if replayed is not None:
         return TrainingJob.objects.get(pk=replayed.params["job_id"]), replayed
     _require_active(cluster)
     name = name or default_name(recipe)
-    plan = planning.plan_job(cluster=cluster, recipe=recipe, name=name, config=config)
+    plan = planning.plan_job(cluster=cluster, recipe=recipe, name=name, config=config, priority=priority)
     _name_free(cluster, plan.namespace, plan.name)
     try:
         with transaction.atomic():
             job = TrainingJob.objects.create(
                 team=cluster.team, cluster=cluster, created_by=actor, resubmitted_from=resubmitted_from,
-                name=plan.name, namespace=plan.namespace, recipe=plan.recipe, path=plan.path, config=plan.config,
+                name=plan.name, namespace=plan.namespace, priority=priority, recipe=plan.recipe, path=plan.path,
+                config=plan.config,
                 manifest=plan.manifest, object_kind=plan.kind, instance_group=plan.instance_group,
                 instance_type=plan.instance_type, replicas=plan.replicas, processes_per_node=plan.processes_per_node,
                 restarts_total=plan.restarts_total, state=JobState.PENDING, status_reason="Waiting for a worker")
@@ -81,6 +83,7 @@ def training_job_submit(*, actor: User, cluster: Cluster, recipe: str, config: d
             job.operation = operation
             audit.record(actor=actor, source=source, action=actions.SUBMIT, target=job, team=cluster.team,
                          after={"name": plan.name, "recipe": plan.recipe, "cluster": cluster.name,
+                                "priority": priority,
                                 "config": plan.config, "resubmitted_from": getattr(resubmitted_from, "pk", None)})
     except IntegrityError:
         raise ValidationFailed.for_field("name", "training_job_name_taken",
@@ -132,7 +135,8 @@ def training_job_resubmit(*, actor: User, job: TrainingJob, source: str, name: s
         raise Conflict(f"Job {job.name} is still {job.get_state_display().lower()}; stop it or wait for it to finish "
                        "before resubmitting.", code="training_job_active")
     return training_job_submit(actor=actor, cluster=job.cluster, recipe=job.recipe, config=dict(job.config),
-                               source=source, name=name or resubmit_name(job), idempotency_key=idempotency_key,
+                               source=source, name=name or resubmit_name(job), priority=job.priority,
+                               idempotency_key=idempotency_key,
                                resubmitted_from=job)
 
 

@@ -80,6 +80,9 @@ class EndpointDeploySerializer(StrictSerializer):
     router = RouterChoiceSerializer(required=False, allow_null=True, default=None, help_text=(
         "The SGLang router in front of an SGLang endpoint's 2 or more replicas: its policy and knobs, or "
         "enabled false; default: cache_aware with its default knobs."))
+    priority = serializers.CharField(max_length=64, required=False, default="", allow_blank=True, help_text=(
+        "A priority class of the cluster's scheduler config (task governance; cluster_governance_retrieve lists "
+        "them): Kueue admits higher ones first and they preempt lower ones. Blank: none."))
 
 
 class EndpointUpdateSerializer(StrictSerializer):

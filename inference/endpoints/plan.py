@@ -9,7 +9,12 @@ it becomes.
 without an image (``image_required``); a command that names an engine different from the one chosen
 (``engine_mismatch``); a shared-bucket model path outside the team's prefix (``path_outside_shared_bucket``); an
 unknown or gated Hub model (``hub_repo_not_found``, ``hub_gated``, ``hub_token_invalid``); router settings on
-another engine than SGLang (``router_needs_sglang``) or a single replica (``router_needs_replicas``).
+another engine than SGLang (``router_needs_sglang``) or a single replica (``router_needs_replicas``); a ``priority``
+the cluster's scheduler config does not define (``unknown_priority_class``).
+
+On a cluster where the team has a compute quota (HyperPod task governance), the endpoint runs in the team's namespace
+``hyperpod-ns-<team>`` and its objects carry the team's Kueue queue and priority labels
+(``governance.selectors.team_queue``).
 
 The engine is the one chosen, or recognised from the command (``vllm serve …`` → vLLM,
 ``python3 -m sglang.launch_server …`` → SGLang); without a command the engine's own is generated.
@@ -29,6 +34,7 @@ from clusters.models import Cluster, InstanceGroup
 from clusters.ownership import kube_labels, team_namespace
 from clusters.shared_bucket import shared_bucket_name, team_prefix
 from config.errors import InvalidFields
+from governance import selectors as governance
 from inference.endpoints import manifests, router
 from inference.models import Endpoint, Engine, ModelSource
 
@@ -59,6 +65,8 @@ class Request:
     hf_token: str = ""
     #: The SGLang router's settings; ``None``: the default (``inference.endpoints.router``).
     router: dict[str, Any] | None = None
+    #: A priority class of the cluster's scheduler config (task governance); blank: none.
+    priority: str = ""
 
 
 @dataclass(frozen=True)
@@ -192,7 +200,8 @@ def _parallelism(request: Request, command_engine: str, problems: InvalidFields)
 def plan(*, cluster: Cluster, request: Request, owner_label: str = manifests.ENDPOINT_LABEL) -> Plan:
     """Check ``request`` (see the module docstring) and decide the endpoint; ``ValidationFailed`` otherwise."""
     problems = InvalidFields()
-    namespace = team_namespace(cluster.team)
+    queue = governance.team_queue(cluster, cluster.team)
+    namespace = queue.namespace if queue else team_namespace(cluster.team)
     if not NAME.match(request.name or ""):
         problems.add("name", "invalid_endpoint_name", "Use 1–40 lower-case letters, digits and hyphens, starting "
                      "with a letter and ending with a letter or digit.")
@@ -216,11 +225,12 @@ def plan(*, cluster: Cluster, request: Request, owner_label: str = manifests.END
     tensor, pipeline = _parallelism(request, command_engine, problems)
     model = _model(cluster, request, problems)
     routing = router.check(engine=engine, replicas=request.replicas, requested=request.router, problems=problems)
+    governance.check_priority(cluster, request.priority, problems)
     problems.raise_if_any()
     assert group is not None  # else instance_group is among the problems
     served = request.served_model_name or request.name
     command = list(request.command) or generated_command(engine, model, served, request.port, tensor, pipeline)
-    labels = {**kube_labels(cluster), owner_label: request.name}
+    labels = {**kube_labels(cluster), owner_label: request.name, **(queue.labels(request.priority) if queue else {})}
     return Plan(name=request.name, namespace=namespace, engine=engine, image=image, command=command,
                 model_source=request.model_source, model=model, served_model_name=served,
                 instance_group=group.name, instance_type=group.instance_type, gpus=request.gpus,

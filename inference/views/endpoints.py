@@ -73,7 +73,8 @@ def endpoint_deploy(request: PortalRequest) -> HttpResponse:
         return render(request, "inference/endpoints/deploy.html", _deploy_context(request, form))
     data = request.POST.copy()
     data.setlist("command", data.get("command", "").split())
-    for name in ("tensor_parallel", "hf_token", "engine", *(key for key in data if key.startswith("router."))):
+    for name in ("tensor_parallel", "hf_token", "engine", "priority",
+                 *(key for key in data if key.startswith("router."))):
         if not data.get(name):
             data.pop(name, None)
     form = SerializerForm(EndpointDeploySerializer, data)

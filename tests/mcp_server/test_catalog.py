@@ -12,6 +12,7 @@ from mcp_server.cluster_tools import CLUSTER_TOOLS
 from mcp_server.diagnostic_tools import DIAGNOSTIC_TOOLS
 from mcp_server.endpoint_tools import ENDPOINT_TOOLS
 from mcp_server.feature_tools import FEATURE_TOOLS
+from mcp_server.governance_tools import GOVERNANCE_TOOLS
 from mcp_server.group_tools import GROUP_TOOLS
 from mcp_server.invitation_tools import INVITATION_TOOLS
 from mcp_server.managed_endpoint_tools import MANAGED_ENDPOINT_TOOLS
@@ -115,6 +116,7 @@ TRAINING_TOOL_NAMES = [tool.name for tool in (*TRAINING_TOOLS, *MLFLOW_TOOLS)]
 INFERENCE_TOOL_NAMES = [tool.name for tool in (*MODEL_TOOLS, *ENDPOINT_TOOLS, *MANAGED_ENDPOINT_TOOLS,
                                                *POOL_TOOLS)]
 DIAGNOSTIC_TOOL_NAMES = [tool.name for tool in DIAGNOSTIC_TOOLS]
+GOVERNANCE_TOOL_NAMES = [tool.name for tool in GOVERNANCE_TOOLS]
 SPENDING_TOOL_NAMES = [tool.name for tool in SPENDING_TOOLS]
 
 
@@ -125,7 +127,7 @@ def test_catalog_is_coherent():
                            "list_audit_events", "list_operations", "get_operation", "wait_for_operation",
                            "list_operation_logs", "retry_operation",
                            "cancel_operation", "start_demo_operation", "list_approval_requests",
-                           "get_approval_request", *CLUSTER_TOOL_NAMES, "estimate_cost",
+                           "get_approval_request", *CLUSTER_TOOL_NAMES, "estimate_cost", *GOVERNANCE_TOOL_NAMES,
                            *TRAINING_TOOL_NAMES, *INFERENCE_TOOL_NAMES, *DIAGNOSTIC_TOOL_NAMES,
                            *SPENDING_TOOL_NAMES]
     for tool in tools.values():

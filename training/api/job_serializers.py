@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.api.fields import CapabilitiesField
 from config.api.serializers import FastModelSerializer, StrictSerializer
 from operations.api.serializers import OperationSerializer
-from training import actions, state_rules
+from training import actions, selectors, state_rules
 from training.models import TrainingJob
 
 JOB_ACTIONS = [actions.CANCEL, actions.SUBMIT, actions.LOGS]
@@ -47,19 +48,35 @@ class TrainingJobSerializer(FastModelSerializer):
 
     class Meta:
         model = TrainingJob
-        fields = ["id", "team", "cluster", "cluster_name", "name", "namespace", "recipe", "path", "state",
+        fields = ["id", "team", "cluster", "cluster_name", "name", "namespace", "priority", "recipe", "path", "state",
                   "status_reason", "terminal", "instance_group", "instance_type", "replicas", "processes_per_node",
                   "restarts_used", "restarts_total", "restarts_remaining", "metrics", "operation", "last_seq",
                   "logs_complete", "resubmitted_from", "created_by", "created_at", "started_at", "finished_at",
                   "capabilities"]
 
 
+class AdmissionSerializer(serializers.Serializer):
+    state = serializers.CharField(help_text="pending, admitted, preempted or finished (its Kueue Workload).")
+    reason = serializers.CharField(help_text="Kueue's words for it, e.g. why it waits.")
+    workload = serializers.CharField()
+    queue = serializers.CharField()
+    priority = serializers.CharField()
+
+
 class TrainingJobDetailSerializer(TrainingJobSerializer):
     """One job as it is now, without the manifest it was submitted as (:class:`TrainingJobManifestSerializer`)."""
 
+    admission = serializers.SerializerMethodField(help_text=(
+        "On a cluster with task governance where the team has a compute quota, while the job is active: where it "
+        "stands with Kueue (pending with the reason, admitted, preempted); null otherwise."))
+
     class Meta(TrainingJobSerializer.Meta):
         fields = [*TrainingJobSerializer.Meta.fields, "config", "object_kind", "object_uid", "ranks",
-                  "recoveries", "hangs", "stragglers", "mlflow_run_id"]
+                  "recoveries", "hangs", "stragglers", "mlflow_run_id", "admission"]
+
+    @extend_schema_field(AdmissionSerializer(allow_null=True))
+    def get_admission(self, job: TrainingJob) -> dict[str, str] | None:
+        return selectors.job_admission(job)
 
 
 class TrainingJobManifestSerializer(TrainingJobDetailSerializer):
@@ -82,6 +99,9 @@ class TrainingJobSubmitSerializer(StrictSerializer):
     config = serializers.DictField(required=False, default=dict,
                                    help_text="The recipe's fields and the common ones (instance group, replicas, "
                                              "GPUs, run policy …); see GET /training-recipes.")
+    priority = serializers.CharField(max_length=64, required=False, default="", allow_blank=True, help_text=(
+        "A priority class of the cluster's scheduler config (task governance; cluster_governance_retrieve lists "
+        "them): Kueue admits higher ones first and they preempt lower ones. Blank: none."))
 
 
 class TrainingJobResubmitSerializer(StrictSerializer):

@@ -86,7 +86,7 @@ class JobListCreateView(generics.ListAPIView):
         cluster = cluster_for_submit(request, data["cluster"])
         job, operation = services.training_job_submit(
             actor=request.user, cluster=cluster, recipe=data["recipe"], name=data["name"], config=data["config"],
-            source=request.source, idempotency_key=request.headers.get(HEADER))
+            priority=data["priority"], source=request.source, idempotency_key=request.headers.get(HEADER))
         return job_response(request, job, operation)
 
 

@@ -58,7 +58,8 @@ def job_list(request: PortalRequest) -> HttpResponse:
 def _job_context(request: PortalRequest, job: TrainingJob) -> dict:
     caps = access.capabilities(request.user, job, JOB_ACTIONS, state_rules.job_allows)
     return {"section": "training", "job": job, "active": job.state in ACTIVE_JOB_STATES,
-            "can_cancel": caps[actions.CANCEL], "can_resubmit": caps[actions.SUBMIT], "can_logs": caps[actions.LOGS]}
+            "can_cancel": caps[actions.CANCEL], "can_resubmit": caps[actions.SUBMIT], "can_logs": caps[actions.LOGS],
+            "admission": selectors.job_admission(job)}
 
 
 @portal_view

@@ -111,7 +111,7 @@ def config_from_post(fields: list[dict[str, Any]], data: QueryDict) -> dict[str,
     return config
 
 
-TOP_LEVEL = ("name", "cluster", "recipe")
+TOP_LEVEL = ("name", "cluster", "recipe", "priority")
 
 
 def split_errors(fields: list[dict[str, Any]], error: dict[str, Any] | None) -> tuple[dict, dict, list]:

@@ -24,6 +24,7 @@ from clusters.models import Cluster, ClusterState
 from config.api.exceptions import error_body
 from config.context import Source
 from config.errors import ApplicationError
+from governance import selectors as governance
 from portal.forms import PAGE_ERRORS
 from portal.views import portal_view
 from training import actions, recipes, services, shared_files
@@ -56,7 +57,8 @@ def _context(request: PortalRequest, *, recipe: dict[str, Any], cluster: Cluster
     return {"section": "training", "catalog": catalog, "recipe": recipe, "cluster": cluster, "clusters": clusters,
             "groups": groups, "rows": field_rows(recipe["fields"], values, placed), "values": values,
             "error": error, "other_errors": others, "top_errors": top, "mount": recipes.SHARED_MOUNT,
-            "operator_missing": error is not None and error.get("code") == "operator_missing"}
+            "operator_missing": error is not None and error.get("code") == "operator_missing",
+            "priorities": governance.priority_classes(cluster) if cluster else []}
 
 
 def _recipe(slug: str, region: str | None) -> dict[str, Any]:
@@ -68,14 +70,14 @@ def _submit(request: PortalRequest, cluster: Cluster, recipe: dict[str, Any], da
     """Validate and submit: ``(job, None, 202)`` or ``(None, REST error body, status)``. Page errors (404/403)
     propagate to ``portal_view``."""
     body = {"cluster": cluster.pk, "recipe": data.get("recipe", ""), "name": data.get("name", "").strip(),
-            "config": config_from_post(recipe["fields"], data)}
+            "priority": data.get("priority", "").strip(), "config": config_from_post(recipe["fields"], data)}
     serializer = TrainingJobSubmitSerializer(data=body)
     try:
         serializer.is_valid(raise_exception=True)
         job, _ = services.training_job_submit(
             actor=request.user, cluster=cluster, recipe=serializer.validated_data["recipe"],
             name=serializer.validated_data["name"], config=serializer.validated_data["config"],
-            source=Source.PORTAL)
+            priority=serializer.validated_data["priority"], source=Source.PORTAL)
     except PAGE_ERRORS:
         raise
     except (ValidationError, ApplicationError) as exc:

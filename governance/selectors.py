@@ -1,0 +1,94 @@
+"""Reads of task governance. Those taking an ``actor`` start from ``access.visible`` (a cluster's scheduler config and
+quotas are its team's); the others are for the apps that run work on clusters (training, inference), which ask what
+queue and priority a workload gets and where it stands with Kueue, without an access check of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from accounts import access
+from accounts.models import Team, User
+from accounts.selectors import get_visible
+from clusters.features.catalog import TASK_GOVERNANCE
+from clusters.models import Cluster, ClusterFeature, FeatureState
+from config.errors import InvalidFields
+from governance import actions, admission, names
+from governance.models import ComputeQuota, PolicyState, SchedulerConfig
+
+Admission = admission.Admission
+QUEUE_LABEL, PRIORITY_LABEL = names.QUEUE_LABEL, names.PRIORITY_LABEL
+
+
+def scheduler_config_of(*, actor: User, cluster: Cluster) -> SchedulerConfig | None:
+    """The cluster's scheduler config, or ``None`` when none was set."""
+    access.require(actor, actions.VIEW, cluster)
+    return SchedulerConfig.objects.filter(cluster=cluster).first()
+
+
+def quota_list(*, actor: User, cluster: Cluster | None = None) -> QuerySet[ComputeQuota]:
+    quotas = access.visible(actor, ComputeQuota).select_related("cluster", "for_team")
+    return quotas.filter(cluster=cluster) if cluster is not None else quotas
+
+
+def quota_get(*, actor: User, quota_id: int | str) -> ComputeQuota:
+    return get_visible(quota_list(actor=actor), quota_id, "compute quota")
+
+
+def task_governance_state(cluster: Cluster) -> str:
+    """The task_governance feature's state as last observed (``unknown`` before the Features tab read it)."""
+    row = ClusterFeature.objects.filter(cluster=cluster, feature=TASK_GOVERNANCE).first()
+    return row.state if row is not None else FeatureState.UNKNOWN
+
+
+# for the apps that run work on clusters (no access check) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Queue:
+    """Where a team's workload goes on a governed cluster: ``namespace`` (``hyperpod-ns-<team>``), ``name`` its local
+    queue; ``labels`` the workload carries (``priority``: a priority class of the scheduler config, or none)."""
+
+    namespace: str
+    name: str
+
+    def labels(self, priority: str = "") -> dict[str, str]:
+        found = {names.QUEUE_LABEL: self.name}
+        if priority:
+            found[names.PRIORITY_LABEL] = names.workload_priority_class(priority)
+        return found
+
+
+def team_queue(cluster: Cluster, team: Team) -> Queue | None:
+    """The team's queue on ``cluster`` when it has a compute quota there that SageMaker made (``None``: the cluster
+    is not governed for the team, and its workloads are not queued)."""
+    governed = ComputeQuota.objects.filter(cluster=cluster, for_team=team).exclude(
+        state__in=[PolicyState.CREATING, PolicyState.DELETING]).exclude(quota_id="").exists()
+    return Queue(names.team_namespace(team), names.local_queue(team)) if governed else None
+
+
+def priority_classes(cluster: Cluster) -> list[str]:
+    """The priority classes of the cluster's scheduler config (``[]`` without one)."""
+    config = SchedulerConfig.objects.filter(cluster=cluster).first()
+    return config.priority_names if config is not None else []
+
+
+def check_priority(cluster: Cluster, priority: str, errors: InvalidFields, *, field: str = "priority") -> None:
+    """A workload's ``priority`` must be a priority class of the cluster's scheduler config:
+    ``unknown_priority_class`` otherwise (also on a cluster with none). An empty priority asks for none."""
+    if not priority:
+        return
+    known = priority_classes(cluster)
+    if priority not in known:
+        errors.add(field, "unknown_priority_class",
+                   f"Cluster {cluster.name} defines no priority class {priority}; "
+                   + (f"its scheduler config has {', '.join(known)}." if known
+                      else "it has no scheduler config (its admins set one on the Governance tab)."))
+
+
+def workload_admission(cluster: Cluster, *, namespace: str, kind: str, name: str) -> Admission | None:
+    """Where the ``kind`` object ``name`` stands with Kueue (:mod:`governance.admission`); ``None`` when it is not
+    queued."""
+    return admission.workload_admission(cluster, namespace=namespace, kind=kind, name=name)

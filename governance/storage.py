@@ -1,0 +1,75 @@
+"""The team's shared volume in its task-governance namespace.
+
+Queued workloads run in ``hyperpod-ns-<team>`` (the namespace task governance makes for a compute quota), and they
+mount the team's ``shared`` claim as every workload does. Claims are namespaced, so once the quota is in force the
+quota's *team-storage* phase gives that namespace a claim of the same name on the same storage: a second static
+PersistentVolume (the shared volume's, renamed ``<pv>-gov``, pre-bound to the new claim; an S3 volume's handle gets the
+same suffix, as each PV's must be unique) and its claim, labelled as the volume's. Only the cluster's own team has a
+shared volume on it; another team's quota needs none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from clusters import storage
+from clusters.models import StorageState, StorageVolume
+from governance.models import ComputeQuota
+from governance.names import team_namespace
+
+SUFFIX = "-gov"
+
+
+def shared_volume(quota: ComputeQuota) -> StorageVolume | None:
+    """The shared volume the quota's team has on the cluster (``None`` for another team's quota, or none yet)."""
+    if quota.for_team_id != quota.cluster.team_id:
+        return None
+    return StorageVolume.objects.select_related("cluster", "cluster__team").filter(
+        cluster=quota.cluster, shared=True, state=StorageState.AVAILABLE).first()
+
+
+def objects(volume: StorageVolume, namespace: str) -> tuple[k8s.V1PersistentVolume, k8s.V1PersistentVolumeClaim]:
+    """The PV and claim of ``volume`` in ``namespace``, built from the volume's own (``clusters.storage``)."""
+    volume_object = storage.persistent_volume(volume)
+    claim = storage.persistent_volume_claim(volume)
+    meta, spec, claim_meta, claim_spec = volume_object.metadata, volume_object.spec, claim.metadata, claim.spec
+    assert meta and spec and spec.claim_ref and spec.csi and claim_meta and claim_spec  # the builders set them all
+    meta.name = f"{volume.pv_name}{SUFFIX}"
+    spec.claim_ref.namespace = namespace
+    if spec.csi.driver == storage.S3_DRIVER:
+        spec.csi.volume_handle = f"{spec.csi.volume_handle}{SUFFIX}"
+    claim_meta.namespace = namespace
+    claim_spec.volume_name = meta.name
+    return volume_object, claim
+
+
+def _create(create, body: Any) -> None:
+    try:
+        create(body)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+
+
+def ensure_claim(quota: ComputeQuota) -> str:
+    """Make the shared claim in the quota's namespace; returns its phase (``""``: nothing to do, ``waiting``: the
+    namespace is not there yet)."""
+    volume = shared_volume(quota)
+    if volume is None:
+        return ""
+    namespace = team_namespace(quota.for_team)
+    core = storage.core_api(quota.cluster)
+    try:
+        core.read_namespace(namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return "waiting"
+        raise
+    volume_object, claim = objects(volume, namespace)
+    _create(core.create_persistent_volume, volume_object)
+    _create(lambda body: core.create_namespaced_persistent_volume_claim(namespace, body), claim)
+    found = core.read_namespaced_persistent_volume_claim(volume.pvc_name, namespace)
+    return (found.status.phase if found.status else "") or "Pending"

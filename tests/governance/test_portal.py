@@ -1,0 +1,76 @@
+"""The Governance page and tab panel in the portal: what the cluster's members see, what its admins may set, and a
+quota given and deleted through the forms (the same services as REST; their operations only started here)."""
+
+from __future__ import annotations
+
+from django.test import Client
+from django.urls import reverse
+
+from governance.admission import admission_of
+from governance.models import ComputeQuota
+from operations.models import Operation
+from tests import factories
+from tests.governance.rows import governed_cluster
+
+
+def browser(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_members_see_the_governance_and_only_admins_get_the_forms(cast):
+    cluster = governed_cluster(cast.team)
+    factories.compute_quota(cluster)
+    viewer = browser(cast.viewer).get(reverse("cluster-governance", args=[cluster.pk]))
+    assert viewer.status_code == 200
+    page = viewer.content.decode()
+    assert 'data-priority="inference"' in page and f"hyperpod-ns-{cast.team.slug}" in page
+    assert 'data-testid="quota-create-form"' not in page
+    admin = browser(cast.admin).get(reverse("cluster-governance", args=[cluster.pk])).content.decode()
+    assert 'data-testid="quota-create-form"' in admin and 'data-testid="scheduler-config-form"' in admin
+    panel = browser(cast.viewer).get(reverse("cluster-governance-panel", args=[cluster.pk]))
+    assert panel.status_code == 200 and 'data-testid="task-governance-state">enabled' in panel.content.decode()
+    assert 'href="#tab-governance"' in browser(cast.viewer).get(
+        reverse("cluster-detail", args=[cluster.pk])).content.decode()
+
+
+def test_admins_give_and_delete_a_quota_through_the_forms(cast, make_team):
+    cluster = governed_cluster(cast.team)
+    other = make_team("Robotics")
+    admin = browser(cast.admin)
+    response = admin.post(reverse("cluster-quota-create", args=[cluster.pk]), {
+        "team": other.pk, "resources-0-instance_type": "ml.g5.8xlarge", "resources-0-count": "1",
+        "strategy": "LendAndBorrow", "borrow_limit": "50", "preempt_team_tasks": "LowerPriority",
+        "fair_share_weight": "10"})
+    assert response.status_code == 302, response.content
+    quota = ComputeQuota.objects.get(cluster=cluster, for_team=other)
+    assert (quota.resources, quota.borrow_limit, quota.state) == (
+        [{"instance_type": "ml.g5.8xlarge", "count": 1}], 50, "creating")
+    assert Operation.objects.filter(kind="governance.compute_quota.create", target_id=str(quota.pk)).exists()
+
+    ComputeQuota.objects.filter(pk=quota.pk).update(state="ready")
+    assert admin.post(reverse("compute-quota-delete", args=[quota.pk])).status_code == 302
+    assert ComputeQuota.objects.get(pk=quota.pk).state == "deleting"
+    refused = browser(cast.operator).post(reverse("compute-quota-delete", args=[quota.pk]))
+    assert refused.status_code == 403
+
+
+def test_a_workloads_conditions_say_where_it_stands_with_kueue():
+    def workload(*conditions):
+        return {"metadata": {"name": "pytorchjob-a-1"},
+                "spec": {"queueName": "q", "priorityClassRef": {"kind": "WorkloadPriorityClass", "name": "p"}},
+                "status": {"conditions": [{"type": kind, "status": "True", "reason": reason, "message": message}
+                                          for kind, reason, message in conditions]}}
+
+    waiting = admission_of(workload())
+    assert (waiting.state, waiting.reason) == ("pending", "Waiting for admission")
+    short = admission_of({**workload(), "status": {"conditions": [
+        {"type": "QuotaReserved", "status": "False", "reason": "Pending",
+         "message": "couldn't assign flavors to pod set main: insufficient quota"}]}})
+    assert (short.state, short.reason) == ("pending", "couldn't assign flavors to pod set main: insufficient quota")
+    assert admission_of(workload(("QuotaReserved", "QuotaReserved", ""), ("Admitted", "Admitted", ""))).state == \
+        "admitted"
+    preempted = admission_of(workload(("Evicted", "Preempted", "Preempted to accommodate a higher priority one")))
+    assert (preempted.state, preempted.reason, preempted.queue) == (
+        "preempted", "Preempted to accommodate a higher priority one", "q")
