@@ -5,8 +5,10 @@ For a config ``<name>`` it runs a Deployment ``<name>`` (``spec.replicas``, defa
 its port, resources, environment, command, args and model volume (an ``emptyDir`` the operator's downloader
 fills), on nodes of ``instanceType`` (or ``instanceTypes``, or ``nodeAffinity``); a ClusterIP Service
 ``<name>-service`` on the model port; and the routing Service ``<name>-routing`` (port 80 to the model port)
-that requests enter through. A ``JumpStartModel`` is the same with the image and arguments of its model id
-(:data:`JUMPSTART_MODELS`, the sandbox's small hub; another id fails ``ModelNotFound``).
+that requests enter through. The config's task-governance labels (``kueue.x-k8s.io/queue-name``,
+``kueue.x-k8s.io/priority-class``) go on the worker pods, which Kueue then admits (``taskgovernance``). A
+``JumpStartModel`` is the same with the image and arguments of its model id (:data:`JUMPSTART_MODELS`, the
+sandbox's small hub; another id fails ``ModelNotFound``).
 
 **KV cache** (``kvCacheSpec``): the workers get LMCache's environment — ``LMCACHE_LOCAL_CPU`` for L1 (with the
 size the spec's worker environment names, ``LMCACHE_MAX_LOCAL_CPU_SIZE``), ``LMCACHE_REMOTE_URL`` for L2 (the
@@ -52,6 +54,9 @@ REGISTRATIONS = "sagemakerendpointregistrations.inference.sagemaker.aws.amazon.c
 SCALED_OBJECTS = "scaledobjects.keda.sh"
 CONFIG_LABEL = "inference.sagemaker.aws.amazon.com/endpoint-config"
 CONTAINER = "model-server"
+KUEUE_LABELS = ("kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/priority-class")
+"""Task-governance labels of a config, carried to its worker pods (AWS: "add task governance labels to your
+InferenceEndpointConfig or JumpStartModel")."""
 #: The hash of the worker template the Deployment runs (a changed worker or KV cache rolls it out again).
 WORKER_HASH = "inference.sagemaker.aws.amazon.com/worker-hash"
 #: The routing Service's strategy, as the sandbox's API-server proxy reads it (``sandbox.sim.kvcache``).
@@ -121,7 +126,8 @@ def _deployment_body(config: dict[str, Any]) -> dict[str, Any]:
         if worker.get(key):
             container[key] = worker[key]
     labels = {"app": name, CONFIG_LABEL: name}
-    template = {"metadata": {"labels": labels},
+    queueing = {key: value for key, value in objects.labels(config).items() if key in KUEUE_LABELS}
+    template = {"metadata": {"labels": {**labels, **queueing}},
                 "spec": {"containers": [container], **_affinity(spec),
                          "volumes": [{"name": mount["name"], "emptyDir": {}}]}}
     return {"metadata": {"name": name, "labels": labels,
