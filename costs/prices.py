@@ -9,11 +9,13 @@ Prices come from the AWS Price List API (:mod:`costs.pricelist`, the HyperPod ``
 for a day in :class:`costs.models.ListedPrice` — "AWS lists no price" included; a missing or day-old row is asked
 again. When the Price List cannot be reached, a day-old row is still answered (its ``as_of`` says when it was
 listed) and a type never priced is ``None``; this process then waits :data:`UNREACHABLE_BACKOFF_SECONDS` before
-asking again, so an offline deployment renders its pages without waiting on the network.
+asking the same endpoint (``AWS_ENDPOINT_URL``, AWS's own when unset) again, so an offline deployment renders its
+pages without waiting on the network.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterable
@@ -32,7 +34,8 @@ FRESH_FOR = timedelta(days=1)
 #: After the Price List could not be reached, how long this process answers ``None`` without asking again.
 UNREACHABLE_BACKOFF_SECONDS = 300.0
 _lock = threading.Lock()
-_unreachable_until = 0.0
+#: The endpoint (``AWS_ENDPOINT_URL``) last found unreachable, and until when it is not asked again.
+_unreachable: tuple[str | None, float] = (None, 0.0)
 
 
 @dataclass(frozen=True)
@@ -122,14 +125,15 @@ def _price(row: ListedPrice | None) -> Price | None:
 
 def _refetch(region: str, instance_type: str) -> ListedPrice | None:
     """Ask the Price List and keep its answer; ``None`` when it cannot be reached."""
-    global _unreachable_until
-    if time.monotonic() < _unreachable_until:
+    global _unreachable
+    endpoint = os.environ.get("AWS_ENDPOINT_URL")
+    if _unreachable[0] == endpoint and time.monotonic() < _unreachable[1]:
         return None
     try:
         usd = pricelist.on_demand_price(region, instance_type)
     except pricelist.Unreachable:
         with _lock:
-            _unreachable_until = time.monotonic() + UNREACHABLE_BACKOFF_SECONDS
+            _unreachable = (endpoint, time.monotonic() + UNREACHABLE_BACKOFF_SECONDS)
         return None
     fields = {"usd_per_hour": usd, "fetched_at": timezone.now()}
     try:
@@ -142,9 +146,9 @@ def _refetch(region: str, instance_type: str) -> ListedPrice | None:
 
 def forget_unreachable() -> None:
     """Ask the Price List again at the next lookup (after credentials or the endpoint change)."""
-    global _unreachable_until
+    global _unreachable
     with _lock:
-        _unreachable_until = 0.0
+        _unreachable = (None, 0.0)
 
 
 def estimate(region: str, lines: Iterable[tuple[str, int]]) -> Estimate:

@@ -30,3 +30,16 @@ def test_the_wizard_estimates_the_count_and_shows_a_plans_committed_cost(cast, s
     reserved = plain(text(client.get(reverse("cluster-wizard-step", args=["capacity"]), chosen)))
     assert "Committed: $2,016.00 upfront for 24 hours (≈ $84.00/hour)" in reserved
     assert "on-demand (" not in reserved
+
+
+def test_adding_and_scaling_a_group_ask_for_the_estimate_of_what_is_typed(cast, sandbox):
+    from tests import factories
+
+    cluster = factories.cluster(cast.team, "matrix")
+    factories.instance_group(cluster, instance_type="ml.g5.8xlarge")
+    client = login(cast.admin, team=cast.team)
+    add = text(client.get(reverse("cluster-group-add", args=[cluster.pk])))
+    assert 'data-testid="group-estimate" hx-get="/costs/estimate/" hx-include="#id_instance_type, #id_instance_count"' \
+        in add and f'"team": "{cast.team.pk}"' in add
+    detail = text(client.get(reverse("cluster-detail", args=[cluster.pk])))
+    assert '"instance_type": "ml.g5.8xlarge", "region": "us-west-2"' in detail

@@ -1,5 +1,6 @@
 """A cluster created from the portal wizard in a real browser, against the sandbox: each step offers what the
-sandbox's AWS offers (loaded by htmx as the answers before it change), the review validates, create opens the
+sandbox's AWS offers (loaded by htmx as the answers before it change), the count's hourly estimate follows what is
+typed, the review validates and states the cost, create opens the
 cluster's page, and the six phases of the create operation complete there live — advanced by the engine in-process,
 as the Celery task does — until the cluster itself shows Active, without a reload."""
 
@@ -54,6 +55,7 @@ def walk_the_wizard(page: Page, base: str, name: str) -> None:
     offer.check()
     expect(page.get_by_test_id("quota")).to_contain_text(f"{INSTANCE_TYPE} for cluster usage")
     page.get_by_label("Instance count", exact=True).fill("2")
+    expect(page.get_by_test_id("estimate")).to_contain_text("≈ $6.12/hour on-demand")
     page.get_by_label("Deep health checks").check()
 
     page.get_by_test_id("cluster-review").click()
@@ -64,6 +66,7 @@ def walk_the_wizard(page: Page, base: str, name: str) -> None:
     expect(review).to_be_hidden()
     page.get_by_test_id("cluster-review").click()
     expect(page.get_by_test_id("review")).to_contain_text(f"{INSTANCE_TYPE} × 3")
+    expect(page.get_by_test_id("review-cost")).to_have_text(f"This adds 3 × {INSTANCE_TYPE} ≈ $9.18/hour, on-demand.")
     page.get_by_test_id("cluster-create-submit").click()
 
 
