@@ -157,6 +157,8 @@ def test_a_budget_threshold_notifies_once_and_refuses_new_capacity(cast, api, to
     assert rest.status_code == 409 and rest.json()["code"] == "budget_exceeded"
     is_error, body = call_tool(secret, "add_instance_group", {"cluster_id": cluster.pk, **group})
     assert is_error and (body["code"], body["fields"]) == ("budget_exceeded", {})  # its message: the spend by then
+    portal = browser.post(f"/clusters/{cluster.pk}/groups/new/", group)
+    assert portal.status_code == 409 and 'data-error-code="budget_exceeded"' in portal.content.decode()
 
     raised = api(cast.admin).request("PUT", f"/api/v1/teams/{cast.team.pk}/budget", {**budget, "amount_usd": "1000"})
     assert raised.json()["refusing_new_capacity"] is False
