@@ -7,6 +7,7 @@ from inference.views import endpoints
 urlpatterns = [
     path("inference/endpoints/", endpoints.endpoint_list, name="inference-endpoints"),
     path("inference/endpoints/new/", endpoints.endpoint_deploy, name="inference-endpoint-deploy"),
+    path("inference/endpoints/new/estimate/", endpoints.endpoint_estimate, name="inference-endpoint-estimate"),
     path("inference/endpoints/<id:endpoint_id>/", endpoints.endpoint_detail, name="inference-endpoint"),
     path("inference/endpoints/<id:endpoint_id>/update/", endpoints.endpoint_update,
          name="inference-endpoint-update"),

@@ -34,7 +34,7 @@ from clusters.models import Cluster
 from config.errors import ApplicationError, InvalidFields, ValidationFailed
 from config.plans import Change, change
 from inference import objects
-from inference.endpoints import autoscaling, managed, observe, scaling
+from inference.endpoints import autoscaling, managed, observe, plans, scaling
 from inference.endpoints.pipeline import endpoint_finished, endpoint_of, endpoint_retried, release_keda
 from inference.models import Endpoint
 from operations.context import StepContext
@@ -253,6 +253,7 @@ DEPLOY_PIPELINE = planned(Pipeline(
             DEPLOY_PHASE),
     on_finished=endpoint_finished,
     on_retried=endpoint_retried,
+    cost=plans.deploy_cost,
 ), {"create": _plan_create})
 UPDATE_PIPELINE = Pipeline(
     kind=UPDATE,

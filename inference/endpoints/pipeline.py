@@ -299,6 +299,7 @@ DEPLOY_PIPELINE = planned(Pipeline(
     ),
     on_finished=endpoint_finished,
     on_retried=endpoint_retried,
+    cost=plans.deploy_cost,
 ), plans.DEPLOY)
 UPDATE_PIPELINE = Pipeline(
     kind=UPDATE,

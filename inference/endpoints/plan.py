@@ -140,6 +140,13 @@ def shared_model_path(cluster: Cluster, value: str) -> str | None:
     return posixpath.join(manifests.SHARED_MOUNT, posixpath.normpath(relative.strip("/")))
 
 
+def serving_group(cluster: Cluster, name: str) -> InstanceGroup | None:
+    """The group an endpoint asking for ``name`` would run on (that group, else the cluster's first group with
+    NVIDIA GPUs), as the deploy checks choose it; ``None`` when they would refuse it."""
+    group, _ = _group(cluster, name, InvalidFields())
+    return group
+
+
 def _group(cluster: Cluster, name: str, problems: InvalidFields) -> tuple[InstanceGroup | None, int]:
     groups = list(InstanceGroup.objects.filter(cluster=cluster, deleted=False).order_by("name"))
     offers = {group.name: catalog.catalog(cluster.region).get(group.instance_type) for group in groups}

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from config.plans import Change, change
+from costs import prices
 from inference.endpoints.plan import secret_name
 from inference.models import Endpoint, Exposure
 
@@ -15,6 +16,18 @@ LOAD_BALANCED = (Exposure.INTERNAL_LB, Exposure.INTERNET_LB)
 
 def _endpoint(params: Mapping[str, Any]) -> Endpoint:
     return Endpoint.objects.select_related("cluster").get(pk=params["endpoint_id"])
+
+
+def deploy_cost(params: Mapping[str, Any]) -> str | None:
+    """What the endpoint's replicas occupy, by the hour: "Its replicas use 2 × ml.g5.8xlarge ≈ $6.12/hour,
+    on-demand (instances of group workers)." — one instance of the group's type per replica, at its on-demand price
+    (:mod:`costs.prices`); the instances are the cluster's, billed whether they serve or not."""
+    endpoint = Endpoint.objects.filter(pk=params["endpoint_id"]).only("instance_type", "instance_group",
+                                                                       "replicas").first()
+    if endpoint is None or not endpoint.instance_type or endpoint.replicas <= 0:
+        return None
+    estimate = prices.estimate(params["region"], [(endpoint.instance_type, endpoint.replicas)])
+    return f"Its replicas use {estimate.summary()} (instances of group {endpoint.instance_group})."
 
 
 def create(params: Mapping[str, Any]) -> list[Change]:

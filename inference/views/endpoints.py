@@ -27,10 +27,11 @@ from clusters import selectors as cluster_selectors
 from clusters.models import ClusterState
 from config.context import Source as Face
 from config.errors import ApplicationError, ValidationFailed
+from costs import selectors as cost_selectors
 from inference import actions, selectors, state_rules
 from inference.api.endpoint_serializers import ENDPOINT_ACTIONS, AutoscalingSerializer, EndpointDeploySerializer
 from inference.endpoints import calls, router, scaling, services
-from inference.endpoints.plan import IMAGES, Request
+from inference.endpoints.plan import IMAGES, Request, serving_group
 from inference.models import Endpoint, Engine, Exposure, ModelSource
 from portal.forms import SerializerForm
 from portal.views import act, portal_view
@@ -50,6 +51,24 @@ def endpoint_list(request: PortalRequest) -> HttpResponse:
     clusters = cluster_selectors.cluster_list(actor=request.user, team=request.team)
     context["can_deploy"] = any(access.can(request.user, actions.ENDPOINT_DEPLOY, cluster) for cluster in clusters)
     return render(request, "inference/endpoints/list.html", context)
+
+
+@portal_view
+def endpoint_estimate(request: PortalRequest) -> HttpResponse:
+    """The deploy form's estimate (``templates/costs/_estimate.html``): ``replicas`` instances of the type of the
+    group the endpoint would run on (``instance_group``, else the first GPU group of ``cluster``), on-demand. A
+    half-filled form shows no estimate."""
+    estimate = None
+    replicas = (request.GET.get("replicas") or "").strip()
+    try:
+        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=request.GET.get("cluster") or "")
+        group = serving_group(cluster, (request.GET.get("instance_group") or "").strip())
+        if group is not None and replicas.isdigit() and int(replicas) > 0:
+            estimate = cost_selectors.estimate_get(actor=request.user, team=cluster.team, region=cluster.region,
+                                                   lines=[(group.instance_type, int(replicas))])
+    except ApplicationError:
+        estimate = None
+    return render(request, "costs/_estimate.html", {"estimate": estimate})
 
 
 def _deploy_context(request: PortalRequest, form: SerializerForm) -> dict[str, Any]:

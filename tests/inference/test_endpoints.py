@@ -34,7 +34,15 @@ def _apps(cluster) -> k8s.AppsV1Api:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_deploy_call_scale_update_and_delete_a_vllm_endpoint(api, cast, cluster, drive):
+def test_deploy_call_scale_update_and_delete_a_vllm_endpoint(api, cast, cluster, drive, client):
+    planned = api(cast.operator).post(f"{ENDPOINTS}?dry_run=true", {"cluster": cluster.pk, "name": "qwen",
+                                                                    "model": "models/qwen", "gpus": 2, "replicas": 2})
+    assert planned.status_code == 200 and planned.json()["operation"]["cost"] == (
+        "Its replicas use 2 × ml.g5.12xlarge ≈ $14.18/hour, on-demand (instances of group workers)."), planned.content
+    client.force_login(cast.operator)
+    form = client.get("/inference/endpoints/new/estimate/", {"cluster": cluster.pk, "instance_group": "",
+                                                              "replicas": "3"})
+    assert "≈ $21.27/hour" in form.content.decode()
     body = _deploy(api, cast.operator, cluster)
     endpoint = body["endpoint"]
     assert endpoint["engine"] == "vllm" and endpoint["tensor_parallel"] == 2
