@@ -8,6 +8,8 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from sandbox.aws.governance import GovernanceView, QuotaView
+from sandbox.sim import instances, taskgovernance
 from sandbox.sim.objects import STEPS
 from tests.sandbox.sim.harness import (
     OPERATOR_PREREQUISITES,
@@ -177,3 +179,29 @@ def test_quotas_become_kueue_queues_and_jobs_wait_borrow_and_are_preempted():
     kube.custom.delete_namespaced_custom_object(*JOBS[:2], "hyperpod-ns-team-b", JOBS[2], "b1")
     running = wait_for(server_pod, lambda pod: pod is not None and pod.status.phase == "Running")
     assert not running.spec.scheduling_gates and kube.admitted(running.metadata.name, "team-b")
+
+
+def test_cluster_queue_limits_follow_the_quota_kinds():
+    """Accelerator quotas take cpu and memory in proportion; DontLend lends nothing; absolute borrow limits win."""
+    def quota(team: str, resources: list[dict[str, Any]], strategy: str, **sharing: Any) -> QuotaView:
+        return QuotaView(id=team, name=team, team=team, fair_share_weight=1, resources=tuple(resources),
+                         strategy=strategy, borrow_limit=sharing.get("borrow_limit"),
+                         absolute_borrow_limits=tuple(sharing.get("absolute", ())), preempt_team_tasks="Never")
+
+    governed = taskgovernance.Governed(GovernanceView(
+        cluster_arn="arn", priority_classes=(), fair_share=False, instance_types={"ml.g5.48xlarge": 2}, quotas=(
+            quota("half", [{"InstanceType": "ml.g5.48xlarge", "Accelerators": 4}], "LendAndBorrow", borrow_limit=50,
+                  absolute=[{"InstanceType": "ml.g5.48xlarge", "Accelerators": 1}]),
+            quota("keep", [{"InstanceType": "ml.g5.48xlarge", "Count": 1}], "DontLend"))))
+    half, keep = (governed.cluster_queue(governed.queues[f"hyperpod-ns-{team}-clusterqueue"])
+                  for team in ("half", "keep"))
+
+    def limits(queue: dict[str, Any]) -> dict[str, dict[str, str]]:
+        (flavor,) = queue["spec"]["resourceGroups"][0]["flavors"]
+        return {r["name"]: {k: v for k, v in r.items() if k != "name"} for r in flavor["resources"]}
+
+    allocatable = instances.facts("ml.g5.48xlarge").allocatable()
+    assert limits(half)["nvidia.com/gpu"] == {"nominalQuota": "4", "borrowingLimit": "1"}
+    assert limits(half)["cpu"]["nominalQuota"] == f"{int(allocatable['cpu'].rstrip('m')) // 2}m"
+    assert limits(keep)["nvidia.com/gpu"] == {"nominalQuota": "8", "borrowingLimit": "0", "lendingLimit": "0"}
+    assert keep["spec"]["preemption"]["withinClusterQueue"] == "Never" and "fairSharing" not in keep["spec"]
