@@ -101,6 +101,8 @@ def test_a_teams_spend_page_shows_node_hours_and_cost_for_the_day(cast, api, clu
     text = page.content.decode()
     assert INSTANCE_TYPE in text and 'data-testid="spend-node-hours"' in text and "$63.30/hour" in text
     assert 'data-testid="budget-none"' in text and 'action="/spending/budget/"' not in text  # viewers do not set it
+    month_page = browser.get("/spending/", {"period": "month", "cluster_id": cluster.pk})
+    assert month_page.status_code == 200 and "<th>Day</th>" in month_page.content.decode()
 
 
 def test_looks_are_idempotent_and_a_deleted_clusters_nodes_are_closed(cluster):
