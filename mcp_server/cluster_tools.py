@@ -59,7 +59,8 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         action=cluster_actions.CLUSTER_INSPECT,
         description=(
             "List the region's SageMaker training plans (reserved capacity) with instance type, `zone`, "
-            "`total_count`, `available_count` and time window. A cluster created with capacity type "
+            "`total_count`, `available_count`, time window and committed cost (`upfront_fee` in `currency_code` for "
+            "`duration_hours`: the plan's instances add no on-demand charge). A cluster created with capacity type "
             "`training-plan` runs in the plan's zone with the plan's capacity: the plan's zone wins over the zone "
             "you chose." + _TEAM
         ),
