@@ -10,7 +10,8 @@ from accounts.models import Team, User
 from accounts.selectors import get_visible
 from clusters.models import Cluster
 from spending import actions, budgets
-from spending.spend import Spend, spend_of, team_lifetimes, window
+from spending.models import NodeLifetime
+from spending.spend import Spend, overlapping, spend_of, window
 
 
 def spend_report(*, actor: User, team: Team, period: str, day: date, cluster_id: int | None = None) -> Spend:
@@ -19,8 +20,11 @@ def spend_report(*, actor: User, team: Team, period: str, day: date, cluster_id:
     access.require(actor, actions.SPEND_VIEW, team)
     if cluster_id is not None:
         get_visible(access.visible(actor, Cluster).filter(team=team), cluster_id, "cluster")
+    lifetimes = access.visible(actor, NodeLifetime).filter(team=team)
+    if cluster_id is not None:
+        lifetimes = lifetimes.filter(cluster_id=cluster_id)
     span = window(period, day)
-    return spend_of(team_lifetimes(team.pk, span, cluster_id=cluster_id), span)
+    return spend_of(overlapping(lifetimes, span).select_related("cluster"), span)
 
 
 def budget_status(*, actor: User, team: Team) -> budgets.BudgetStatus:

@@ -191,17 +191,11 @@ def _days(rows: list[NodeLifetime], span: Window, lines: dict[tuple[int, str, st
     return days
 
 
-def team_lifetimes(team_id: int, span: Window, *, cluster_id: int | None = None) -> QuerySet[NodeLifetime]:
-    lifetimes = NodeLifetime.objects.filter(team_id=team_id)
-    if cluster_id is not None:
-        lifetimes = lifetimes.filter(cluster_id=cluster_id)
-    return overlapping(lifetimes, span).select_related("cluster")
-
-
 def month_spend(team_id: int, month: date, *, now: datetime | None = None) -> Decimal:
     """What ``team_id`` spent in ``month`` (its first day) so far: the priced USD a budget counts."""
     span = window(MONTH, month)
-    return spend_of(team_lifetimes(team_id, span), span, now=now, daily=False).usd
+    lifetimes = overlapping(NodeLifetime.objects.filter(team_id=team_id), span).select_related("cluster")
+    return spend_of(lifetimes, span, now=now, daily=False).usd
 
 
 CSV_HEADER = ("period", "start", "end", "cluster_id", "cluster", "region", "instance_type", "capacity_type", "nodes",
