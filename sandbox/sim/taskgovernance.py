@@ -17,6 +17,10 @@ Only while the add-on is installed on the EKS cluster (``aws.task_governance``).
   ``borrowWithinCohort: LowerPriority`` and ``withinClusterQueue`` from ``PreemptTeamTasks``; ``fairSharing``
   weight from ``FairShareWeight``. Managed objects no longer in force are deleted (namespaces stay).
 
+A Deployment's or StatefulSet's queue and priority labels are copied to its pod template (Kueue's webhooks); a pod
+the simulator creates with a queue label gets the scheduling gate ``kueue.x-k8s.io/admission`` (``gated``) and a
+``Workload`` ``pod-<pod>-<hash>`` of its own, and is let go (gate removed) once admitted, deleted if preempted.
+
 Admission: a HyperPodPyTorchJob labelled ``kueue.x-k8s.io/queue-name`` gets a ``Workload``
 (``hyperpodpytorchjob-<job>-<hash>``, one pod set per replica spec, priority from the
 ``kueue.x-k8s.io/priority-class`` label's WorkloadPriorityClass, else 0) and is held with ``runPolicy.suspend``
@@ -713,6 +717,20 @@ def _report(ctx: Context, governed: Governed, workloads: list[dict[str, Any]]) -
                 "reservingWorkloads": local["admitted"], "admittedWorkloads": local["admitted"]})
 
 
+def _propagate_queue_labels(ctx: Context) -> None:
+    """Kueue's Deployment and StatefulSet webhooks: the object's queue and priority labels go on its pod template."""
+    for resource in ("deployments", "statefulsets"):
+        for obj in ctx.list(resource):
+            wanted = {key: value for key, value in objects.labels(obj).items() if key in (QUEUE_LABEL, PRIORITY_LABEL)}
+            metadata = obj["spec"]["template"].get("metadata") or {}
+            present = metadata.get("labels") or {}
+            if wanted and any(present.get(key) != value for key, value in wanted.items()):
+                with ctx.guard(f"{resource} {objects.namespace(obj)}/{objects.name(obj)}"):
+                    template = {**obj["spec"]["template"], "metadata": {**metadata, "labels": {**present, **wanted}}}
+                    ctx.store.update(resource, {**obj, "spec": {**obj["spec"], "template": template}},
+                                     objects.namespace(obj))
+
+
 def reconcile(ctx: Context) -> None:
     if not ctx.served(WORKLOADS):
         return
@@ -720,6 +738,7 @@ def reconcile(ctx: Context) -> None:
     if view is None:
         return
     governed = Governed(view)
+    _propagate_queue_labels(ctx)
     with ctx.guard("task governance queues"):
         _sync_objects(ctx, governed)
     with ctx.guard("task governance admission"):

@@ -156,13 +156,13 @@ def test_quotas_become_kueue_queues_and_jobs_wait_borrow_and_are_preempted():
     assert "urgent-priority" in reasons["ErrWorkloadCompose"] and kube.workload("odd", "team-b") is None
     assert kube.job("odd", "team-b")["spec"]["runPolicy"]["suspend"] is True
 
-    # a Deployment's pods are Kueue pods: gated while their team's quota is taken, let go when it frees
-    labels = {"app": "server", "kueue.x-k8s.io/queue-name": "hyperpod-ns-team-b-localqueue",
+    # a labelled Deployment's pods are Kueue pods: gated while their team's quota is taken, let go when it frees
+    labels = {"kueue.x-k8s.io/queue-name": "hyperpod-ns-team-b-localqueue",
               "kueue.x-k8s.io/priority-class": "training-priority"}
     k8s.AppsV1Api(api).create_namespaced_deployment("hyperpod-ns-team-b", {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "server"},
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "server", "labels": labels},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "server"}}, "template": {
-            "metadata": {"labels": labels}, "spec": {"containers": [{
+            "metadata": {"labels": {"app": "server"}}, "spec": {"containers": [{
                 "name": "vllm", "image": "vllm/vllm-openai:v0.6.3",
                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}})
 
