@@ -44,8 +44,7 @@ def _client() -> BaseClient:
     """A ``pricing`` client that gives up quickly: a price is worth a page's render, not a minute of retries."""
     config = aws.client_config().merge(Config(retries={"mode": "standard", "total_max_attempts": 2},
                                               connect_timeout=3, read_timeout=10))
-    made = aws.session(region=price_list_region()).client("pricing", config=config)
-    return metrics.count_calls(made)
+    return aws.session(region=price_list_region()).client("pricing", config=config)
 
 
 def on_demand_price(region: str, instance_type: str) -> Decimal | None:
@@ -54,7 +53,9 @@ def on_demand_price(region: str, instance_type: str) -> Decimal | None:
     filters = [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in (
         ("regionCode", region), ("component", HYPERPOD_COMPONENT), ("instanceName", instance_type))]
     try:
-        pages = _client().get_paginator("get_products").paginate(ServiceCode=SERVICE_CODE, Filters=filters)
+        pricing = _client()
+        metrics.count_calls(pricing)
+        pages = pricing.get_paginator("get_products").paginate(ServiceCode=SERVICE_CODE, Filters=filters)
         items = [json.loads(raw) for page in pages for raw in page.get("PriceList", [])]
     except (ClientError, BotoCoreError, ValueError) as error:
         raise Unreachable(str(error)) from error

@@ -67,7 +67,7 @@ SERVICE_LINKED = ("eks.amazonaws.com", "eks-nodegroup.amazonaws.com", "fsx.amazo
 #: List and describe actions IAM scopes to no resource (AWS's Service Authorization Reference).
 UNSCOPED = {"eks:ListClusters", "sagemaker:ListClusters", "sagemaker:ListTrainingPlans", "sts:GetCallerIdentity",
             "servicequotas:ListServiceQuotas", "servicequotas:ListAWSDefaultServiceQuotas", "aps:ListWorkspaces",
-            "iam:ListOpenIDConnectProviders", "fsx:DescribeFileSystems"}
+            "iam:ListOpenIDConnectProviders", "fsx:DescribeFileSystems", "pricing:GetProducts"}
 
 
 class Unplaced(Exception):
