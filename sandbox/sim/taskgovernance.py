@@ -541,8 +541,7 @@ def _admit(ctx: Context, governed: Governed, workloads: list[dict[str, Any]]) ->
             queue = governed.queues[name]
             assignments, reason = _demand(governed, workload, queue)
             if assignments:
-                _reserve(ctx, workload, queue, assignments)
-                admitted.append(workload)
+                admitted.append(_reserve(ctx, workload, queue, assignments))
                 continue
             victims = _victims(governed, workload, queue, admitted)
             for victim, why, detail in victims:
@@ -551,8 +550,7 @@ def _admit(ctx: Context, governed: Governed, workloads: list[dict[str, Any]]) ->
             if victims:
                 assignments, reason = _demand(governed, workload, queue)
             if assignments:
-                _reserve(ctx, workload, queue, assignments)
-                admitted.append(workload)
+                admitted.append(_reserve(ctx, workload, queue, assignments))
                 continue
             _pending(ctx, workload, "Pending", reason or "")
 
@@ -616,7 +614,8 @@ def _fits_nominal(governed: Governed, workload: dict[str, Any], queue: Queue) ->
 
 
 def _reserve(ctx: Context, workload: dict[str, Any], queue: Queue,
-             assignments: list[tuple[dict[str, Any], str, dict[str, Decimal]]]) -> None:
+             assignments: list[tuple[dict[str, Any], str, dict[str, Decimal]]]) -> dict[str, Any]:
+    """Admit ``workload`` with ``assignments``; the stored Workload."""
     for _, flavor, total in assignments:
         queue.add(flavor, total)
     status = dict(workload.get("status") or {})
@@ -632,11 +631,12 @@ def _reserve(ctx: Context, workload: dict[str, Any], queue: Queue,
         if entry is not None and entry.get("status") == "True":
             changes.append((kind, "False", "QuotaReserved", f"Previously: {entry.get('message', '')}"))
     status["conditions"] = _conditions(workload, *changes)
-    ctx.set_status(WORKLOADS, workload, status)
+    stored = ctx.set_status(WORKLOADS, workload, status)
     owner = _owner(ctx, workload)
     if owner is not None:
         events.record(ctx, owner, "Started", f"Admitted by clusterQueue {queue.name}", source="kueue-job-controller",
                       distinct=True)
+    return stored
 
 
 def _pending(ctx: Context, workload: dict[str, Any], reason: str, message: str) -> None:
