@@ -88,6 +88,11 @@ def check_priority(cluster: Cluster, priority: str, errors: InvalidFields, *, fi
                       else "it has no scheduler config (its admins set one on the Governance tab)."))
 
 
+def priority_of(labels: dict[str, str]) -> str:
+    """The scheduler-config priority class a workload's ``labels`` name (``""``: none)."""
+    return labels.get(names.PRIORITY_LABEL, "").removesuffix("-priority")
+
+
 def workload_admission(cluster: Cluster, *, namespace: str, kind: str, name: str) -> Admission | None:
     """Where the ``kind`` object ``name`` stands with Kueue (:mod:`governance.admission`); ``None`` when it is not
     queued."""

@@ -103,6 +103,9 @@ class ManagedEndpointCreateSerializer(StrictSerializer):
                                                      "generates; default: the operator's.")
     sagemaker_endpoint = serializers.CharField(max_length=63, required=False, default="", allow_blank=True,
                                                help_text="The SageMaker endpoint to register; default the name.")
+    priority = serializers.CharField(max_length=64, required=False, default="", allow_blank=True, help_text=(
+        "A priority class of the cluster's scheduler config (task governance; cluster_governance_retrieve lists "
+        "them): Kueue admits higher ones first and they preempt lower ones. Blank: none."))
 
 
 class ManagedEndpointUpdateSerializer(StrictSerializer):

@@ -15,7 +15,11 @@ KV cache or routing on an image that is not vLLM-based (``kv_cache_needs_vllm``:
 containers only); autoscaling bounds with the minimum above the maximum (``min_replicas_above_max``) or a minimum of 0
 (``scale_to_zero_not_allowed``: the operator's Prometheus trigger reads the model server's own metrics, which
 no replica reports at zero, so nothing would wake it); a TLS output location that is not ``s3://bucket/…``
-(``invalid_tls_location``).
+(``invalid_tls_location``); a ``priority`` the cluster's scheduler config does not define (``unknown_priority_class``).
+
+On a cluster where the team has a compute quota (HyperPod task governance), the object goes to the team's namespace
+``hyperpod-ns-<team>`` labelled with its Kueue queue and priority (``governance.selectors.team_queue``), which the
+operator passes on to the worker pods.
 
 The CRD itself (OpenAPI schema and validation rules) is then asked by the cluster's API server with a server-side
 dry run of the create (:func:`inference.endpoints.managed_pipeline.check_with_api_server`), so what the real API
@@ -34,6 +38,7 @@ from clusters.models import Cluster, InstanceGroup, StorageKind, StorageState, S
 from clusters.ownership import kube_labels, team_namespace
 from clusters.shared_bucket import shared_bucket_name, team_prefix
 from config.errors import InvalidFields
+from governance import selectors as governance
 from inference.endpoints import manifests
 from inference.endpoints.plan import NAME, shared_model_path
 from inference.models import Endpoint, ModelSource
@@ -82,6 +87,8 @@ class ManagedRequest:
     autoscaling: dict[str, Any] = field(default_factory=dict)
     tls_output_uri: str = ""
     sagemaker_endpoint: str = ""
+    #: A priority class of the cluster's scheduler config (task governance); blank: none.
+    priority: str = ""
 
 
 @dataclass(frozen=True)
@@ -306,7 +313,8 @@ def plan(*, cluster: Cluster, request: ManagedRequest, existing: Endpoint | None
     """Check ``request`` (see the module docstring) and decide the managed endpoint — ``existing`` when it is that
     endpoint's new state (an update: its own name is not taken); ``ValidationFailed`` otherwise."""
     problems = InvalidFields()
-    namespace = team_namespace(cluster.team)
+    queue = governance.team_queue(cluster, cluster.team)
+    namespace = queue.namespace if queue else team_namespace(cluster.team)
     if not NAME.match(request.name or ""):
         problems.add("name", "invalid_endpoint_name", "Use 1–40 lower-case letters, digits and hyphens, starting "
                      "with a letter and ending with a letter or digit.")
@@ -327,6 +335,7 @@ def plan(*, cluster: Cluster, request: ManagedRequest, existing: Endpoint | None
     if request.tls_output_uri and not TLS_URI.match(request.tls_output_uri):
         problems.add("tls_output_uri", "invalid_tls_location", "The TLS certificate goes to an S3 location: "
                      f"s3://bucket/prefix; got {request.tls_output_uri!r}.")
+    governance.check_priority(cluster, request.priority, problems)
     problems.raise_if_any()
     assert group is not None  # else instance_type is among the problems
     decided = ManagedPlan(
@@ -337,7 +346,8 @@ def plan(*, cluster: Cluster, request: ManagedRequest, existing: Endpoint | None
         port=request.port, replicas=request.replicas, invocation_path=request.invocation_path.lstrip("/"),
         kv_cache=kv_cache, routing=routing, autoscaling=autoscaling, tls_output_uri=request.tls_output_uri,
         sagemaker_endpoint=request.sagemaker_endpoint or request.name, body={})
-    labels = {**kube_labels(cluster), manifests.ENDPOINT_LABEL: request.name}
+    labels = {**kube_labels(cluster), manifests.ENDPOINT_LABEL: request.name,
+              **(queue.labels(request.priority) if queue else {})}
     metadata: dict[str, Any] = {"name": request.name, "namespace": namespace, "labels": labels}
     if routing.get("session_key"):
         metadata["annotations"] = {SESSION_KEY_ANNOTATION: routing["session_key"]}

@@ -30,6 +30,7 @@ from clusters.features import inference as operator_feature
 from clusters.features.catalog import FEATURES, INFERENCE_OPERATOR
 from clusters.models import Cluster
 from config.errors import Conflict, InvalidFields, ValidationFailed
+from governance import selectors as governance
 from inference import actions, state_rules
 from inference.endpoints import managed, managed_pipeline, notices
 from inference.endpoints.managed import ManagedRequest
@@ -137,7 +138,8 @@ def _request_of(endpoint: Endpoint, changes: dict[str, Any]) -> ManagedRequest:
         args=list(endpoint.command), port=endpoint.port, invocation_path=endpoint.invocation_path,
         kv_cache=dict(endpoint.kv_cache), routing=dict(endpoint.routing),
         autoscaling=dict(endpoint.operator_autoscaling), tls_output_uri=endpoint.tls_output_uri,
-        sagemaker_endpoint=endpoint.sagemaker_endpoint)
+        sagemaker_endpoint=endpoint.sagemaker_endpoint, priority=governance.priority_of(
+            (endpoint.manifest.get("config") or {}).get("metadata", {}).get("labels") or {}))
     memory = str(_at(endpoint.manifest.get("config") or {}, ("spec", "worker", "resources", "requests", "memory"))
                  or "").removesuffix("Gi")
     current.memory_gib = int(memory) if memory.isdigit() else current.memory_gib

@@ -40,7 +40,7 @@ NESTED = {"kv_l1_size_gib": ("kv_cache", "l1_size_gib", True), "kv_l2_backend": 
           "autoscaling_polling_interval": ("autoscaling", "polling_interval", True),
           "autoscaling_cooldown_period": ("autoscaling", "cooldown_period", True)}
 FLAT = ("name", "model_source", "model", "instance_type", "image", "invocation_path", "tls_output_uri",
-        "sagemaker_endpoint")
+        "sagemaker_endpoint", "priority")
 NUMBERS = ("cluster", "gpus", "memory_gib", "replicas", "port")
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from django.test import Client
 from django.urls import reverse
 
-from governance.admission import admission_of
 from governance.models import ComputeQuota
 from operations.models import Operation
 from tests import factories
@@ -54,23 +53,3 @@ def test_admins_give_and_delete_a_quota_through_the_forms(cast, make_team):
     assert ComputeQuota.objects.get(pk=quota.pk).state == "deleting"
     refused = browser(cast.operator).post(reverse("compute-quota-delete", args=[quota.pk]))
     assert refused.status_code == 403
-
-
-def test_a_workloads_conditions_say_where_it_stands_with_kueue():
-    def workload(*conditions):
-        return {"metadata": {"name": "pytorchjob-a-1"},
-                "spec": {"queueName": "q", "priorityClassRef": {"kind": "WorkloadPriorityClass", "name": "p"}},
-                "status": {"conditions": [{"type": kind, "status": "True", "reason": reason, "message": message}
-                                          for kind, reason, message in conditions]}}
-
-    waiting = admission_of(workload())
-    assert (waiting.state, waiting.reason) == ("pending", "Waiting for admission")
-    short = admission_of({**workload(), "status": {"conditions": [
-        {"type": "QuotaReserved", "status": "False", "reason": "Pending",
-         "message": "couldn't assign flavors to pod set main: insufficient quota"}]}})
-    assert (short.state, short.reason) == ("pending", "couldn't assign flavors to pod set main: insufficient quota")
-    assert admission_of(workload(("QuotaReserved", "QuotaReserved", ""), ("Admitted", "Admitted", ""))).state == \
-        "admitted"
-    preempted = admission_of(workload(("Evicted", "Preempted", "Preempted to accommodate a higher priority one")))
-    assert (preempted.state, preempted.reason, preempted.queue) == (
-        "preempted", "Preempted to accommodate a higher priority one", "q")
