@@ -201,9 +201,14 @@ def _row(operation: Operation) -> SchedulerConfig | ComputeQuota | None:
 
 
 def _finished(operation: Operation) -> None:
-    """The row is ``ready`` (a deleted quota's row goes) or ``failed`` with the operation's error."""
+    """The row is ``ready`` (a deleted quota's row goes) or ``failed`` with the operation's error; a create that
+    ended before SageMaker made anything (no id recorded) leaves no row."""
     row = _row(operation)
     if row is None:
+        return
+    made = row.config_id if isinstance(row, SchedulerConfig) else row.quota_id
+    if operation.state != OperationState.SUCCEEDED and not made and row.state == PolicyState.CREATING:
+        row.delete()
         return
     if operation.state == OperationState.SUCCEEDED:
         if operation.kind == QUOTA_DELETE:

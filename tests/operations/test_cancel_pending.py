@@ -173,7 +173,32 @@ def _pool_case(kind: str, working: str, ends: str) -> Case:
     return Case(start, check)
 
 
+def _governance_case(kind: str, working: str, ends: str | None, *, quota: bool, made: bool = True) -> Case:
+    """A scheduler config or compute quota ``working`` under its operation (``made``: SageMaker has it, its id
+    recorded); once cancelled it is ``ends`` (``None``: the row is gone, nothing having been made)."""
+    key = "quota_id" if quota else "config_id"
+
+    def start(cast):
+        make = factories.compute_quota if quota else factories.scheduler_config
+        row = make(factories.cluster(cast.team), state=working, **({} if made else {key: ""}))
+        return _start(cast, kind, {"cluster_id": row.cluster_id, key: row.pk}, row), row
+
+    def check(row):
+        found = type(row).objects.filter(pk=row.pk).first()
+        assert (found.state if found else None) == ends
+
+    return Case(start, check)
+
+
 CASES: dict[str, Case] = {
+    "governance.scheduler_config.set": _governance_case("governance.scheduler_config.set", "updating", "failed",
+                                                        quota=False),
+    "governance.compute_quota.create": _governance_case("governance.compute_quota.create", "creating", None,
+                                                        quota=True, made=False),
+    "governance.compute_quota.update": _governance_case("governance.compute_quota.update", "updating", "failed",
+                                                        quota=True),
+    "governance.compute_quota.delete": _governance_case("governance.compute_quota.delete", "deleting", "failed",
+                                                        quota=True),
     "model_pool.create": _pool_case("model_pool.create", EndpointState.DEPLOYING, EndpointState.DELETED),
     "model_pool.delete": _pool_case("model_pool.delete", EndpointState.DELETING, EndpointState.DEGRADED),
     "model_download.run": Case(_download_start, _download_check),
