@@ -8,7 +8,8 @@ cluster's EKS cluster has the ``amazon-sagemaker-hyperpod-taskgovernance`` add-o
 names the version it changes (``TargetVersion``, the current one), makes the next version and goes
 ``Updating`` → ``Updated`` (``UpdateFailed`` without the add-on); a delete goes ``Deleting`` → ``Deleted``.
 Deleted resources stay describable and listed with status ``Deleted`` but no longer count against a cluster's
-limits. Describe with a version number returns that version's members.
+limits; updating or deleting one again is ``ResourceNotFound``. Describe with a version number returns that
+version's members.
 
 Server-side checks beyond the model's constraints: the cluster must exist (``ResourceNotFound``) and be
 orchestrated by EKS (``ValidationException``); one scheduler config per cluster and, per cluster, unique compute
@@ -143,7 +144,13 @@ def _find(call: Call, kind: str, key: str) -> Policy:
     return policy
 
 
+def _gone(policy: Policy) -> None:
+    if policy.status == "Deleted":
+        raise ApiError("ResourceNotFound", f"{policy.name} ({policy.id}) has been deleted.")
+
+
 def _check_update(policy: Policy, target_version: int) -> None:
+    _gone(policy)
     if policy.status not in SETTLED:
         raise ApiError("ConflictException", f"{policy.name} is in {policy.status} state; it can be changed only "
                                             f"when it is in one of {', '.join(SETTLED)}.")
@@ -170,6 +177,7 @@ def _revise(call: Call, policy: Policy, members: dict[str, Any]) -> None:
 
 
 def _delete(policy: Policy) -> None:
+    _gone(policy)
     if policy.status not in SETTLED:
         raise ApiError("ConflictException", f"{policy.name} is in {policy.status} state; it can be deleted only "
                                             f"when it is in one of {', '.join(SETTLED)}.")

@@ -88,6 +88,9 @@ def test_scheduler_config_lifecycle_versions_and_one_per_cluster(client):
                  lambda status: status == "Deleted")
         again = sagemaker.create_cluster_scheduler_config(Name="policy", ClusterArn=cluster["ClusterArn"],
                                                           SchedulerConfig=POLICY)
+    with pytest.raises(ClientError) as excinfo:
+        sagemaker.delete_cluster_scheduler_config(ClusterSchedulerConfigId=policy_id)
+    assert _code(excinfo) == "ResourceNotFound"
     assert again["ClusterSchedulerConfigId"] != policy_id
     assert [s["Status"] for s in sagemaker.list_cluster_scheduler_configs(
         Status="Deleted")["ClusterSchedulerConfigSummaries"]] == ["Deleted"]
