@@ -201,13 +201,13 @@ def _row(operation: Operation) -> SchedulerConfig | ComputeQuota | None:
 
 
 def _finished(operation: Operation) -> None:
-    """The row is ``ready`` (a deleted quota's row goes) or ``failed`` with the operation's error; a create that
-    ended before SageMaker made anything (no id recorded) leaves no row."""
+    """The row is ``ready`` (a deleted quota's row goes) or ``failed`` with the operation's error (kept for a retry);
+    a create cancelled before SageMaker made anything (no id recorded) leaves no row."""
     row = _row(operation)
     if row is None:
         return
     made = row.config_id if isinstance(row, SchedulerConfig) else row.quota_id
-    if operation.state != OperationState.SUCCEEDED and not made and row.state == PolicyState.CREATING:
+    if operation.state == OperationState.CANCELLED and not made and row.state == PolicyState.CREATING:
         row.delete()
         return
     if operation.state == OperationState.SUCCEEDED:
