@@ -1,5 +1,5 @@
-"""The operations of task governance, each one phase that sends its SageMaker call and polls the resource to a
-terminal status:
+"""The operations of task governance: a phase that sends the SageMaker call and polls the resource to a terminal
+status (and, for a new quota, the team's storage in its namespace):
 
 =====================================  ===============================================================================
 kind                                   phase
@@ -19,7 +19,8 @@ Steps are level-triggered: they compare what the row asks for with what Describe
 InstantStart sends; AWS fills in defaults such as a borrow limit of 50), send only when they differ and the resource
 is settled, and adopt a resource found by its deterministic name. A *Failed status fails the phase with
 ``governance_failed`` and AWS's ``FailureReason``. ``on_finished`` makes the row ``ready`` (a deleted quota's row is
-deleted) or ``failed`` with the error; a retry puts it back to working.
+deleted) or ``failed`` with the error, kept for a retry, which puts it back to working; a create cancelled before
+SageMaker made anything leaves no row.
 """
 
 from __future__ import annotations
