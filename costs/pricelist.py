@@ -1,12 +1,12 @@
 """The AWS Price List API (boto3 ``pricing``): the on-demand price of a HyperPod cluster instance.
 
-SageMaker's price-list products (service code ``AmazonSageMaker``, product family ``ML Instance``) carry the
-instance type in ``instanceName`` (``ml.p5.48xlarge``), the region in ``regionCode`` and what the instance is used
-for in ``component``: HyperPod cluster instances are ``Cluster`` (billed under the usage type
-``<region prefix>-Cluster:ml.<type>``), real-time inference ``Hosting``, training jobs ``Training``. One
-``GetProducts`` call with those three ``TERM_MATCH`` filters finds the product; its ``terms.OnDemand`` price
-dimension in ``Hrs`` gives ``pricePerUnit.USD``. Usage types with a suffix (``…-Reserved``) and rows without the
-component (a training plan's upfront fee) are not on-demand hourly prices and are skipped.
+SageMaker's price-list products (service code ``AmazonSageMaker``, product family ``ML Instance``) carry the region in
+``regionCode`` and what the instance is used for in ``component``: HyperPod cluster instances are ``Cluster``, billed
+under the usage type ``<region prefix>-Cluster:ml.<type>`` (real-time inference is ``Hosting``, training jobs
+``Training``). ``GetProducts`` with those two ``TERM_MATCH`` filters lists the region's HyperPod instance types (a
+page or two); each product's ``terms.OnDemand`` price dimension in ``Hrs`` gives ``pricePerUnit.USD``. The instance
+type is read from the usage type, which every such product has: reserved lookalikes (``…-ReservedCluster:…``) and
+rows without the component (a training plan's upfront fee) are not on-demand hourly prices and are skipped.
 
 The API is served from a few regions only (``us-east-1``, ``eu-central-1``, ``ap-south-1``): the client is made
 in :data:`PRICE_LIST_REGION` whatever region is priced.
@@ -15,6 +15,7 @@ in :data:`PRICE_LIST_REGION` whatever region is priced.
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -47,11 +48,11 @@ def _client() -> BaseClient:
     return aws.session(region=price_list_region()).client("pricing", config=config)
 
 
-def on_demand_price(region: str, instance_type: str) -> Decimal | None:
-    """The on-demand USD price of one HyperPod cluster instance-hour of ``instance_type`` in ``region``, ``None``
-    when AWS lists none; raises :class:`Unreachable` when the Price List cannot be asked."""
-    filters = [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in (
-        ("regionCode", region), ("component", HYPERPOD_COMPONENT), ("instanceName", instance_type))]
+def on_demand_prices(region: str) -> dict[str, Decimal]:
+    """The on-demand USD price of one HyperPod cluster instance-hour of every instance type AWS lists in ``region``
+    (a type it lists no price for is absent); raises :class:`Unreachable` when the Price List cannot be asked."""
+    filters = [{"Type": "TERM_MATCH", "Field": field, "Value": value}
+               for field, value in (("regionCode", region), ("component", HYPERPOD_COMPONENT))]
     try:
         pricing = _client()
         metrics.count_calls(pricing)
@@ -59,15 +60,24 @@ def on_demand_price(region: str, instance_type: str) -> Decimal | None:
         items = [json.loads(raw) for page in pages for raw in page.get("PriceList", [])]
     except (ClientError, BotoCoreError, ValueError) as error:
         raise Unreachable(str(error)) from error
-    return next((price for item in items if (price := hourly_usd(item, instance_type)) is not None), None)
+    found: dict[str, Decimal] = {}
+    for item in items:
+        priced = hourly_usd(item)
+        if priced is not None:
+            found.setdefault(*priced)
+    return found
 
 
-def hourly_usd(item: dict[str, Any], instance_type: str) -> Decimal | None:
-    """The on-demand hourly USD price of one price-list product, if it is a HyperPod instance of that type."""
+#: A HyperPod instance-hour's usage type: ``USW2-Cluster:ml.p5.48xlarge`` (not ``…-ReservedCluster:…``).
+_CLUSTER_USAGE = re.compile(r"(?:[A-Z0-9]+-)?Cluster:(ml\.[a-z0-9.-]+)")
+
+
+def hourly_usd(item: dict[str, Any]) -> tuple[str, Decimal] | None:
+    """The instance type and on-demand hourly USD price of one price-list product, if it is a HyperPod cluster
+    instance-hour."""
     attributes = item.get("product", {}).get("attributes", {})
-    if attributes.get("component") != HYPERPOD_COMPONENT or attributes.get("instanceName") != instance_type:
-        return None
-    if not str(attributes.get("usagetype", "")).endswith(f"-{HYPERPOD_COMPONENT}:{instance_type}"):
+    usage = _CLUSTER_USAGE.fullmatch(str(attributes.get("usagetype", "")))
+    if attributes.get("component") != HYPERPOD_COMPONENT or usage is None:
         return None
     for term in item.get("terms", {}).get("OnDemand", {}).values():
         for dimension in term.get("priceDimensions", {}).values():
@@ -78,5 +88,5 @@ def hourly_usd(item: dict[str, Any], instance_type: str) -> Decimal | None:
             except InvalidOperation:
                 continue
             if usd > 0:
-                return usd
+                return usage.group(1), usd
     return None

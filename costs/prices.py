@@ -5,12 +5,12 @@ the AWS Price List lists for an instance type in a region, per instance-hour, in
 no price (or the Price List cannot be reached) the answer is ``None`` — never a made-up number — and an estimate
 names such instance types in ``unpriced`` instead of counting them.
 
-Prices come from the AWS Price List API (:mod:`costs.pricelist`, the HyperPod ``Cluster`` component) and are kept
-for a day in :class:`costs.models.ListedPrice` — "AWS lists no price" included; a missing or day-old row is asked
-again. When the Price List cannot be reached, a day-old row is still answered (its ``as_of`` says when it was
-listed) and a type never priced is ``None``; this process then waits :data:`UNREACHABLE_BACKOFF_SECONDS` before
-asking the same endpoint (``AWS_ENDPOINT_URL``, AWS's own when unset) again, so an offline deployment renders its
-pages without waiting on the network.
+Prices come from the AWS Price List API (:mod:`costs.pricelist`, the HyperPod ``Cluster`` component), one region's
+list at a time, and are kept for a day in :class:`costs.models.ListedPrice` — "AWS lists no price" included; a missing
+or day-old row asks for its region's list again. When the Price List cannot be reached, a day-old row is still
+answered (its ``as_of`` says when it was listed) and a type never priced is ``None``; this process then waits
+:data:`UNREACHABLE_BACKOFF_SECONDS` before asking the same endpoint (``AWS_ENDPOINT_URL``, AWS's own when unset)
+again, so an offline deployment renders its pages without waiting on the network.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
 
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from costs import pricelist
@@ -124,24 +123,24 @@ def _price(row: ListedPrice | None) -> Price | None:
 
 
 def _refetch(region: str, instance_type: str) -> ListedPrice | None:
-    """Ask the Price List and keep its answer; ``None`` when it cannot be reached."""
+    """Ask the Price List for the region's prices and keep them all (``instance_type`` too, as "no price" when it
+    is not listed); its row, or ``None`` when the Price List cannot be reached."""
     global _unreachable
     endpoint = os.environ.get("AWS_ENDPOINT_URL")
     if _unreachable[0] == endpoint and time.monotonic() < _unreachable[1]:
         return None
     try:
-        usd = pricelist.on_demand_price(region, instance_type)
+        listed = pricelist.on_demand_prices(region)
     except pricelist.Unreachable:
         with _lock:
             _unreachable = (endpoint, time.monotonic() + UNREACHABLE_BACKOFF_SECONDS)
         return None
-    fields = {"usd_per_hour": usd, "fetched_at": timezone.now()}
-    try:
-        with transaction.atomic():
-            row, _ = ListedPrice.objects.update_or_create(region=region, instance_type=instance_type, defaults=fields)
-    except IntegrityError:  # another request stored it first: it read the same list
-        row = ListedPrice.objects.get(region=region, instance_type=instance_type)
-    return row
+    now = timezone.now()
+    rows = [ListedPrice(region=region, instance_type=name, usd_per_hour=usd, fetched_at=now)
+            for name, usd in {**listed, instance_type: listed.get(instance_type)}.items()]
+    ListedPrice.objects.bulk_create(rows, update_conflicts=True, unique_fields=["region", "instance_type"],
+                                    update_fields=["usd_per_hour", "fetched_at"])
+    return ListedPrice.objects.get(region=region, instance_type=instance_type)
 
 
 def forget_unreachable() -> None:

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from costs import prices
+from costs import pricelist, prices
 from costs.models import ListedPrice
 
 
@@ -47,3 +47,18 @@ def test_an_unreachable_price_list_gives_no_price(db, sandbox, monkeypatch):
     assert not ListedPrice.objects.exists()
     assert prices.estimate("us-west-2", [("ml.g5.8xlarge", 3)]).summary() == (
         "3 × ml.g5.8xlarge: no on-demand price listed")
+
+
+def _product(usagetype: str, component: str | None = "Cluster", unit: str = "Hrs", usd: str = "3.0600000000"):
+    attributes = {"usagetype": usagetype, "regionCode": "us-west-2", **({"component": component} if component else {})}
+    return {"product": {"productFamily": "ML Instance", "attributes": attributes},
+            "terms": {"OnDemand": {"T": {"priceDimensions": {"D": {"unit": unit, "pricePerUnit": {"USD": usd}}}}}}}
+
+
+def test_only_on_demand_hyperpod_instance_hours_are_prices():
+    assert pricelist.hourly_usd(_product("USW2-Cluster:ml.g5.8xlarge")) == ("ml.g5.8xlarge", Decimal("3.06"))
+    for lookalike in (_product("USW2-ReservedCluster:ml.g5.8xlarge"),
+                      _product("USW2-TrainingPlanUpfrontFee:ml.p4d.24xlarge", component=None, unit="Quantity"),
+                      _product("USW2-Hosting:ml.g5.8xlarge", component="Hosting"),
+                      _product("USW2-Cluster:ml.g5.8xlarge", usd="0.0000000000")):
+        assert pricelist.hourly_usd(lookalike) is None
