@@ -18,7 +18,8 @@ kind                                   phase
 Steps are level-triggered: they compare what the row asks for with what Describe answers (only the members
 InstantStart sends; AWS fills in defaults such as a borrow limit of 50), send only when they differ and the resource
 is settled, and adopt a resource found by its deterministic name. A *Failed status fails the phase with
-``governance_failed`` and AWS's ``FailureReason``. ``on_finished`` makes the row ``ready`` (a deleted quota's row is
+``governance_failed`` and AWS's ``FailureReason``; retrying it updates a ``CreateFailed``/``UpdateFailed`` resource
+once more with what the row asks. ``on_finished`` makes the row ``ready`` (a deleted quota's row is
 deleted) or ``failed`` with the error, kept for a retry, which puts it back to working; a create cancelled before
 SageMaker made anything leaves no row.
 """
@@ -46,16 +47,39 @@ WORKING = {SCHEDULER_SET: PolicyState.UPDATING, QUOTA_CREATE: PolicyState.CREATI
            QUOTA_UPDATE: PolicyState.UPDATING, QUOTA_DELETE: PolicyState.DELETING}
 
 
+#: The member naming each item of a SageMaker list (priority classes, resources): such lists compare in any order.
+LIST_KEYS = ("Name", "InstanceType")
+
+
+def _keyed(items: list[Any]) -> dict[Any, Any] | None:
+    key = next((name for name in LIST_KEYS if items and all(isinstance(item, dict) and name in item
+                                                            for item in items)), None)
+    return {item[key]: item for item in items} if key else None
+
+
 def matches(wanted: Any, live: Any) -> bool:
     """Whether ``live`` (Describe's answer) holds every member of ``wanted`` (what InstantStart sends) with its
-    value; lists are compared item by item, members AWS adds are ignored."""
+    value; members AWS adds are ignored, and lists of named items (:data:`LIST_KEYS`) compare in any order."""
     if isinstance(wanted, dict):
         return isinstance(live, dict) and all(key in live and matches(value, live[key])
                                               for key, value in wanted.items())
     if isinstance(wanted, list):
-        return isinstance(live, list) and len(wanted) == len(live) and all(
-            matches(item, other) for item, other in zip(wanted, live, strict=True))
+        if not isinstance(live, list) or len(wanted) != len(live):
+            return False
+        by_name, live_by_name = _keyed(wanted), _keyed(live)
+        if by_name is not None and live_by_name is not None:
+            return by_name.keys() == live_by_name.keys() and all(
+                matches(item, live_by_name[name]) for name, item in by_name.items())
+        return all(matches(item, other) for item, other in zip(wanted, live, strict=True))
     return bool(wanted == live)
+
+
+def _reapply(ctx: StepContext, live: dict[str, Any], version: str) -> bool:
+    """On a retried phase, a resource SageMaker left ``CreateFailed`` or ``UpdateFailed`` is updated once more with
+    what the row asks (its version then moves on: failing again fails the phase)."""
+    if ctx.attempt == 1 or live["Status"] not in sagemaker.REAPPLIABLE:
+        return False
+    return bool(live[version] == ctx.intend(f"reapplied:{ctx.attempt}", lambda: live[version]))
 
 
 def _failed(what: str, live: dict[str, Any]) -> PhaseFailed:
@@ -84,10 +108,11 @@ def _scheduler_step(ctx: StepContext) -> Progress:
         ctx.record(scheduler_config_id=config.config_id)
         return Progress.waiting("CreateClusterSchedulerConfig sent")
     status = live["Status"]
-    if status in sagemaker.FAILED:
+    reapply = _reapply(ctx, live, "ClusterSchedulerConfigVersion")
+    if status in sagemaker.FAILED and not reapply:
         raise _failed("scheduler config", live)
-    settled = status in sagemaker.DONE
-    if settled and matches(sagemaker.scheduler_body(config), live.get("SchedulerConfig") or {}):
+    settled = status in sagemaker.DONE or reapply
+    if settled and not reapply and matches(sagemaker.scheduler_body(config), live.get("SchedulerConfig") or {}):
         SchedulerConfig.objects.filter(pk=config.pk).update(
             config_id=live["ClusterSchedulerConfigId"], arn=live["ClusterSchedulerConfigArn"],
             version=live["ClusterSchedulerConfigVersion"], status=status, updated_at=timezone.now())
@@ -129,11 +154,12 @@ def _quota_step(ctx: StepContext) -> Progress:
         ctx.record(compute_quota_id=made["ComputeQuotaId"])
         return Progress.waiting("CreateComputeQuota sent")
     status = live["Status"]
-    if status in sagemaker.FAILED:
+    reapply = _reapply(ctx, live, "ComputeQuotaVersion")
+    if status in sagemaker.FAILED and not reapply:
         raise _failed("compute quota", live)
-    settled = status in sagemaker.DONE
+    settled = status in sagemaker.DONE or reapply
     wanted = {"ComputeQuotaConfig": sagemaker.quota_config(quota), "ComputeQuotaTarget": sagemaker.quota_target(quota)}
-    if settled and matches(wanted, live):
+    if settled and not reapply and matches(wanted, live):
         ComputeQuota.objects.filter(pk=quota.pk).update(
             quota_id=live["ComputeQuotaId"], arn=live["ComputeQuotaArn"], version=live["ComputeQuotaVersion"],
             status=status, updated_at=timezone.now())

@@ -21,6 +21,8 @@ DONE = frozenset({"Created", "Updated"})
 FAILED = frozenset({"CreateFailed", "CreateRollbackFailed", "UpdateFailed", "UpdateRollbackFailed",
                     "DeleteFailed", "DeleteRollbackFailed"})
 GONE = frozenset({"Deleted"})
+#: Failed statuses an update may start from (SageMaker takes updates of a settled resource).
+REAPPLIABLE = frozenset({"CreateFailed", "UpdateFailed"})
 
 
 def client(region: str):

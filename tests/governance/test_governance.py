@@ -1,6 +1,7 @@
 """Task governance on the sandbox with the real clients: the task_governance feature, the scheduler config created
-and updated, two teams' compute quotas (with the refusals that leave nothing behind), a quota changed and deleted,
-and a job submitted on the governed cluster going to its team's queue with a priority."""
+(failing without the add-on, then retried) and updated, two teams' compute quotas (with the refusals that leave nothing
+behind), a quota changed and deleted, and a job submitted on the governed cluster going to its team's queue with a
+priority."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from accounts.models import AuditEvent
 from cloud import aws
+from clusters.models import ClusterFeature
 from governance.models import ComputeQuota, SchedulerConfig
 from mcp_server.testing import call_tool
 from operations.models import Operation
@@ -37,11 +39,7 @@ def test_two_teams_get_quotas_on_a_governed_cluster_and_jobs_go_to_their_queue(a
 
     refused = admin.request("PUT", config_path, {"priority_classes": CLASSES, "fair_share": True})
     assert (refused.status_code, refused.json()["code"]) == (409, "task_governance_off")
-    run(drive, admin.patch(f"/api/v1/clusters/{cluster.pk}/features", {"task_governance": {"enabled": True}}))
-    addon = aws.client("eks", region=cluster.region).describe_addon(
-        clusterName=cluster.eks_name, addonName="amazon-sagemaker-hyperpod-taskgovernance")["addon"]
-    assert addon["status"] == "ACTIVE" and addon["tags"]["instantstart:cluster-id"] == str(cluster.pk)
-
+    ClusterFeature.objects.create(cluster=cluster, feature="task_governance", state="enabled")  # seen, then removed
     plan = admin.request("PUT", f"{config_path}?dry_run=true", {"priority_classes": CLASSES, "fair_share": True})
     assert plan.status_code == 200, plan.content
     [change] = plan.json()["changes"]
@@ -50,10 +48,19 @@ def test_two_teams_get_quotas_on_a_governed_cluster_and_jobs_go_to_their_queue(a
         "PriorityClasses": [{"Name": "inference", "Weight": 100}, {"Name": "training", "Weight": 50}],
         "FairShare": "Enabled"}
     assert not SchedulerConfig.objects.exists()
+    response = admin.request("PUT", config_path, {"priority_classes": CLASSES, "fair_share": True})
+    failed = drive(Operation.objects.get(pk=response.json()["operation"]["id"]))
+    assert (failed.state, failed.error_code) == ("failed", "governance_failed")
+    assert SchedulerConfig.objects.get(cluster=cluster).state == "failed"
 
-    run(drive, admin.request("PUT", config_path, {"priority_classes": CLASSES, "fair_share": True}))
+    run(drive, admin.patch(f"/api/v1/clusters/{cluster.pk}/features", {"task_governance": {"enabled": True}}))
+    addon = aws.client("eks", region=cluster.region).describe_addon(
+        clusterName=cluster.eks_name, addonName="amazon-sagemaker-hyperpod-taskgovernance")["addon"]
+    assert addon["status"] == "ACTIVE" and addon["tags"]["instantstart:cluster-id"] == str(cluster.pk)
+    assert api(cast.operator).post(f"/api/v1/operations/{failed.pk}/retry", {}).status_code == 202
+    assert drive(failed).state == "succeeded"  # the CreateFailed config updated once more, now with the add-on
     config = SchedulerConfig.objects.get(cluster=cluster)
-    assert (config.state, config.status, config.version) == ("ready", "Created", 1)
+    assert (config.state, config.status, config.version) == ("ready", "Updated", 2)
     again = admin.request("PUT", config_path, {"priority_classes": CLASSES, "fair_share": True})
     assert (again.status_code, again.json()["operation"]) == (200, None)
     run(drive, admin.request("PUT", config_path, {"priority_classes": [*CLASSES, {"name": "batch", "weight": 10}],
@@ -61,7 +68,7 @@ def test_two_teams_get_quotas_on_a_governed_cluster_and_jobs_go_to_their_queue(a
     config.refresh_from_db()
     described = aws.client("sagemaker", region=cluster.region).describe_cluster_scheduler_config(
         ClusterSchedulerConfigId=config.config_id)
-    assert (described["Status"], described["ClusterSchedulerConfigVersion"], config.version) == ("Updated", 2, 2)
+    assert (described["Status"], described["ClusterSchedulerConfigVersion"], config.version) == ("Updated", 3, 3)
     assert described["SchedulerConfig"]["FairShare"] == "Disabled"
     assert [item["Name"] for item in described["SchedulerConfig"]["PriorityClasses"]] == [
         "inference", "training", "batch"]
