@@ -521,6 +521,23 @@ def test_a_diagnosis_refuses_bad_input_alike_over_rest_and_mcp(query, field, cod
     assert is_error and mcp_body == rest.json()
 
 
+@pytest.mark.parametrize(("query", "field", "code"), [
+    ({"instances": "ml.g5.8xlarge:2", "region": "mars-north-1"}, "region", "unknown_region"),
+    ({"instances": "ml.warp.huge:1"}, "instances", "unknown_instance_type"),
+    ({"instances": "ml.g5.8xlarge:-1"}, "instances", "invalid"),
+])
+def test_an_estimate_refuses_bad_input_alike_over_rest_and_mcp(query, field, code, cast, token_for):
+    """Estimates are read by REST and MCP (the portal's fragment shows none for half-typed input): the same field
+    error on both, before the Price List is asked."""
+    secret = token_for(cast.viewer)
+    rest = Client().get("/api/v1/estimates", {**query, "team": cast.team.pk}, HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "estimate_cost", {**query, "team": cast.team.pk})
+
+    assert (rest.status_code, rest.json()["code"]) == (400, "validation_failed"), rest.content
+    assert [error["code"] for error in rest.json()["fields"][field]] == [code]
+    assert is_error and mcp_body == rest.json()
+
+
 @pytest.mark.parametrize(("change", "form", "field", "code"), [
     ({"instance_type": "ml.p5.48xlarge"}, {"instance_type": "ml.p5.48xlarge"}, "instance_type",
      "unknown_instance_type"),
