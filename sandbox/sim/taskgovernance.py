@@ -632,6 +632,8 @@ def _reserve(ctx: Context, workload: dict[str, Any], queue: Queue,
             changes.append((kind, "False", "QuotaReserved", f"Previously: {entry.get('message', '')}"))
     status["conditions"] = _conditions(workload, *changes)
     stored = ctx.set_status(WORKLOADS, workload, status)
+    events.record(ctx, stored, "Admitted", f"Admitted by ClusterQueue {queue.name}, wait time since reservation was "
+                  "0s", source="kueue-admission", distinct=True)
     owner = _owner(ctx, workload)
     if owner is not None:
         events.record(ctx, owner, "Started", f"Admitted by clusterQueue {queue.name}", source="kueue-job-controller",
