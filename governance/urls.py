@@ -10,5 +10,6 @@ urlpatterns = [
     path("clusters/<id:cluster_id>/governance/scheduler-config", governance.scheduler_config_set,
          name="cluster-scheduler-config-set"),
     path("clusters/<id:cluster_id>/governance/quotas", governance.quota_create, name="cluster-quota-create"),
+    path("compute-quotas/<id:quota_id>/update", governance.quota_update, name="compute-quota-update"),
     path("compute-quotas/<id:quota_id>/delete", governance.quota_delete, name="compute-quota-delete"),
 ]

@@ -1,6 +1,7 @@
 """The cluster's Governance page (``/clusters/<id>/governance/``) and the panel of the cluster page's Governance tab:
 the task_governance feature's state, the scheduler config (priority classes with weights, fair share) with a form to
-set it, and each team's compute quota with a form to give one and a button to delete one (the cluster's admins).
+set it, and each team's compute quota with a form to give one, and a form to change and a button to delete each (the
+cluster's admins).
 
 Forms are validated with the REST serializers and applied by the same services. Their rows (priority classes,
 resources per instance type) are inputs named ``<list>-<index>-<member>``; blank rows are left out, and the rest is
@@ -25,10 +26,14 @@ from clusters import selectors as cluster_selectors
 from config.api.exceptions import error_body
 from config.errors import ApplicationError
 from governance import actions, selectors, services, validation
-from governance.api.quota_serializers import ComputeQuotaCreateSerializer, SchedulerConfigSetSerializer
+from governance.api.quota_serializers import (
+    ComputeQuotaCreateSerializer,
+    ComputeQuotaUpdateSerializer,
+    SchedulerConfigSetSerializer,
+)
 from governance.models import BUSY_STATES, ComputeQuota, Preemption, SchedulerConfig, SharingStrategy
 from portal.forms import PAGE_ERRORS, SerializerForm, json_from_form
-from portal.views import act, portal_view
+from portal.views import act, flash_error, portal_view
 
 #: Empty rows a form offers for new priority classes.
 BLANK_PRIORITY_ROWS = 3
@@ -121,18 +126,27 @@ def scheduler_config_set(request: PortalRequest, cluster_id: int) -> HttpRespons
     return redirect(_back(cluster.pk))
 
 
+def _quota_body(data: QueryDict, serializer_class) -> dict[str, Any]:
+    """The JSON body of a quota form: its flat inputs (blank ones left out) and its resource rows (rows with neither
+    a count nor accelerators left out; none at all: ``resources`` not sent)."""
+    flat = QueryDict(mutable=True)
+    for name in ("team", "strategy", "borrow_limit", "preempt_team_tasks", "fair_share_weight"):
+        if data.get(name, "").strip():
+            flat[name] = data.get(name, "")
+    body = json_from_form(serializer_class(), flat)
+    resources = [row for row in _rows(data, "resources", ("instance_type", "count", "accelerators"))
+                 if set(row) - {"instance_type"}]
+    if resources:
+        body["resources"] = resources
+    return body
+
+
 @require_POST
 @portal_view
 def quota_create(request: PortalRequest, cluster_id: int) -> HttpResponse:
     cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
     form = SerializerForm(ComputeQuotaCreateSerializer, request.POST)
-    flat = QueryDict(mutable=True)
-    for name in ("team", "strategy", "borrow_limit", "preempt_team_tasks", "fair_share_weight"):
-        if name in request.POST:
-            flat[name] = request.POST[name]
-    body = {**json_from_form(ComputeQuotaCreateSerializer(), flat), "cluster": cluster.pk,
-            "resources": _rows(request.POST, "resources", ("instance_type", "count", "accelerators"))}
-    body["resources"] = [row for row in body["resources"] if set(row) - {"instance_type"}]
+    body = {"resources": [], **_quota_body(request.POST, ComputeQuotaCreateSerializer), "cluster": cluster.pk}
     done = _submit(form, body, lambda **data: services.compute_quota_create(
         actor=request.user, cluster=cluster, team_id=data["team"], resources=data["resources"],
         strategy=data["strategy"], borrow_limit=data.get("borrow_limit"),
@@ -142,6 +156,24 @@ def quota_create(request: PortalRequest, cluster_id: int) -> HttpResponse:
         return _page(request, cluster, quota=form, status=form.status)
     messages.success(request, f"Giving team {done[0].for_team.slug} its compute quota on {cluster.name}.")
     return redirect(_back(cluster.pk))
+
+
+@require_POST
+@portal_view
+def quota_update(request: PortalRequest, quota_id: int) -> HttpResponse:
+    """A quota row's *Change* form: only what it sends changes; an error is flashed with its codes."""
+    quota = selectors.quota_get(actor=request.user, quota_id=quota_id)
+    form = SerializerForm(ComputeQuotaUpdateSerializer, request.POST)
+    done = _submit(form, _quota_body(request.POST, ComputeQuotaUpdateSerializer),
+                   lambda **data: services.compute_quota_update(actor=request.user, quota=quota, changes=data,
+                                                                source=request.source))
+    if done is None:
+        assert form.error is not None  # _submit keeps the error it returns None for
+        flash_error(request, form.error)
+    else:
+        messages.success(request, f"Changing the compute quota of team {quota.for_team.slug}." if done[1]
+                         else f"The compute quota of team {quota.for_team.slug} already is so.")
+    return redirect(_back(quota.cluster_id))
 
 
 @require_POST

@@ -49,6 +49,18 @@ def test_admins_give_and_delete_a_quota_through_the_forms(cast, make_team):
     assert Operation.objects.filter(kind="governance.compute_quota.create", target_id=str(quota.pk)).exists()
 
     ComputeQuota.objects.filter(pk=quota.pk).update(state="ready")
+    refused = admin.post(reverse("compute-quota-update", args=[quota.pk]), {
+        "resources-0-instance_type": "ml.g5.8xlarge", "resources-0-count": "5"}, follow=True)
+    assert 'quota_above_capacity' in refused.content.decode()
+    assert ComputeQuota.objects.get(pk=quota.pk).state == "ready"
+    assert admin.post(reverse("compute-quota-update", args=[quota.pk]), {
+        "resources-0-instance_type": "ml.g5.8xlarge", "resources-0-count": "1", "fair_share_weight": "30"}
+    ).status_code == 302
+    changed = ComputeQuota.objects.get(pk=quota.pk)
+    assert (changed.fair_share_weight, changed.borrow_limit, changed.state) == (30, 50, "updating")
+    assert Operation.objects.filter(kind="governance.compute_quota.update", target_id=str(quota.pk)).exists()
+
+    ComputeQuota.objects.filter(pk=quota.pk).update(state="ready")
     assert admin.post(reverse("compute-quota-delete", args=[quota.pk])).status_code == 302
     assert ComputeQuota.objects.get(pk=quota.pk).state == "deleting"
     refused = browser(cast.operator).post(reverse("compute-quota-delete", args=[quota.pk]))
