@@ -308,6 +308,7 @@ UPDATE_PIPELINE = Pipeline(
                   timeout=timedelta(minutes=5))),
     on_finished=endpoint_finished,
     on_retried=endpoint_retried,
+    cost=plans.scale_cost,
 )
 DELETE_PIPELINE = planned(Pipeline(
     kind=DELETE,

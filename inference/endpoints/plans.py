@@ -30,6 +30,11 @@ def deploy_cost(params: Mapping[str, Any]) -> str | None:
     return f"Its replicas use {estimate.summary()} (instances of group {endpoint.instance_group})."
 
 
+def scale_cost(params: Mapping[str, Any]) -> str | None:
+    """An update's cost sentence when it changes the replicas (:func:`deploy_cost` at the new count)."""
+    return deploy_cost(params) if "replicas" in params.get("changes", {}) else None
+
+
 def create(params: Mapping[str, Any]) -> list[Change]:
     endpoint = _endpoint(params)
     where = f"{endpoint.namespace}/{endpoint.name}"

@@ -65,6 +65,8 @@ def test_deploy_call_scale_update_and_delete_a_vllm_endpoint(api, cast, cluster,
         "choices"][0]["message"]["content"]
     assert len(first["choices"][0]["message"]["content"].split()) == 5
 
+    rescaled = api(cast.operator).patch(f"{url}?dry_run=true", {"replicas": 3}).json()
+    assert rescaled["operation"]["cost"].startswith("Its replicas use 3 × ml.g5.12xlarge ≈ $21.27/hour"), rescaled
     scaled = api(cast.operator).patch(url, {"replicas": 2})
     assert scaled.status_code == 202, scaled.content
     assert drive(Operation.objects.get(pk=scaled.json()["operation"]["id"]), timeout=60).state == "succeeded"
