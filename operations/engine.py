@@ -15,7 +15,9 @@
 
 Cost: a poll that finds the resource still on its way — the step an operation makes most often — is four SQL
 statements: the claim, one read of the operation with its phases, the phase's poll count (``note_phase``) and the
-release (one UPDATE while the operation is still active). ``tests/operations/test_step_cost.py`` holds it there.
+release (one UPDATE while the operation is still active). A phase's success and the next phase's start are one
+hand-over: one fenced transaction and one insert of both log lines. ``tests/operations/test_step_cost.py`` holds
+both there.
 
 Failures: ``PhaseFailed`` and non-retryable errors fail the phase and the operation with their code, message and
 the provider's details. Retryable cloud errors (throttling, 5xx, unreachable) are logged as warnings and retried
@@ -218,16 +220,47 @@ def _run(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline,
 
 def _start_phase(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,
                  lease: str) -> None:
+    changes, operation_changes = _start_changes(pipeline, phase)
+    transitions.move_phase(phase, PhaseState.RUNNING, lease=lease, operation_state=operation.state,
+                           operation_changes=operation_changes, **changes)
+    transitions.publish(operation, phases)
+    logs.append(operation.pk, f"{pipeline.phase(phase.slug).title}: started.", phase=phase.slug)
+
+
+def _start_changes(pipeline: Pipeline, phase: OperationPhase) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What starting ``phase`` writes to it and to its operation."""
     spec = pipeline.phase(phase.slug)
     now = timezone.now()
     deadline = now + spec.timeout
-    transitions.move_phase(phase, PhaseState.RUNNING, lease=lease, attempts=phase.attempts + 1,
-                           step=PhaseStep.SUBMIT, polls=0, started_at=now, finished_at=None, deadline_at=deadline,
-                           operation_state=operation.state,
-                           operation_changes={"phase": phase.slug, "deadline_at": deadline,
-                                              "status_reason": spec.title})
+    return ({"attempts": phase.attempts + 1, "step": PhaseStep.SUBMIT, "polls": 0, "started_at": now,
+             "finished_at": None, "deadline_at": deadline},
+            {"phase": phase.slug, "deadline_at": deadline, "status_reason": spec.title})
+
+
+def _phase_done(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,
+                lease: str, status: str) -> None:
+    """``phase`` succeeded. When the next phase is waiting to start and the operation is still in the state the run
+    knows, it starts in the same fenced transaction — one lock of the operation row, one publish and one log insert
+    for both — so that a run going from phase to phase pays for one hand-over, not for two moves; otherwise (the
+    last phase, or a cancel arrived meanwhile) only ``phase`` moves, as :func:`_run` then decides what follows."""
+    done = f"{pipeline.phase(phase.slug).title}: done" + (f" ({status})." if status else ".")
+    following = next((later for later in phases if later.state != PhaseState.SUCCEEDED and later is not phase), None)
+    if following is not None and following.state == PhaseState.PENDING:
+        changes, operation_changes = _start_changes(pipeline, following)
+        try:
+            transitions.move_phases([(phase, PhaseState.SUCCEEDED, {"status_reason": status}),
+                                     (following, PhaseState.RUNNING, changes)],
+                                    lease=lease, operation_state=operation.state, operation_changes=operation_changes)
+        except StateChanged:
+            pass  # a cancel meanwhile: the phase's success is still recorded below, and the run undoes it
+        else:
+            transitions.publish(operation, phases)
+            logs.append_many(operation.pk, [(done, phase.slug),
+                                            (f"{pipeline.phase(following.slug).title}: started.", following.slug)])
+            return
+    transitions.move_phase(phase, PhaseState.SUCCEEDED, lease=lease, status_reason=status)
     transitions.publish(operation, phases)
-    logs.append(operation.pk, f"{spec.title}: started.", phase=phase.slug)
+    logs.append(operation.pk, done, phase=phase.slug)
 
 
 def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,
@@ -271,10 +304,7 @@ def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline
         _fail(operation, phases, pipeline, phase, lease, error)
         return None
     if progress.done:
-        transitions.move_phase(phase, PhaseState.SUCCEEDED, lease=lease, status_reason=progress.status)
-        transitions.publish(operation, phases)
-        logs.append(operation.pk, f"{spec.title}: done" + (f" ({progress.status})." if progress.status else "."),
-                    phase=phase.slug)
+        _phase_done(operation, phases, pipeline, phase, lease, progress.status)
         return None
     changed = progress.status != phase.status_reason
     transitions.note_phase(phase, lease=lease, polls=phase.polls + 1, status_reason=progress.status)

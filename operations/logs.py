@@ -9,6 +9,7 @@ repeat and never leave gaps.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -29,6 +30,19 @@ def _insert_sql() -> str:
             f"WHERE {column['operation_id']} = %s RETURNING {connection.ops.quote_name('id')}, {column['seq']}")
 
 
+def _insert_many_sql(count: int) -> str:
+    """:func:`_insert_sql` for ``count`` lines at once: each gets the highest stored ``seq`` plus its place (the
+    columns of a ``VALUES`` list are ``column1``… in PostgreSQL and SQLite alike)."""
+    table = connection.ops.quote_name(OperationLog._meta.db_table)
+    column = {name: connection.ops.quote_name(name) for name in _COLUMNS}
+    values = ", ".join(["(%s, %s, %s, %s)"] * count)
+    return (f"INSERT INTO {table} ({', '.join(column[name] for name in _COLUMNS)}) "
+            f"SELECT %s, base.last + lines.column1, lines.column2, lines.column3, lines.column4, %s "
+            f"FROM (SELECT COALESCE(MAX({column['seq']}), 0) AS last FROM {table} "
+            f"WHERE {column['operation_id']} = %s) AS base, (VALUES {values}) AS lines "
+            f"RETURNING {connection.ops.quote_name('id')}, {column['seq']}")
+
+
 def append(operation_id: int, message: str, *, phase: str = "", level: str = LogLevel.INFO) -> OperationLog:
     """Store one line and publish it as ``operation.log``."""
     now = timezone.now()
@@ -47,6 +61,32 @@ def append(operation_id: int, message: str, *, phase: str = "", level: str = Log
         publish_on_commit(f"operation.{operation_id}", "operation.log", line_payload(line))
         return line
     raise RuntimeError(f"could not allocate a log sequence number for operation {operation_id}")
+
+
+def append_many(operation_id: int, lines: Sequence[tuple[str, str]], *,
+                level: str = LogLevel.INFO) -> list[OperationLog]:
+    """Store ``lines`` (``(message, phase)`` pairs, in order) with consecutive ``seq`` numbers in one statement and
+    publish each as ``operation.log``; the same guarantees as :func:`append`."""
+    now = timezone.now()
+    stored_now = connection.ops.adapt_datetimefield_value(now)
+    parameters = [operation_id, stored_now, operation_id]
+    for place, (message, phase) in enumerate(lines, start=1):
+        parameters += [place, phase, level, message]
+    for _ in range(_ATTEMPTS):
+        guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+        try:
+            with guard, connection.cursor() as cursor:
+                cursor.execute(_insert_many_sql(len(lines)), parameters)
+                stored = sorted(cursor.fetchall(), key=lambda row: row[1])
+        except IntegrityError:
+            continue
+        written = [OperationLog.from_db(connection.alias, ["id", *_COLUMNS],
+                                        [pk, operation_id, seq, phase, level, message, now])
+                   for (pk, seq), (message, phase) in zip(stored, lines, strict=True)]
+        for line in written:
+            publish_on_commit(f"operation.{operation_id}", "operation.log", line_payload(line))
+        return written
+    raise RuntimeError(f"could not allocate log sequence numbers for operation {operation_id}")
 
 
 def line_payload(line: OperationLog) -> dict[str, Any]:

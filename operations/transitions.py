@@ -4,7 +4,8 @@
   is still in the state the caller read (and, for workers, still leased to them). A transition that is not
   allowed, or a row that changed meanwhile, is a ``StateChanged`` conflict — never a silent overwrite. The move that
   makes an operation terminal runs its pipeline's ``on_finished`` in the same transaction: nowhere else calls it.
-* :func:`move_phase` does the same for a phase along ``PHASE_TRANSITIONS``.
+* :func:`move_phase` does the same for a phase along ``PHASE_TRANSITIONS`` (:func:`move_phases` for several of one
+  operation in one transaction).
 * :func:`save` writes other fields of a leased operation (heartbeat, next poll, outputs) and :func:`save_phase`
   of its phases, failing with :class:`LeaseLost` when another worker took the operation over. A phase write locks
   the operation row (the fence) until it commits, so a worker taking the lease over waits for it and then reads it.
@@ -48,6 +49,10 @@ class LeaseLost(Exception):
 
 class StateChanged(Conflict):
     """A compare-and-set found the row in another state than the caller read (or the move is not allowed)."""
+
+
+#: The states a phase ends in (its ``finished_at`` is set, its duration observed).
+_ENDED = frozenset({PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED, PhaseState.COMPENSATED})
 
 
 def operation_group(operation_id: int) -> str:
@@ -116,27 +121,41 @@ def move_phase(phase: OperationPhase, to: str, *, lease: str | None = None, oper
     With ``lease`` only: ``operation_state`` is the state the leased operation must still be in (``StateChanged``
     otherwise: a service cancelled it meanwhile), and ``operation_changes`` are written to it by the fence's own
     UPDATE, in the same transaction, and applied to ``phase.operation``."""
-    current = phase.state
-    if to not in PHASE_TRANSITIONS[current]:
-        raise StateChanged(f"The phase {phase.slug} is {current}; it cannot become {to}.",
-                       code="phase_state_conflict")
-    changes = {**changes, "state": to}
-    ended = to in (PhaseState.SUCCEEDED, PhaseState.FAILED, PhaseState.CANCELLED, PhaseState.COMPENSATED)
-    if ended:
-        changes.setdefault("finished_at", timezone.now())
-    if to != PhaseState.RUNNING:
-        changes.setdefault("waits_on", "")  # only a running phase waits for events (operations.wakeups)
-    with transaction.atomic():
-        fenced = _fence(phase.operation_id, lease, operation_state, **(operation_changes or {}))
-        if not OperationPhase.objects.filter(pk=phase.pk, state=current).update(**changes):
-            raise StateChanged(f"The phase {phase.slug} changed meanwhile.", code="phase_state_conflict")
-    if operation_changes:
-        _apply(phase.operation, fenced)
-    _apply(phase, changes)
-    if ended and phase.started_at is not None and phase.finished_at is not None:
-        metrics.PHASE_DURATION.labels(phase.operation.kind, phase.slug, to).observe(
-            (phase.finished_at - phase.started_at).total_seconds())
+    move_phases([(phase, to, changes)], lease=lease, operation_state=operation_state,
+                operation_changes=operation_changes)
     return phase
+
+
+def move_phases(moves: Sequence[tuple[OperationPhase, str, dict[str, Any]]], *, lease: str | None = None,
+                operation_state: str | None = None, operation_changes: dict[str, Any] | None = None) -> None:
+    """:func:`move_phase` for several phases of one operation (``(phase, to, changes)`` each, in order) in one
+    transaction under one fence: all of them move, or none (the engine hands one phase's success and the next
+    phase's start over this way: one lock of the operation row instead of two)."""
+    planned = []
+    for phase, to, changes in moves:
+        current = phase.state
+        if to not in PHASE_TRANSITIONS[current]:
+            raise StateChanged(f"The phase {phase.slug} is {current}; it cannot become {to}.",
+                               code="phase_state_conflict")
+        changes = {**changes, "state": to}
+        if to in _ENDED:
+            changes.setdefault("finished_at", timezone.now())
+        if to != PhaseState.RUNNING:
+            changes.setdefault("waits_on", "")  # only a running phase waits for events (operations.wakeups)
+        planned.append((phase, current, changes))
+    operation_id = moves[0][0].operation_id
+    with transaction.atomic():
+        fenced = _fence(operation_id, lease, operation_state, **(operation_changes or {}))
+        for phase, current, changes in planned:
+            if not OperationPhase.objects.filter(pk=phase.pk, state=current).update(**changes):
+                raise StateChanged(f"The phase {phase.slug} changed meanwhile.", code="phase_state_conflict")
+    if operation_changes:
+        _apply(moves[0][0].operation, fenced)
+    for phase, _current, changes in planned:
+        _apply(phase, changes)
+        if phase.state in _ENDED and phase.started_at is not None and phase.finished_at is not None:
+            metrics.PHASE_DURATION.labels(phase.operation.kind, phase.slug, phase.state).observe(
+                (phase.finished_at - phase.started_at).total_seconds())
 
 
 def _count_operation(operation: Operation, was: str, to: str) -> None:

@@ -56,3 +56,16 @@ def test_the_check_catches_a_collision():
     assert "platform" in sys.stdlib_module_names
     assert "celery" in installed_modules()
 
+
+
+def test_every_product_package_is_in_the_distribution():
+    """``pyproject.toml`` names the packages a built (or editable) install holds; an app missing there imports only
+    while the current directory happens to be the checkout (notifications once was)."""
+    import fnmatch
+    import tomllib
+
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {path.name for path in ROOT.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
+    missing = {package for package in packages - {"tests", "bench", "deploy"}  # the suite and the operator's tools
+               if not any(fnmatch.fnmatch(package, pattern) for pattern in include)}
+    assert not missing, f"add to [tool.setuptools.packages.find] include: {sorted(missing)}"

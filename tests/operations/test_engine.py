@@ -59,6 +59,10 @@ def test_a_demo_operation_runs_every_phase_in_order_and_mutates_exactly_once(san
     starts = [line.message for line in operation.logs.order_by("seq") if line.message.endswith("started.")]
     assert starts == ["Shared bucket: started.", "Network: started.", "Cluster role: started.",
                       "EKS control plane: started.", "Pod identity agent: started."]
+    lines = list(operation.logs.order_by("seq").values_list("seq", "message"))
+    assert [seq for seq, _ in lines] == list(range(1, len(lines) + 1))
+    handed_over = [(done, following) for (_, done), (_, following) in itertools.pairwise(lines) if ": done" in done]
+    assert [following for _, following in handed_over] == [*starts[1:], "Succeeded."], handed_over
 
 
 def test_a_submit_step_run_again_after_a_crash_adopts_what_it_made(sandbox, cast, drive):

@@ -24,8 +24,9 @@ QUERIES_PER_STEP = 4
 #: A poll that finds something new (the provider's status changed) also logs it.
 QUERIES_PER_NEWS = 5
 #: A phase's start, its submit (which persists its intents and provider references, each under the locked lease
-#: fence, before sending) and its last poll, together, in a demo operation. They were about 34.
-QUERIES_PER_PHASE = 20
+#: fence, before sending) and its last poll, together, in a demo operation. They were about 34, then 20 before a
+#: phase's success and the next phase's start became one hand-over (one fence, one log insert for both lines).
+QUERIES_PER_PHASE = 18
 #: Not counted: SQLite's driver sends them through the cursor, PostgreSQL's outside it (the same round trips).
 _TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
 _names = itertools.count(1)
