@@ -577,7 +577,7 @@ def test_managed_endpoint_bad_input_same_code_on_every_face(change, form, field,
 
 @pytest.mark.parametrize(("change", "field", "code"), [
     ({"url": "http://hooks.example.com/x"}, "url", "webhook_url_not_https"),
-    ({"event_types": ["budget.threshold"]}, "event_types", "unknown_event_type"),
+    ({"event_types": ["cluster.exploded"]}, "event_types", "unknown_event_type"),
     ({"channel": "email", "url": "", "email": "nobody"}, "email", "invalid_email"),
 ])
 def test_notification_subscription_bad_input_same_code_on_every_face(change, field, code, cast, token_for):

@@ -81,7 +81,7 @@ def test_an_admin_subscribes_a_webhook_tests_it_and_members_read_the_log(api, ca
     ({"url": "https://127.0.0.1:9/x"}, "url", "webhook_url_not_allowed"),
     ({"url": "https://localhost/x"}, "url", "webhook_url_not_allowed"),
     ({"url": ""}, "url", "required"),
-    ({"event_types": ["budget.threshold"]}, "event_types", "unknown_event_type"),
+    ({"event_types": ["cluster.exploded"]}, "event_types", "unknown_event_type"),
     ({"event_types": []}, "event_types", "empty"),
     ({"email": "oncall@example.com"}, "email", "not_for_channel"),
     ({"channel": "email", "url": "", "email": "not-an-address"}, "email", "invalid_email"),
