@@ -151,10 +151,20 @@ class Sampler(threading.Thread):
                 self.cpu[pid] = max(self.cpu.get(pid, 0.0), cpu_seconds(pid))
 
 
+#: Runs ``celery`` on another tree's source alone: setuptools' finder of this checkout's editable install would
+#: otherwise supply the modules that tree lacks from this checkout (a baseline then imports half of today's code).
+_ALONE = ("import runpy, sys; "
+          "sys.meta_path[:] = [finder for finder in sys.meta_path if '__editable__' not in str(finder)]; "
+          "sys.path_hooks[:] = [hook for hook in sys.path_hooks if '__editable__' not in str(hook)]; "
+          "sys.path_importer_cache.clear(); sys.argv[0] = 'celery'; runpy.run_module('celery', run_name='__main__')")
+
+
 def start_process(arguments: list[str], env: dict[str, str], log: Path, root: Path = REPO) -> subprocess.Popen:
-    """A ``celery`` process of the checkout at ``root`` (another tree than this one: a baseline's source)."""
+    """A ``celery`` process of the checkout at ``root`` (another tree than this one: a baseline's source, which
+    then runs alone, see ``_ALONE``)."""
+    command = ["-m", "celery"] if root == REPO else ["-c", _ALONE]
     with log.open("a") as output:
-        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", *arguments], cwd=root, env=env,
+        return subprocess.Popen([sys.executable, *command, "-A", "config", *arguments], cwd=root, env=env,
                                 stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
                                 start_new_session=True)
 
