@@ -1,6 +1,7 @@
 """Reads of task governance. Those taking an ``actor`` start from ``access.visible`` (a cluster's scheduler config and
-quotas are its team's); the others are for the apps that run work on clusters (training, inference), which ask what
-queue and priority a workload gets and where it stands with Kueue, without an access check of their own.
+quotas are its team's) or from the actor's teams (the clusters their quotas let them run work on); the others are for
+the apps that run work on clusters (training, inference), which ask what queue and priority a workload gets and where
+it stands with Kueue, without an access check of their own.
 """
 
 from __future__ import annotations
@@ -61,11 +62,35 @@ class Queue:
         return found
 
 
+def _usable(quotas: QuerySet[ComputeQuota]) -> QuerySet[ComputeQuota]:
+    """Quotas SageMaker made and no operation is making or deleting."""
+    return quotas.exclude(state__in=[PolicyState.CREATING, PolicyState.DELETING]).exclude(quota_id="")
+
+
+def quota_team(actor: User, cluster: Cluster) -> Team | None:
+    """A team of ``actor``'s other than the cluster's that has a compute quota on ``cluster`` — the team its work
+    there runs as (``None``: none)."""
+    teams = list(access.roles(actor))
+    found = _usable(ComputeQuota.objects.filter(cluster=cluster, for_team_id__in=teams)).exclude(
+        for_team_id=cluster.team_id).select_related("for_team").order_by("for_team__name").first()
+    return found.for_team if found is not None else None
+
+
+def shared_clusters(actor: User) -> QuerySet[Cluster]:
+    """Clusters of other teams on which one of ``actor``'s teams has a compute quota."""
+    quotas = _usable(ComputeQuota.objects.filter(for_team_id__in=list(access.roles(actor))))
+    return Cluster.objects.filter(pk__in=quotas.values("cluster_id")).exclude(team_id__in=list(access.roles(actor)))
+
+
+def shared_cluster_get(*, actor: User, cluster_id: int | str) -> Cluster:
+    """One of :func:`shared_clusters` (``NotFound`` otherwise, as for a cluster the actor cannot see)."""
+    return get_visible(shared_clusters(actor).select_related("team"), cluster_id, "cluster")
+
+
 def team_queue(cluster: Cluster, team: Team) -> Queue | None:
     """The team's queue on ``cluster`` when it has a compute quota there that SageMaker made (``None``: the cluster
     is not governed for the team, and its workloads are not queued)."""
-    governed = ComputeQuota.objects.filter(cluster=cluster, for_team=team).exclude(
-        state__in=[PolicyState.CREATING, PolicyState.DELETING]).exclude(quota_id="").exists()
+    governed = _usable(ComputeQuota.objects.filter(cluster=cluster, for_team=team)).exists()
     return Queue(names.team_namespace(team), names.local_queue(team)) if governed else None
 
 

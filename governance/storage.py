@@ -16,31 +16,37 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from clusters import storage
-from clusters.models import StorageState, StorageVolume
+from clusters.models import StorageKind, StorageState, StorageVolume
+from clusters.shared_bucket import team_prefix
 from governance.models import ComputeQuota
 from governance.names import team_namespace
 
-SUFFIX = "-gov"
-
 
 def shared_volume(quota: ComputeQuota) -> StorageVolume | None:
-    """The shared volume the quota's team has on the cluster (``None`` for another team's quota, or none yet)."""
-    if quota.for_team_id != quota.cluster.team_id:
-        return None
-    return StorageVolume.objects.select_related("cluster", "cluster__team").filter(
+    """What the quota's team mounts as ``shared`` on the cluster: the cluster team's shared volume, and for another
+    team the same S3 bucket at that team's prefix (an unsaved copy; ``None`` when the cluster has no shared S3 volume
+    yet)."""
+    volume = StorageVolume.objects.select_related("cluster", "cluster__team").filter(
         cluster=quota.cluster, shared=True, state=StorageState.AVAILABLE).first()
+    if volume is None or quota.for_team_id == quota.cluster.team_id:
+        return volume
+    if volume.kind != StorageKind.S3:
+        return None
+    volume.prefix = team_prefix(quota.for_team.slug).rstrip("/")
+    return volume
 
 
 def objects(volume: StorageVolume, namespace: str) -> tuple[k8s.V1PersistentVolume, k8s.V1PersistentVolumeClaim]:
-    """The PV and claim of ``volume`` in ``namespace``, built from the volume's own (``clusters.storage``)."""
+    """The PV and claim of ``volume`` in ``namespace``, built from the volume's own (``clusters.storage``): the PV
+    named after the namespace, an S3 volume's handle too (each PV's must be unique)."""
     volume_object = storage.persistent_volume(volume)
     claim = storage.persistent_volume_claim(volume)
     meta, spec, claim_meta, claim_spec = volume_object.metadata, volume_object.spec, claim.metadata, claim.spec
     assert meta and spec and spec.claim_ref and spec.csi and claim_meta and claim_spec  # the builders set them all
-    meta.name = f"{volume.pv_name}{SUFFIX}"
+    meta.name = f"instantstart-{volume.cluster_id}-{namespace}"
     spec.claim_ref.namespace = namespace
     if spec.csi.driver == storage.S3_DRIVER:
-        spec.csi.volume_handle = f"{spec.csi.volume_handle}{SUFFIX}"
+        spec.csi.volume_handle = f"{spec.csi.volume_handle}-{namespace}"
     claim_meta.namespace = namespace
     claim_spec.volume_name = meta.name
     return volume_object, claim

@@ -35,8 +35,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from accounts.models import Team
 from clusters.models import Cluster
-from clusters.ownership import kube_labels, team_namespace
+from clusters.ownership import TEAM_LABEL, kube_labels, team_namespace
 from clusters.shared_bucket import shared_bucket_name, team_prefix
 from config.errors import InvalidFields, ValidationFailed
 from governance import selectors as governance
@@ -152,8 +153,10 @@ def _environment(name: str, values: dict[str, Any], shared: SharedBucket, instan
     return {**env, **(values.get("env") or {})}
 
 
-def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any], priority: str = "") -> JobPlan:
-    """Validate a submission of ``recipe`` named ``name`` with ``config`` to ``cluster``; see the module
+def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any], priority: str = "",
+             team: Team | None = None) -> JobPlan:
+    """Validate a submission of ``recipe`` named ``name`` with ``config`` to ``cluster`` by ``team`` (the cluster's,
+    or a team with a compute quota on it: its prefix of the shared bucket, its namespace and queue); see the module
     docstring for the errors. Reads the database, EC2's instance facts and (last) the cluster's CRDs."""
     spec = RECIPES.get(recipe)
     if spec is None:
@@ -166,9 +169,10 @@ def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any]
     if not isinstance(config, dict):
         problems.add("non_field_errors", "invalid", "config must be an object of recipe fields.")
         problems.raise_if_any()
-    shared = SharedBucket(shared_bucket_name(cluster.region), team_prefix(cluster.team.slug))
+    team = team or cluster.team
+    shared = SharedBucket(shared_bucket_name(cluster.region), team_prefix(team.slug))
     values = _clean_inputs(spec, config, shared, problems)
-    if values.get("script") and not shared_files.file_exists(cluster, values["script"]):
+    if values.get("script") and not shared_files.file_exists(cluster, values["script"], team=team):
         problems.add("script", "script_not_found", f"{shared.uri_of(values['script'])} does not exist: upload the "
                      "script to the team's shared bucket first (the Browse panel's Upload, or aws s3 cp).")
     if values.get("image"):
@@ -202,10 +206,10 @@ def plan_job(*, cluster: Cluster, recipe: str, name: str, config: dict[str, Any]
                       else manifests.CHECKPOINT_MOUNT)
     launch = spec.launch(values, LaunchContext(job=name, replicas=values["replicas"], processes_per_node=processes,
                                                gpus_per_node=values["gpus_per_node"], checkpoint_dir=checkpoint_dir))
-    queue = governance.team_queue(cluster, cluster.team)
+    queue = governance.team_queue(cluster, team)
     work = manifests.Workload(
-        name=name, namespace=queue.namespace if queue else team_namespace(cluster.team),
-        labels={**kube_labels(cluster), RECIPE_LABEL: spec.slug, JOB_LABEL: name,
+        name=name, namespace=queue.namespace if queue else team_namespace(team),
+        labels={**kube_labels(cluster), TEAM_LABEL: team.slug, RECIPE_LABEL: spec.slug, JOB_LABEL: name,
                 **(queue.labels(priority) if queue else {})},
         image=values["image"], launch=launch,
         env={**launch.env, **_environment(name, values, shared, group.instance_type)},

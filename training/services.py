@@ -16,9 +16,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts import access, audit
-from accounts.models import User
+from accounts.models import Team, User
 from clusters.models import Cluster, ClusterState
 from config.errors import Conflict, ValidationFailed
+from governance import selectors as governance
 from operations import idempotency
 from operations.models import Operation
 from operations.services import operation_cancel, operation_start
@@ -48,23 +49,32 @@ def _name_free(cluster: Cluster, namespace: str, name: str) -> None:
                                          "name or resubmit that job.")
 
 
+def submitting_team(actor: User, cluster: Cluster) -> Team:
+    """The team a submission to ``cluster`` runs as: the cluster's, unless the actor is not in it and one of the
+    actor's teams has a compute quota on it (task governance shares the cluster with that team)."""
+    if access.role_in(actor, cluster.team) is None and not access.can_administer_platform(actor):
+        return governance.quota_team(actor, cluster) or cluster.team
+    return cluster.team
+
+
 def training_job_submit(*, actor: User, cluster: Cluster, recipe: str, config: dict[str, Any], source: str,
                         name: str = "", priority: str = "", idempotency_key: str | None = None,
                         resubmitted_from: TrainingJob | None = None) -> tuple[TrainingJob, Operation]:
     """Check the submission and start ``training_job.submit``; returns the job and its operation. ``priority`` is a
     priority class of the cluster's scheduler config (task governance), or none."""
-    access.require(actor, actions.SUBMIT, cluster)
-    replayed = idempotency.replayed(cluster.team, idempotency_key)
+    team = submitting_team(actor, cluster)
+    access.require(actor, actions.SUBMIT, team)
+    replayed = idempotency.replayed(team, idempotency_key)
     if replayed is not None:
         return TrainingJob.objects.get(pk=replayed.params["job_id"]), replayed
     _require_active(cluster)
     name = name or default_name(recipe)
-    plan = planning.plan_job(cluster=cluster, recipe=recipe, name=name, config=config, priority=priority)
+    plan = planning.plan_job(cluster=cluster, recipe=recipe, name=name, config=config, priority=priority, team=team)
     _name_free(cluster, plan.namespace, plan.name)
     try:
         with transaction.atomic():
             job = TrainingJob.objects.create(
-                team=cluster.team, cluster=cluster, created_by=actor, resubmitted_from=resubmitted_from,
+                team=team, cluster=cluster, created_by=actor, resubmitted_from=resubmitted_from,
                 name=plan.name, namespace=plan.namespace, priority=priority, recipe=plan.recipe, path=plan.path,
                 config=plan.config,
                 manifest=plan.manifest, object_kind=plan.kind, instance_group=plan.instance_group,
@@ -75,13 +85,13 @@ def training_job_submit(*, actor: User, cluster: Cluster, recipe: str, config: d
                 job.manifest = planning.with_env(plan, env).manifest
                 job.save(update_fields=["manifest"])
             operation, _ = operation_start(
-                actor=actor, team=cluster.team, kind=pipeline.KIND, title=f"Train {plan.name} ({plan.recipe})",
+                actor=actor, team=team, kind=pipeline.KIND, title=f"Train {plan.name} ({plan.recipe})",
                 params={"job_id": job.pk, "cluster_id": cluster.pk, "region": cluster.region,
                         "service_account": plan.service_account},
                 source=source, target=job, idempotency_key=idempotency_key)
             TrainingJob.objects.filter(pk=job.pk).update(operation=operation)
             job.operation = operation
-            audit.record(actor=actor, source=source, action=actions.SUBMIT, target=job, team=cluster.team,
+            audit.record(actor=actor, source=source, action=actions.SUBMIT, target=job, team=team,
                          after={"name": plan.name, "recipe": plan.recipe, "cluster": cluster.name,
                                 "priority": priority,
                                 "config": plan.config, "resubmitted_from": getattr(resubmitted_from, "pk", None)})
@@ -130,7 +140,7 @@ def resubmit_name(job: TrainingJob) -> str:
 def training_job_resubmit(*, actor: User, job: TrainingJob, source: str, name: str = "",
                           idempotency_key: str | None = None) -> tuple[TrainingJob, Operation]:
     """Submit a finished job's configuration again (checked again against the cluster as it is now)."""
-    access.require(actor, actions.SUBMIT, job.cluster)
+    access.require(actor, actions.SUBMIT, job)
     if job.state not in TERMINAL_JOB_STATES:
         raise Conflict(f"Job {job.name} is still {job.get_state_display().lower()}; stop it or wait for it to finish "
                        "before resubmitting.", code="training_job_active")

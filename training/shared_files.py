@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import ClientError
 
+from accounts.models import Team
 from cloud import aws
 from clusters.models import Cluster
 from clusters.shared_bucket import shared_bucket_name, team_prefix
@@ -89,10 +90,11 @@ def listing(cluster: Cluster, path: str) -> dict[str, Any]:
             "truncated": bool(page.get("IsTruncated"))}
 
 
-def file_exists(cluster: Cluster, mount_path: str) -> bool:
-    """Whether the file at ``mount_path`` (absolute, under the mount) is an object of the team's prefix of the
-    cluster region's shared bucket (``HeadObject``; a missing bucket is a missing file)."""
-    key = team_prefix(cluster.team.slug) + posixpath.relpath(mount_path, SHARED_MOUNT)
+def file_exists(cluster: Cluster, mount_path: str, *, team: Team | None = None) -> bool:
+    """Whether the file at ``mount_path`` (absolute, under the mount) is an object of the prefix of ``team`` (the
+    cluster's by default) in the cluster region's shared bucket (``HeadObject``; a missing bucket is a missing
+    file)."""
+    key = team_prefix((team or cluster.team).slug) + posixpath.relpath(mount_path, SHARED_MOUNT)
     try:
         aws.client("s3", region=cluster.region).head_object(Bucket=shared_bucket_name(cluster.region), Key=key)
     except ClientError as error:

@@ -61,7 +61,7 @@ def build_fake_cluster(make_team, monkeypatch) -> Cluster:
     monkeypatch.setenv("INSTANTSTART_SHARED_BUCKET", BUCKET)
     monkeypatch.setattr(constraints, "instance_facts", lambda region, instance_type: OFFERS.get(instance_type))
     monkeypatch.setattr(constraints, "operator_served", lambda cluster, path: True)
-    monkeypatch.setattr(shared_files, "file_exists", lambda cluster, mount_path: True)
+    monkeypatch.setattr(shared_files, "file_exists", lambda cluster, mount_path, team=None: True)
     cluster = factories.cluster(make_team("Vision"))
     for name, instance_type, capacity_type, count in [("controller", "ml.m5.xlarge", "on-demand", 1),
                                                        ("gpu", "ml.p5.48xlarge", "on-demand", 2),

@@ -19,6 +19,7 @@ from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from config.errors import NotFound
+from governance import selectors as governance
 from operations.api.responses import operation_response
 from training import actions, recipes, selectors, services, shared_files
 from training.api import job_serializers as s
@@ -39,9 +40,14 @@ class JobFilter(django_filters.FilterSet):
 
 
 def cluster_for_submit(request, cluster_id: int) -> Cluster:
-    """The cluster a submission names: another team's (or none) is ``not_found`` (404) on field ``cluster``."""
+    """The cluster a submission names: one of the actor's teams', or another team's on which one of them has a
+    compute quota (task governance); any other (or none) is ``not_found`` (404) on field ``cluster``."""
     try:
         return cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    except NotFound:
+        pass
+    try:
+        return governance.shared_cluster_get(actor=request.user, cluster_id=cluster_id)
     except NotFound:
         message = "No such cluster among your teams' clusters."
         raise NotFound(message, fields={"cluster": [{"code": "cluster_not_found", "message": message}]}) from None
