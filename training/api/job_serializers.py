@@ -92,7 +92,8 @@ class TrainingJobQuerySerializer(serializers.Serializer):
 
 
 class TrainingJobSubmitSerializer(StrictSerializer):
-    cluster = serializers.IntegerField(help_text="The cluster to run on (one of your team's).")
+    cluster = serializers.IntegerField(help_text="The cluster to run on: one of your team's, or one where your team "
+                                                 "has a compute quota (task governance).")
     recipe = serializers.CharField(max_length=32, help_text="A recipe slug from GET /training-recipes.")
     name = serializers.CharField(max_length=64, required=False, default="", allow_blank=True,
                                  help_text="Lowercase letters, digits and hyphens; generated when omitted.")
