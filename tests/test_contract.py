@@ -692,3 +692,36 @@ def test_compute_quota_bad_input_same_code_on_every_face(resource, body, field, 
     assert portal_codes(portal) == {"validation_failed", code}
     assert not ComputeQuota.objects.exists()
     assert AuditEvent.objects.count() == events
+
+
+def test_job_priority_the_scheduler_config_does_not_define_same_code_on_every_face(cast, token_for, sandbox):
+    from cloud import aws
+    from clusters.shared_bucket import ensure_shared_bucket, team_prefix
+    from tests.governance.rows import governed_cluster
+    from training.models import TrainingJob
+
+    cluster = governed_cluster(cast.team)
+    s3 = aws.client("s3", region=cluster.region)
+    s3.put_object(Bucket=ensure_shared_bucket(s3, cluster.region), Key=f"{team_prefix(cast.team.slug)}train.py",
+                  Body=b"print('training')\n")
+    secret = token_for(cast.operator)
+    events = AuditEvent.objects.count()
+    data = {"cluster": cluster.pk, "recipe": "pytorch", "name": "urgent", "priority": "urgent",
+            "config": {"script": "train.py"}}
+    rest = Client().post("/api/v1/training-jobs", data, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "submit_training_job", data)
+    browser = Client()
+    browser.force_login(cast.operator)
+    portal = browser.post(reverse("training-job-submit"), {"cluster": cluster.pk, "recipe": "pytorch",
+                                                           "name": "urgent", "priority": "urgent",
+                                                           "cfg-script": "train.py"})
+
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {
+        "priority": "unknown_priority_class"}
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400
+    assert portal_codes(portal) == {"validation_failed", "unknown_priority_class"}
+    assert not TrainingJob.objects.exists()
+    assert AuditEvent.objects.count() == events
