@@ -2,7 +2,7 @@
 
 import os
 
-from celery import Celery
+from celery import Celery, signals
 from kombu.transport import redis as kombu_redis
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -15,3 +15,11 @@ app.autodiscover_tasks()
 # worker holds unacknowledged scheduled messages — operation wake-ups always are — because it tries to put them back
 # on a connection that is gone. They need not go back: the operations sweeper re-enqueues every lost wake-up.
 kombu_redis.QoS.restore_at_shutdown = False
+
+
+@signals.worker_init.connect
+def _read_cloud_models_before_forking(**_: object) -> None:
+    """The worker's main process reads the AWS service models before its pool forks (``cloud.aws.preload_models``)."""
+    from cloud import aws
+
+    aws.preload_models()
