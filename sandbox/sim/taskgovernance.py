@@ -32,6 +32,13 @@ preemptor stays within its nominal quota (reclamation), or a lower-priority borr
 ClusterQueue is evicted if that makes room (conditions ``Evicted``/``Preempted``/``Requeued``, its job
 suspended, its pods deleted); else it waits with ``QuotaReserved`` False and Kueue's message. A finished job's
 Workload is ``Finished`` and frees its quota. ClusterQueues and LocalQueues report their usage and counts.
+
+Every Workload carries Kueue's finalizer ``kueue.x-k8s.io/resource-in-use``, which Kueue removes (as its job
+reconciler does) once the Workload is ``Finished``, once its job or pod is gone or being deleted (no new Workload is
+made for an object being deleted), or once the Workload itself is being deleted (its job held first). A Workload
+being deleted, or whose owner is, holds no quota: a job's deletion — ``Background`` or ``Foreground`` (the garbage
+collector deletes the Workload first, and the job goes once it is) — frees its quota for the next workload in the
+same pass.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ JOBS = "hyperpodpytorchjobs.sagemaker.amazonaws.com"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+FINALIZER = "kueue.x-k8s.io/resource-in-use"
 MANAGED_LABEL = "sagemaker.amazonaws.com/sagemaker-managed-queue"
 QUOTA_LABEL = "sagemaker.amazonaws.com/quota-allocation-id"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -349,8 +357,9 @@ def _outcome(owner: dict[str, Any]) -> bool | None:
 
 
 def _governed_owners(ctx: Context) -> dict[str, dict[str, Any]]:
-    """The jobs and (job-less) pods that name a queue, by uid."""
-    owners = {objects.uid(job): job for job in ctx.list(JOBS) if objects.labels(job).get(QUEUE_LABEL)}
+    """The jobs and (job-less) pods that name a queue and are not being deleted, by uid."""
+    owners = {objects.uid(job): job for job in ctx.list(JOBS)
+              if objects.labels(job).get(QUEUE_LABEL) and not job["metadata"].get("deletionTimestamp")}
     for pod in ctx.list("pods"):
         if (objects.labels(pod).get(QUEUE_LABEL) and not pod["metadata"].get("deletionTimestamp")
                 and not any(ref.get("kind") == "HyperPodPyTorchJob"
@@ -361,7 +370,12 @@ def _governed_owners(ctx: Context) -> dict[str, dict[str, Any]]:
 
 def _sync_workloads(ctx: Context, governed: Governed) -> None:
     owners = _governed_owners(ctx)
-    workloads = {objects.labels(w).get(JOB_UID_LABEL): w for w in ctx.store.list(WORKLOADS)}
+    workloads = {}
+    for stored in ctx.store.list(WORKLOADS):
+        with ctx.guard(f"finalizer of workload {objects.namespace(stored)}/{objects.name(stored)}"):
+            kept = _release(ctx, stored, owners.get(objects.labels(stored).get(JOB_UID_LABEL, "")))
+            if kept is not None:
+                workloads[objects.labels(kept).get(JOB_UID_LABEL)] = kept
     for uid, owner in owners.items():
         with ctx.guard(f"workload of {objects.namespace(owner)}/{objects.name(owner)}"):
             workload = workloads.get(uid)
@@ -386,14 +400,15 @@ def _sync_workloads(ctx: Context, governed: Governed) -> None:
         if held and held[0] in governed.queues:
             for flavor, amounts in held[1].items():
                 governed.queues[held[0]].add(flavor, amounts)
-    _admit(ctx, governed, [w for w in workloads.values() if objects.labels(w).get(JOB_UID_LABEL) in owners])
+    _admit(ctx, governed, list(workloads.values()))
     for uid, owner in owners.items():
         workload = ctx.store.find(WORKLOADS, objects.name(workloads[uid]), objects.namespace(workloads[uid])) \
             if uid in workloads else None
         if workload is not None and _outcome(owner) is None:
             with ctx.guard(f"hold of {objects.namespace(owner)}/{objects.name(owner)}"):
                 _hold(ctx, owner, not _has(workload, "Admitted"))
-    _report(ctx, governed, ctx.store.list(WORKLOADS))
+    _report(ctx, governed, [w for w in ctx.store.list(WORKLOADS) if objects.labels(w).get(JOB_UID_LABEL) in owners
+                            and not w["metadata"].get("deletionTimestamp")])
 
 
 def _create_workload(ctx: Context, governed: Governed, owner: dict[str, Any]) -> dict[str, Any] | None:
@@ -408,11 +423,26 @@ def _create_workload(ctx: Context, governed: Governed, owner: dict[str, Any]) ->
     if label:
         spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": label}
     workload = {"apiVersion": API, "kind": "Workload", "metadata": {
-        "name": _workload_name(owner), "labels": {JOB_UID_LABEL: objects.uid(owner)}}, "spec": spec}
+        "name": _workload_name(owner), "labels": {JOB_UID_LABEL: objects.uid(owner)}, "finalizers": [FINALIZER]},
+        "spec": spec}
     created = ctx.create(WORKLOADS, workload, owner)
     events.record(ctx, owner, "CreatedWorkload", f"Created Workload: {objects.namespace(owner)}/"
                   f"{_workload_name(owner)}", source="kueue-job-controller")
     return created
+
+
+def _release(ctx: Context, workload: dict[str, Any], owner: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Kueue's finalizer handling for one stored Workload: drop ``FINALIZER`` once the Workload is finished, its
+    ``owner`` is gone or being deleted (``None``), or the Workload is being deleted (its owner held first). The
+    Workload as it still stands for its live owner, else ``None``."""
+    deleting = bool(workload["metadata"].get("deletionTimestamp"))
+    if owner is not None and deleting:
+        _hold(ctx, owner, True)
+    finalizers = workload["metadata"].get("finalizers") or []
+    if FINALIZER in finalizers and (owner is None or deleting or _has(workload, "Finished")):
+        metadata = {**workload["metadata"], "finalizers": [f for f in finalizers if f != FINALIZER]}
+        workload = ctx.store.update(WORKLOADS, {**workload, "metadata": metadata}, objects.namespace(workload))
+    return workload if owner is not None and not deleting else None
 
 
 def _hold(ctx: Context, owner: dict[str, Any], hold: bool) -> None:

@@ -119,6 +119,7 @@ def test_quotas_become_kueue_queues_and_jobs_wait_borrow_and_are_preempted():
     workload = kube.workload("a1", "team-a")
     assert workload["spec"]["priority"] == 50 and workload["spec"]["queueName"] == "hyperpod-ns-team-a-localqueue"
     assert workload["status"]["admission"]["clusterQueue"] == "hyperpod-ns-team-a-clusterqueue"
+    assert workload["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
 
     # team B reclaims its quota: a1 is evicted and its job suspended, b1 runs
     kube.submit("b1", "team-b")
@@ -141,13 +142,27 @@ def test_quotas_become_kueue_queues_and_jobs_wait_borrow_and_are_preempted():
     assert "due to prioritization in the ClusterQueue" in preempted["Evicted"][2]
     assert preempted["Admitted"][:2] == ("False", "NoReservation")
 
-    # capacity frees: the next waiting job that fits is admitted again
-    kube.custom.delete_namespaced_custom_object(*JOBS[:2], "hyperpod-ns-team-a", JOBS[2], "a3")
+    # capacity frees when an admitted job is deleted in the foreground (Kueue releases its Workload, then the job
+    # goes): the next waiting job that fits is admitted again
+    kube.custom.delete_namespaced_custom_object(*JOBS[:2], "hyperpod-ns-team-a", JOBS[2], "a3",
+                                                propagation_policy="Foreground")
     wait_for(lambda: kube.admitted("a2", "team-a"))
     assert kube.conditions("a2", "team-a")["Evicted"][:2] == ("False", "QuotaReserved")
     wait_for(lambda: kube.running_pods("a2", "team-a"), lambda n: n == 1)
-    usage = kube.custom.get_cluster_custom_object(KUEUE, VERSION, "clusterqueues", "hyperpod-ns-team-a-clusterqueue")
-    assert usage["status"]["pendingWorkloads"] == 1 and usage["status"]["admittedWorkloads"] == 1
+    wait_for(lambda: kube.custom.list_namespaced_custom_object(*JOBS[:2], "hyperpod-ns-team-a", JOBS[2])["items"],
+             lambda jobs: {job["metadata"]["name"] for job in jobs} == {"a1", "a2"})
+    assert kube.workload("a3", "team-a") is None
+
+    def queue_status() -> dict[str, Any]:
+        return kube.custom.get_cluster_custom_object(KUEUE, VERSION, "clusterqueues",
+                                                     "hyperpod-ns-team-a-clusterqueue")["status"]
+
+    assert queue_status()["pendingWorkloads"] == 1 and queue_status()["admittedWorkloads"] == 1
+    # a waiting job deleted in the foreground goes too, its Workload with it
+    kube.custom.delete_namespaced_custom_object(*JOBS[:2], "hyperpod-ns-team-a", JOBS[2], "a1",
+                                                propagation_policy="Foreground")
+    wait_for(lambda: kube.workload("a1", "team-a"), lambda workload: workload is None)
+    wait_for(queue_status, lambda status: status["pendingWorkloads"] == 0)
 
     # a priority class the cluster policy does not define: no Workload, the job stays held
     kube.submit("odd", "team-b", priority="urgent-priority")
