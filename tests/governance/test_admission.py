@@ -1,7 +1,8 @@
 """Two teams share a governed sandbox cluster (two ``ml.g5.12xlarge`` nodes), each with a compute quota of one node:
 a team's job waits with Kueue's reason while the other team's job (submitted through InstantStart by that team, on
-a cluster it does not own) uses the capacity its quota would borrow, runs once that capacity frees, and a high-priority
-job preempts a low-priority one; the job page and REST show the admission."""
+a cluster it does not own) uses the capacity its quota would borrow, runs once that team cancels its job, and a
+high-priority job preempts a low-priority one, which its team cancels while it waits; the job page and REST show the
+admission."""
 
 from __future__ import annotations
 
@@ -48,6 +49,15 @@ def admission(api, actor, job: TrainingJob, state: str, timeout: float = 20.0) -
         time.sleep(0.05)
 
 
+def cancel(api, actor, job: TrainingJob, drive) -> None:
+    """Cancel ``job`` through REST as ``actor``; its operation finishes cancelled once the object is gone."""
+    response = api(actor).post(f"{JOBS}/{job.pk}/cancel")
+    assert response.status_code == 202, response.content
+    assert drive(Operation.objects.get(pk=job.operation_id), timeout=30).state == "cancelled"
+    job.refresh_from_db()
+    assert job.state == "stopped", job.status_reason
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_job_waits_for_borrowed_capacity_and_a_high_priority_job_preempts_a_low_one(api, cast, make_team, make_user,
                                                                                      sandbox, drive):
@@ -85,13 +95,16 @@ def test_a_job_waits_for_borrowed_capacity_and_a_high_priority_job_preempts_a_lo
     page = browser.get(reverse("training-job", args=[second.pk])).content.decode()
     assert 'data-testid="job-admission-state">pending' in page and escape(waiting["reason"]) in page
 
-    custom = k8s.CustomObjectsApi(kube.api_client(cluster.eks_name, region=cluster.region))
-    custom.delete_namespaced_custom_object("sagemaker.amazonaws.com", "v1", theirs.namespace, "hyperpodpytorchjobs",
-                                           theirs.name, propagation_policy="Background")  # as their kubectl would
+    cancel(api, theirs_operator, theirs, drive)  # an admitted job: its Workload goes with it, the capacity frees
     admission(api, cast.viewer, second, "admitted")
 
     urgent = submit(api, cast.operator, cluster, drive, "urgent", "high")
     admission(api, cast.viewer, urgent, "admitted")
-    preempted = [job.name for job in (first, second) if api(cast.viewer).get(
+    preempted = [job for job in (first, second) if api(cast.viewer).get(
         f"{JOBS}/{job.pk}").json()["admission"]["state"] == "preempted"]
-    assert len(preempted) == 1, preempted
+    assert len(preempted) == 1, [job.name for job in preempted]
+    cancel(api, cast.operator, preempted[0], drive)  # a queued job
+    custom = k8s.CustomObjectsApi(kube.api_client(cluster.eks_name, region=cluster.region))
+    assert not any(workload["metadata"]["ownerReferences"][0]["name"] == preempted[0].name for workload in
+                   custom.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", first.namespace,
+                                                        "workloads")["items"])
