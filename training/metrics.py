@@ -21,9 +21,13 @@ def reports_to_mlflow(job: TrainingJob) -> bool:
                for env in container.get("env") or [])
 
 
+#: The metrics a summary holds: the value at each one's newest step.
+SUMMARIZED = ("throughput", "loss")
+
+
 def _from_logs(job: TrainingJob) -> dict:
     latest = {}
-    for name in ("throughput", "loss"):
+    for name in SUMMARIZED:
         point = (TrainingMetric.objects.filter(job=job, source=MetricSource.LOGS, name=name)
                  .order_by("-step").values("step", "value").first())
         if point is not None:

@@ -292,3 +292,38 @@ def test_a_replay_frame_written_by_the_database_holds_exactly_the_stored_lines(c
             seq = last_seq
         assert sum(pages) == (25 if rank is None else 8)
     assert store.lines_frame_after(job.pk, 25) == ('{"type": "lines", "lines": []}', 0, 0)
+
+
+def test_the_followers_summary_is_what_the_stored_points_give_at_four_statements_a_batch(cast):
+    """The follower keeps the job's metrics summary in memory (``metrics.Summary``) and writes it with the batch's
+    counter update: four statements a batch (there were eight), and the summary ``summarize_logs`` computes from the
+    stored points — a step logged again after a restart takes the newer value, other ranks' lines do not count."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from training.logs import metrics
+    from training.logs.kubelet import PodLine, to_micros
+    from training.metrics import summarize_logs
+
+    job = factories.training_job(factories.cluster(cast.team, "c"), "summary", state="running")
+    summary, now = metrics.Summary(job), to_micros(timezone.now())
+
+    def line(step: int, loss: float, rank: int = 0) -> PodLine:
+        return PodLine(f"summary-pods-{rank}", rank, now + step * 10 + rank, f"step={step}, loss={loss}, "
+                                                                             f"throughput={100 + step} samples/s")
+
+    batches = [[line(1, 9.0), line(1, 9.5, rank=1), line(2, 8.0)], [line(3, 7.0), line(3, 1.0, rank=1)],
+               [line(2, 8.5)], [line(3, 6.5), PodLine("summary-pods-0", 0, now + 99, "no numbers here")]]
+    for batch in batches:
+        with CaptureQueriesContext(connection) as queries:
+            store.append(job.pk, batch, summary=summary)
+        statements = [query["sql"] for query in queries.captured_queries
+                      if not query["sql"].startswith(("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE"))]
+        assert len(statements) == 4, statements  # the row lock, the COPY, the points, the counter and summary
+    stored = TrainingJob.objects.get(pk=job.pk)
+    assert stored.metrics == {"throughput": 103.0, "loss": 6.5, "step": 3, "source": "logs"}
+    recomputed = TrainingJob.objects.get(pk=job.pk)
+    recomputed.metrics = {}
+    summarize_logs(recomputed)
+    assert recomputed.metrics == stored.metrics

@@ -29,7 +29,7 @@ from urllib3.exceptions import HTTPError
 
 from cloud import kube
 from config.errors import ApplicationError
-from training.logs import store
+from training.logs import metrics, store
 from training.logs.kubelet import PodLine, Watermark
 from training.logs.pods import RankBook, RankPod, job_pods
 from training.logs.publish import Publisher
@@ -62,6 +62,7 @@ class Follower:
         self.readers: dict[str, PodReader] = {}
         self.book = RankBook()
         self.publisher = Publisher(job.pk)
+        self.summary = metrics.Summary(job)
         self.pending: list[PodLine] = []
         self.batch_started = 0.0
         self.terminal_since: float | None = None
@@ -148,7 +149,7 @@ class Follower:
     def _flush(self) -> None:
         while self.pending:
             batch, self.pending = self.pending[:self.batch_lines], self.pending[self.batch_lines:]
-            self.publisher.batch(store.append(self.job.pk, batch))
+            self.publisher.batch(store.append(self.job.pk, batch, summary=self.summary))
 
     def _complete(self) -> bool:
         while True:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 from training.logs.kubelet import PodLine
-from training.metrics import summarize_logs
+from training.metrics import SUMMARIZED, reports_to_mlflow
 from training.models import MetricSource, TrainingJob, TrainingMetric
 
 _STEP = re.compile(r"\bstep[=:]\s*(\d+)")
@@ -54,11 +54,42 @@ def points(job_id: int, lines: Iterable[PodLine]) -> list[TrainingMetric]:
     return list(found.values())
 
 
-def save(job_id: int, lines: Iterable[PodLine]) -> int:
-    """Upsert the metric points of ``lines`` and the job's metrics summary; returns how many were written."""
-    rows = points(job_id, lines)
+def upsert(rows: list[TrainingMetric]) -> None:
+    """Store metric points; a step already stored takes the new value."""
     if rows:
         TrainingMetric.objects.bulk_create(rows, update_conflicts=True, unique_fields=["job", "source", "name", "step"],
                                            update_fields=["value", "at"])
-        summarize_logs(TrainingJob.objects.get(pk=job_id))
-    return len(rows)
+
+
+class Summary:
+    """A job's logs summary (``TrainingJob.metrics``) as its follower keeps it — the follower, under the job's lease,
+    is the one writer of it. It is what ``training.metrics.summarize_logs`` computes: the value at the newest step of
+    each of ``SUMMARIZED``, with that step. The stored points are read once, when the follower starts; after that
+    each stored batch advances it in memory, so a batch costs no reads for it and a write only when it changed."""
+
+    def __init__(self, job: TrainingJob):
+        self.applies = not reports_to_mlflow(job)
+        self.written = job.metrics
+        self.newest: dict[str, tuple[int, float]] = {}
+        for name in SUMMARIZED if self.applies else ():
+            point = (TrainingMetric.objects.filter(job=job, source=MetricSource.LOGS, name=name)
+                     .order_by("-step").values_list("step", "value").first())
+            if point is not None:
+                self.newest[name] = point
+
+    def changed(self, rows: Iterable[TrainingMetric]) -> dict | None:
+        """The summary once ``rows`` are stored, when it differs from the one last written (then it counts as
+        written); ``None`` otherwise, and always for a job that reports to MLflow (MLflow's summary wins)."""
+        if not self.applies:
+            return None
+        for row in rows:
+            if row.name in SUMMARIZED and row.step >= self.newest.get(row.name, (-1, 0.0))[0]:
+                self.newest[row.name] = (row.step, row.value)
+        if not self.newest:
+            return None
+        summary = {**{name: value for name, (_step, value) in self.newest.items()},
+                   "step": max(step for step, _value in self.newest.values()), "source": MetricSource.LOGS}
+        if summary == self.written:
+            return None
+        self.written = summary
+        return summary

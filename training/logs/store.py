@@ -20,16 +20,20 @@ from django.utils import timezone
 
 from training.logs import metrics
 from training.logs.kubelet import PodLine, to_micros
+from training.metrics import summarize_logs
 from training.models import TERMINAL_JOB_STATES, TrainingJob, TrainingLogLine
 
 PURGE_CHUNK = 5000
 
 
-def append(job_id: int, lines: Sequence[PodLine]) -> list[dict]:
-    """Store ``lines`` (in order) with the next ``seq`` numbers; returns them as :func:`payload` dicts.
+def append(job_id: int, lines: Sequence[PodLine], *, summary: metrics.Summary | None = None) -> list[dict]:
+    """Store ``lines`` (in order) with the next ``seq`` numbers, with their metric points; returns them as
+    :func:`payload` dicts.
 
     On PostgreSQL the rows go in with one ``COPY … FROM STDIN`` (no per-value quoting, no model instances: the
-    follower's hot path); elsewhere with one ``bulk_create``."""
+    follower's hot path); elsewhere with one ``bulk_create``. The follower passes the job's ``summary``, which the
+    counter's own UPDATE then writes when it changed (four statements a batch); without it the summary is read and
+    recomputed from the stored points."""
     if not lines:
         return []
     with transaction.atomic():
@@ -42,8 +46,15 @@ def append(job_id: int, lines: Sequence[PodLine]) -> list[dict]:
             TrainingLogLine.objects.bulk_create(
                 [TrainingLogLine(job_id=job, seq=seq, pod=pod, rank=rank, at=at, text=text)
                  for job, seq, pod, rank, at, text in rows])
-        TrainingJob.objects.filter(pk=job_id).update(last_seq=F("last_seq") + len(rows))
-        metrics.save(job_id, lines)
+        points = metrics.points(job_id, lines)
+        metrics.upsert(points)
+        changes: dict = {"last_seq": F("last_seq") + len(rows)}
+        if summary is None:
+            if points:
+                summarize_logs(TrainingJob.objects.get(pk=job_id))
+        elif (changed := summary.changed(points)) is not None:
+            changes |= {"metrics": changed, "updated_at": timezone.now()}
+        TrainingJob.objects.filter(pk=job_id).update(**changes)
     return [{"seq": seq, "rank": rank, "pod": pod, "at": iso(at), "text": text}
             for _job, seq, pod, rank, at, text in rows]
 
