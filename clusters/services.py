@@ -157,8 +157,9 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
     An imported cluster is only forgotten (``None`` is returned, nothing is sent to AWS) unless
     ``delete_resources`` asks for its EKS and HyperPod clusters to be deleted too — AWS resources InstantStart did
     not create, so only a platform admin may ask (``permission_denied`` otherwise), with the same typed name. Refused
-    with ``cluster_in_use`` (listing them) while jobs or endpoints run on it, and ``cluster_busy`` while an
-    operation changes it.
+    with ``cluster_in_use`` (listing them) while jobs or endpoints run on it, ``cluster_has_dependents`` (listing
+    them) while other apps keep something on it through its features (teams' compute quotas), and ``cluster_busy``
+    while an operation changes it.
     """
     access.require(actor, actions.CLUSTER_DELETE, cluster)
     replayed = idempotency.replayed(cluster.team, idempotency_key)
@@ -177,6 +178,10 @@ def cluster_delete(*, actor: User, cluster: Cluster, confirm: str, delete_resour
     if workloads:
         raise Conflict(f"Cluster {cluster.name} still runs {', '.join(workloads)}; stop them first.",
                        code="cluster_in_use")
+    dependents = usage.dependents_on(cluster)
+    if dependents:
+        raise Conflict(f"Cluster {cluster.name} still has {', '.join(dependents)}; delete them first.",
+                       code="cluster_has_dependents")
     before = _snapshot(cluster)
     with transaction.atomic():
         ActiveCluster.objects.filter(cluster=cluster).delete()

@@ -9,6 +9,10 @@ without importing the apps that build on it.
 Apps that may refuse new capacity (a team over its budget: ``spending``) declare ``CAPACITY_CHECKS`` there too:
 :func:`check_new_capacity` asks each before a cluster is created, a group added or a group scaled up, and a check
 refuses by raising an application error (``budget_exceeded``) that every face shows.
+
+Apps that keep something on a cluster through one of its managed features (compute quotas through
+``task_governance``: ``governance``) declare ``FEATURE_DEPENDENTS``: :func:`dependents_on` asks them before the
+feature is turned off (``feature_in_use``) or the cluster deleted (``cluster_has_dependents``).
 """
 
 from __future__ import annotations
@@ -98,9 +102,37 @@ def check_new_capacity(capacity: NewCapacity) -> None:
         check(capacity)
 
 
+@dataclass(frozen=True)
+class Dependent:
+    """Something an app keeps on a cluster that works through the managed feature ``feature`` (a slug of
+    ``clusters.features.catalog``) and must be removed before that feature is turned off or the cluster deleted;
+    ``description`` names it for messages (``"the compute quota of team robotics"``)."""
+
+    feature: str
+    description: str
+
+
+DependentSource = Callable[[Cluster], list[Dependent]]
+
+_DEPENDENT_SOURCES: list[DependentSource] = []
+
+
+def register_dependent_source(source: DependentSource) -> DependentSource:
+    """Add ``source`` (cluster → its :class:`Dependent` objects); registering it twice has no effect."""
+    if source not in _DEPENDENT_SOURCES:
+        _DEPENDENT_SOURCES.append(source)
+    return source
+
+
+def dependents_on(cluster: Cluster, feature: str | None = None) -> list[str]:
+    """The descriptions of what registered sources keep on ``cluster`` (through ``feature`` only, when given)."""
+    return [dependent.description for source in _DEPENDENT_SOURCES for dependent in source(cluster)
+            if feature is None or dependent.feature == feature]
+
+
 def register_declared() -> None:
-    """Register the ``WORKLOAD_SOURCES``, ``GROUP_PIN_SOURCES`` and ``CAPACITY_CHECKS`` every installed app declares
-    in its ``usage`` module."""
+    """Register the ``WORKLOAD_SOURCES``, ``GROUP_PIN_SOURCES``, ``CAPACITY_CHECKS`` and ``FEATURE_DEPENDENTS`` every
+    installed app declares in its ``usage`` module."""
     for sources in discovery.declared("usage", "WORKLOAD_SOURCES"):
         for source in sources:
             register_workload_source(source)
@@ -110,3 +142,6 @@ def register_declared() -> None:
     for checks in discovery.declared("usage", "CAPACITY_CHECKS"):
         for check in checks:
             register_capacity_check(check)
+    for dependent_sources in discovery.declared("usage", "FEATURE_DEPENDENTS"):
+        for dependent_source in dependent_sources:
+            register_dependent_source(dependent_source)

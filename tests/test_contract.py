@@ -725,3 +725,43 @@ def test_job_priority_the_scheduler_config_does_not_define_same_code_on_every_fa
     assert portal_codes(portal) == {"validation_failed", "unknown_priority_class"}
     assert not TrainingJob.objects.exists()
     assert AuditEvent.objects.count() == events
+
+
+def test_compute_quotas_hold_task_governance_and_the_cluster_alike_on_every_face(cast, token_for, make_team):
+    from governance.models import ComputeQuota
+    from operations.models import ApprovalPolicy, Operation
+    from tests.governance.rows import governed_cluster
+
+    cluster = governed_cluster(cast.team)
+    factories.compute_quota(cluster, make_team("Robotics"))
+    ApprovalPolicy.objects.create(team=cast.team, actions=[])  # the agent's delete is not held for approval
+    secret = token_for(cast.admin)
+    events = AuditEvent.objects.count()
+    browser = Client()
+    browser.force_login(cast.admin)
+
+    off = {"task_governance": {"enabled": False}}
+    rest = Client().patch(f"/api/v1/clusters/{cluster.pk}/features", off, content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "update_advanced_features", {"cluster_id": cluster.pk, **off})
+    portal = browser.post(reverse("cluster-features", args=[cluster.pk]), off, content_type="application/json")
+    assert rest.status_code == 400, rest.content
+    assert {name: errors[0]["code"] for name, errors in rest.json()["fields"].items()} == {
+        "task_governance": "feature_in_use"}
+    assert "the compute quota of team robotics" in rest.json()["fields"]["task_governance"][0]["message"]
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 400 and "feature_in_use" in portal_codes(portal)
+
+    confirm = {"confirm": cluster.name}
+    rest = Client().post(f"/api/v1/clusters/{cluster.pk}/delete", confirm, content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")
+    is_error, mcp_body = call_tool(secret, "delete_cluster", {"cluster_id": cluster.pk, **confirm})
+    portal = browser.post(reverse("cluster-delete", args=[cluster.pk]), confirm)
+    assert (rest.status_code, rest.json()["code"]) == (409, "cluster_has_dependents"), rest.content
+    assert "the compute quota of team robotics" in rest.json()["message"]
+    assert is_error and mcp_body == rest.json()
+    assert portal.status_code == 409 and "cluster_has_dependents" in portal_codes(portal)
+
+    cluster.refresh_from_db()
+    assert cluster.state == "active" and ComputeQuota.objects.count() == 1
+    assert not Operation.objects.exists() and AuditEvent.objects.count() == events

@@ -62,6 +62,8 @@ def test_every_declared_usage_source_is_registered():
     assert pins and set(pins) <= set(usage._PIN_SOURCES)
     checks = [check for _, found in _declared("usage", "CAPACITY_CHECKS") for check in found]
     assert checks and set(checks) <= set(usage._CAPACITY_CHECKS)
+    dependents = [source for _, found in _declared("usage", "FEATURE_DEPENDENTS") for source in found]
+    assert dependents and set(dependents) <= set(usage._DEPENDENT_SOURCES)
 
 
 def test_every_declared_approvable_action_is_registered_and_a_team_action():

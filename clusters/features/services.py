@@ -2,7 +2,8 @@
 
 ``features_get`` observes the actual state (AWS, Kubernetes) and records it. ``features_update`` authorizes, checks
 the cluster (``cluster_not_active``, ``cluster_busy``) before it reads anything, observes, computes the diff (turning
-the load balancer controller off is ``load_balancer_in_use`` while Services it serves exist), adds the features those
+the load balancer controller off is ``load_balancer_in_use`` while Services it serves exist; turning a feature off is
+``feature_in_use`` while another app keeps something through it, such as compute quotas), adds the features those
 changed bring (``Feature.brings``: on with them, off with the feature that brought them) and —
 only when something differs — records the audit event and starts one ``cluster.features:…`` operation for exactly
 those features. Nothing mutating is sent to AWS by these functions; refusals send nothing at all.
@@ -17,7 +18,7 @@ from django.db import transaction
 
 from accounts import access, audit
 from accounts.models import User
-from clusters import actions
+from clusters import actions, usage
 from clusters.features import autoscaling, diff, load_balancer, observe, pipeline
 from clusters.features.base import FeatureObservation
 from clusters.features.catalog import AUTOSCALING, FEATURES, LOAD_BALANCER_CONTROLLER, ORDER
@@ -77,6 +78,7 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
         return FeatureUpdate(dict(replayed.params.get("changes", {})), replayed,
                              list(replayed.params.get("warnings", [])))
     _require_changeable(cluster)
+    _refuse_disable_with_dependents(cluster, requested)
     actual: dict[str, FeatureObservation] = observe.observe(cluster, [slug for slug in ORDER if slug in requested])
     found = diff.changes(cluster, requested, actual)
     brought = _brought(cluster, requested, found, actual)
@@ -109,6 +111,18 @@ def features_update(*, actor: User, cluster: Cluster, requested: dict[str, dict[
                      before={slug: {"state": actual[slug].state, **actual[slug].settings} for slug in found},
                      after={**found, "operation": operation.pk})
     return FeatureUpdate(found, operation, warnings)
+
+
+def _refuse_disable_with_dependents(cluster: Cluster, requested: dict[str, dict[str, Any]]) -> None:
+    """``feature_in_use`` on each feature asked off while other apps keep something on the cluster through it
+    (``clusters.usage.dependents_on``: teams' compute quotas through ``task_governance``), before AWS is read."""
+    errors = InvalidFields()
+    for slug, change in requested.items():
+        dependents = usage.dependents_on(cluster, slug) if change.get("enabled") is False else []
+        if dependents:
+            errors.add(slug, "feature_in_use", f"{FEATURES[slug].title} still serves {', '.join(dependents)}; delete "
+                       "them first.")
+    errors.raise_if_any("Some features cannot be changed as asked.")
 
 
 def _brought(cluster: Cluster, requested: dict[str, dict[str, Any]], found: dict[str, dict[str, Any]],
