@@ -26,13 +26,15 @@ VERSIONS = ("v1beta2", "v1beta1")
 @dataclass(frozen=True)
 class Admission:
     """``state``: pending, admitted, preempted or finished; ``reason`` Kueue's words for it; ``workload`` the
-    Workload's name; ``queue`` its local queue and ``priority`` its priority class."""
+    Workload's name; ``queue`` its local queue and ``priority`` its priority class; ``since`` when the condition that
+    says the state last changed (its ``lastTransitionTime``: one preemption's identity)."""
 
     state: str
     reason: str
     workload: str
     queue: str = ""
     priority: str = ""
+    since: str = ""
 
     def as_dict(self) -> dict[str, str]:
         return {"state": self.state, "reason": self.reason, "workload": self.workload, "queue": self.queue,
@@ -58,14 +60,17 @@ def admission_of(workload: dict[str, Any]) -> Admission:
     found = {"workload": meta.get("name", ""), "queue": spec.get("queueName", ""), "priority": priority}
     finished, evicted = _condition(workload, "Finished"), _condition(workload, "Evicted")
     admitted, reserved = _condition(workload, "Admitted"), _condition(workload, "QuotaReserved")
-    if _true(finished):
-        return Admission("finished", (finished or {}).get("message", ""), **found)
-    if _true(admitted):
-        return Admission("admitted", (admitted or {}).get("message", "") or "Admitted by its ClusterQueue", **found)
-    if _true(evicted) and (evicted or {}).get("reason") == "Preempted":
-        return Admission("preempted", (evicted or {}).get("message", "") or "Preempted", **found)
+    if finished is not None and _true(finished):
+        return Admission("finished", finished.get("message", ""), since=finished.get("lastTransitionTime", ""),
+                         **found)
+    if admitted is not None and _true(admitted):
+        return Admission("admitted", admitted.get("message", "") or "Admitted by its ClusterQueue",
+                         since=admitted.get("lastTransitionTime", ""), **found)
+    if evicted is not None and _true(evicted) and evicted.get("reason") == "Preempted":
+        return Admission("preempted", evicted.get("message", "") or "Preempted",
+                         since=evicted.get("lastTransitionTime", ""), **found)
     reason = (reserved or {}).get("message", "") or (evicted or {}).get("message", "") or "Waiting for admission"
-    return Admission("pending", reason, **found)
+    return Admission("pending", reason, since=(reserved or {}).get("lastTransitionTime", ""), **found)
 
 
 def workload_admission(cluster: Cluster, *, namespace: str, kind: str, name: str) -> Admission | None:

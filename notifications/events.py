@@ -33,6 +33,7 @@ OPERATION_CANCELLED = "operation.cancelled"
 TRAINING_JOB_SUCCEEDED = "training_job.succeeded"
 TRAINING_JOB_FAILED = "training_job.failed"
 TRAINING_JOB_HUNG = "training_job.hung"
+TRAINING_JOB_PREEMPTED = "training_job.preempted"
 NODE_UNHEALTHY = "node.unhealthy"
 NODE_REPLACED = "node.replaced"
 ENDPOINT_UNHEALTHY = "endpoint.unhealthy"
@@ -49,6 +50,7 @@ EVENT_TYPES: dict[str, str] = {
     TRAINING_JOB_SUCCEEDED: "A training job finished successfully",
     TRAINING_JOB_FAILED: "A training job failed",
     TRAINING_JOB_HUNG: "The training operator detected a hung training job and restarted it",
+    TRAINING_JOB_PREEMPTED: "Task governance (Kueue) preempted a queued training job for a higher-priority workload",
     NODE_UNHEALTHY: "A running HyperPod node became unhealthy (not Ready, failed, or flagged by its health checks)",
     NODE_REPLACED: "A HyperPod node was replaced by a new instance",
     ENDPOINT_UNHEALTHY: "A ready inference endpoint has fewer ready replicas than it wants",

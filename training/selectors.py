@@ -43,6 +43,19 @@ def active_jobs_on(cluster: Cluster) -> QuerySet[TrainingJob]:
     return TrainingJob.objects.filter(cluster=cluster, state__in=ACTIVE_JOB_STATES)
 
 
+def queued_admission(job: TrainingJob) -> governance.Admission | None:
+    """Where an active queued job stands with Kueue, read from its Workload; ``None`` for a job that is not queued or
+    has finished, before Kueue made its Workload, or when the cluster cannot be read now."""
+    labels = ((job.manifest or {}).get("metadata") or {}).get("labels") or {}
+    if governance.QUEUE_LABEL not in labels or job.terminal or not job.object_kind:
+        return None
+    try:
+        return governance.workload_admission(job.cluster, namespace=job.namespace, kind=job.object_kind,
+                                             name=job.name)
+    except ApplicationError:
+        return None
+
+
 def job_admission(job: TrainingJob) -> dict[str, str] | None:
     """Where a queued job (task governance: its manifest names a Kueue queue) stands with Kueue while it is active —
     ``{"state": pending | admitted | preempted | finished, "reason", "workload", "queue", "priority"}`` read from its

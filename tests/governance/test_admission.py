@@ -1,8 +1,8 @@
 """Two teams share a governed sandbox cluster (two ``ml.g5.12xlarge`` nodes), each with a compute quota of one node:
 a team's job waits with Kueue's reason while the other team's job (submitted through InstantStart by that team, on
 a cluster it does not own) uses the capacity its quota would borrow, runs once that team cancels its job, and a
-high-priority job preempts a low-priority one, which its team cancels while it waits; the job page and REST show the
-admission."""
+high-priority job preempts a low-priority one — whose watch raises ``training_job.preempted`` once — and its team
+cancels it while it waits; the job page and REST show the admission."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ import time
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import escape
 from kubernetes import client as k8s
 
 from accounts.models import Membership, Role
 from cloud import aws, kube
 from clusters.shared_bucket import ensure_shared_bucket, team_prefix
+from notifications.models import Delivery
+from operations import engine
 from operations.models import Operation
+from tests import factories
 from tests.governance.test_governance import run
+from tests.notifications.receiver import drain
 from tests.training.sandbox import training_cluster
 from training.models import TrainingJob
 
@@ -60,7 +65,8 @@ def cancel(api, actor, job: TrainingJob, drive) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_job_waits_for_borrowed_capacity_and_a_high_priority_job_preempts_a_low_one(api, cast, make_team, make_user,
-                                                                                     sandbox, drive):
+                                                                                     sandbox, drive, receiver,
+                                                                                     fast_delivery):
     cluster = training_cluster(cast.team, instance_type="ml.g5.12xlarge", count=2, ray=False)
     admin = api(cast.admin)
     run(drive, admin.patch(f"/api/v1/clusters/{cluster.pk}/features", {"task_governance": {"enabled": True}}))
@@ -98,11 +104,23 @@ def test_a_job_waits_for_borrowed_capacity_and_a_high_priority_job_preempts_a_lo
     cancel(api, theirs_operator, theirs, drive)  # an admitted job: its Workload goes with it, the capacity frees
     admission(api, cast.viewer, second, "admitted")
 
+    factories.subscription(cast.team, url=receiver.url, event_types=["training_job.preempted"])
     urgent = submit(api, cast.operator, cluster, drive, "urgent", "high")
     admission(api, cast.viewer, urgent, "admitted")
     preempted = [job for job in (first, second) if api(cast.viewer).get(
         f"{JOBS}/{job.pk}").json()["admission"]["state"] == "preempted"]
     assert len(preempted) == 1, [job.name for job in preempted]
+    # the preempted job's watch notices it once, however often it polls
+    operation = Operation.objects.get(pk=preempted[0].operation_id)
+    drive(operation, timeout=20, until=lambda _: Delivery.objects.exists())
+    for _ in range(2):  # two more polls while it stays preempted
+        operation.refresh_from_db()
+        time.sleep(max(0.0, (operation.next_poll_at - timezone.now()).total_seconds()))
+        engine.advance(operation.pk, due=operation.next_poll_at)
+    drain()
+    [event] = [item.event for item in receiver.of_type("training_job.preempted")]
+    assert event["subject"]["id"] == preempted[0].pk and event["details"]["priority"] == "low-priority"
+    assert "Preempted to accommodate a workload" in event["details"]["reason"]
     cancel(api, cast.operator, preempted[0], drive)  # a queued job
     custom = k8s.CustomObjectsApi(kube.api_client(cluster.eks_name, region=cluster.region))
     assert not any(workload["metadata"]["ownerReferences"][0]["name"] == preempted[0].name for workload in

@@ -3,7 +3,9 @@
 Phases: *identity* (pods may write to the team's MLflow tracking server, when one is attached) → *create* (the
 HyperPodPyTorchJob or RayJob, exactly once: a retry adopts the object it made, recognised by its job-id label) →
 *run* (polled until the object reports Succeeded, Failed or Stopped; every poll mirrors state, ranks, the recovery
-budget, hangs, stragglers and metrics into the job row). A failed job fails the operation (``training_job_failed``).
+budget, hangs, stragglers and metrics into the job row, and for a job queued by task governance reads its Kueue
+Workload: each preemption — known by when its ``Evicted`` condition turned true, remembered in the phase's reference —
+raises ``training_job.preempted`` once). A failed job fails the operation (``training_job_failed``).
 
 Cancelling the operation deletes the object (its pods get a grace period after SIGTERM) and waits until it is gone;
 then the job ends ``stopped``; :func:`job_finished` keeps the job's state in step with the operation's end.
@@ -22,7 +24,7 @@ from operations.context import StepContext
 from operations.models import Operation, OperationState
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 from operations.plans import planned
-from training import metrics, mlflow
+from training import metrics, mlflow, selectors
 from training.lifecycle import objects, observe, plans
 from training.models import JobState, TrainingJob
 
@@ -100,6 +102,7 @@ def poll_run(ctx: StepContext) -> Progress:
         raise PhaseFailed(f"{job.object_kind} {job.name} was deleted outside InstantStart.",
                           code="training_job_vanished")
     seen = _observe(job, found)
+    preempted = _new_preemption(ctx, job)
     recovered = observe.record_recoveries(job, found, lambda: objects.latest_restart_message(job))
     for entry in recovered:
         ctx.log(f"Recovery {entry['restart']}/{job.restarts_total} ({entry['type'] or 'restart'}): "
@@ -119,6 +122,12 @@ def poll_run(ctx: StepContext) -> Progress:
                 _notify(job, events.TRAINING_JOB_HUNG, f"Training job {job.name} hung and was restarted",
                         {"restart": entry["restart"], "restarts_total": job.restarts_total,
                          "message": entry["message"], "pods": entry["pods"], "ranks": entry["ranks"]})
+        if preempted is not None:
+            ctx.record(preempted_since=preempted.since)
+            ctx.log(f"Preempted by Kueue: {preempted.reason}")
+            _notify(job, events.TRAINING_JOB_PREEMPTED, f"Training job {job.name} was preempted",
+                    {"reason": preempted.reason, "workload": preempted.workload, "queue": preempted.queue,
+                     "priority": preempted.priority, "preempted_at": preempted.since})
     metrics.refresh(job)
     if seen.state == JobState.FAILED:
         raise PhaseFailed(seen.reason, code="training_job_failed")
@@ -126,6 +135,14 @@ def poll_run(ctx: StepContext) -> Progress:
         return Progress.finished(seen.reason)
     budget = f", recovery budget {job.restarts_used}/{job.restarts_total}" if job.restarts_total else ""
     return Progress.waiting(f"{seen.state}{budget}")
+
+
+def _new_preemption(ctx: StepContext, job: TrainingJob) -> selectors.governance.Admission | None:
+    """The queued job's admission when Kueue preempted it and this run has not reported that preemption yet."""
+    found = selectors.queued_admission(job)
+    if found is None or found.state != "preempted" or found.since == ctx.reference.get("preempted_since"):
+        return None
+    return found
 
 
 def job_finished(operation: Operation) -> None:
