@@ -10,6 +10,7 @@ MANAGE = "governance.manage"
 
 #: Recorded in the audit trail under the ``governance.manage`` permission.
 SCHEDULER_SET = "scheduler_config.set"
+SCHEDULER_DELETE = "scheduler_config.delete"
 QUOTA_CREATE = "compute_quota.create"
 QUOTA_UPDATE = "compute_quota.update"
 QUOTA_DELETE = "compute_quota.delete"

@@ -8,6 +8,7 @@ kind                                   phase
                                        ours, else UpdateClusterSchedulerConfig (``TargetVersion`` = the version read);
                                        done when DescribeClusterSchedulerConfig says Created/Updated with the asked
                                        priority classes and fair share
+``governance.scheduler_config.delete`` *scheduler-config*: DeleteClusterSchedulerConfig, then Describe until it is gone
 ``governance.compute_quota.create``    *compute-quota*: CreateComputeQuota, then Describe until Created;
                                        *team-storage*: the team's shared claim in its namespace
                                        (:mod:`governance.storage`), once task governance made the namespace
@@ -19,7 +20,7 @@ Steps are level-triggered: they compare what the row asks for with what Describe
 InstantStart sends; AWS fills in defaults such as a borrow limit of 50), send only when they differ and the resource
 is settled, and adopt a resource found by its deterministic name. A *Failed status fails the phase with
 ``governance_failed`` and AWS's ``FailureReason``; retrying it updates a ``CreateFailed``/``UpdateFailed`` resource
-once more with what the row asks. ``on_finished`` makes the row ``ready`` (a deleted quota's row is
+once more with what the row asks. ``on_finished`` makes the row ``ready`` (a deleted quota's or config's row is
 deleted) or ``failed`` with the error, kept for a retry, which puts it back to working; a create cancelled before
 SageMaker made anything leaves no row.
 """
@@ -39,12 +40,13 @@ from operations.models import Operation, OperationState
 from operations.pipeline import Phase, PhaseFailed, Pipeline, Progress
 
 SCHEDULER_SET = "governance.scheduler_config.set"
+SCHEDULER_DELETE = "governance.scheduler_config.delete"
 QUOTA_CREATE = "governance.compute_quota.create"
 QUOTA_UPDATE = "governance.compute_quota.update"
 QUOTA_DELETE = "governance.compute_quota.delete"
 #: the row state an operation of each kind works in
-WORKING = {SCHEDULER_SET: PolicyState.UPDATING, QUOTA_CREATE: PolicyState.CREATING,
-           QUOTA_UPDATE: PolicyState.UPDATING, QUOTA_DELETE: PolicyState.DELETING}
+WORKING = {SCHEDULER_SET: PolicyState.UPDATING, SCHEDULER_DELETE: PolicyState.DELETING,
+           QUOTA_CREATE: PolicyState.CREATING, QUOTA_UPDATE: PolicyState.UPDATING, QUOTA_DELETE: PolicyState.DELETING}
 
 
 #: The member naming each item of a SageMaker list (priority classes, resources): such lists compare in any order.
@@ -125,6 +127,30 @@ def _scheduler_step(ctx: StepContext) -> Progress:
                 **sagemaker.update_scheduler_request(config, live["ClusterSchedulerConfigVersion"]))
         return Progress.waiting("UpdateClusterSchedulerConfig sent")
     return Progress.waiting(f"scheduler config {status}")
+
+
+def _scheduler_delete_step(ctx: StepContext) -> Progress:
+    config = _config(ctx)
+    live = sagemaker.find_scheduler_config(config)
+    if live is None or live["Status"] in sagemaker.GONE:
+        return Progress.finished("scheduler config deleted")
+    if live["Status"] in sagemaker.FAILED and live["Status"].startswith("Delete"):
+        raise _failed("scheduler config", live)
+    if live["Status"] != "Deleting":
+        ctx.log(f"Deleting the scheduler config {config.name}.")
+        with aws.translated("sagemaker", "DeleteClusterSchedulerConfig"):
+            sagemaker.client(config.cluster.region).delete_cluster_scheduler_config(
+                ClusterSchedulerConfigId=live["ClusterSchedulerConfigId"])
+        return Progress.waiting("DeleteClusterSchedulerConfig sent")
+    return Progress.waiting("scheduler config Deleting")
+
+
+def submit_scheduler_delete(ctx: StepContext) -> None:
+    _scheduler_delete_step(ctx)
+
+
+def poll_scheduler_delete(ctx: StepContext) -> Progress:
+    return _scheduler_delete_step(ctx)
 
 
 def submit_scheduler(ctx: StepContext) -> None:
@@ -222,7 +248,7 @@ def poll_team_storage(ctx: StepContext) -> Progress:
 
 
 def _row(operation: Operation) -> SchedulerConfig | ComputeQuota | None:
-    if operation.kind == SCHEDULER_SET:
+    if operation.kind in (SCHEDULER_SET, SCHEDULER_DELETE):
         return SchedulerConfig.objects.filter(pk=operation.params["config_id"]).first()
     return ComputeQuota.objects.filter(pk=operation.params["quota_id"]).first()
 
@@ -238,7 +264,7 @@ def _finished(operation: Operation) -> None:
         row.delete()
         return
     if operation.state == OperationState.SUCCEEDED:
-        if operation.kind == QUOTA_DELETE:
+        if operation.kind in (QUOTA_DELETE, SCHEDULER_DELETE):
             row.delete()
             return
         row.state, row.last_error = PolicyState.READY, ""
@@ -262,6 +288,10 @@ PIPELINES = (
     _pipeline(SCHEDULER_SET, Phase(slug="scheduler-config", title="Scheduler config", submit=submit_scheduler,
                                    poll=poll_scheduler, plan=plans.scheduler_config, timeout=timedelta(minutes=15),
                                    poll_interval=5)),
+    _pipeline(SCHEDULER_DELETE, Phase(slug="scheduler-config", title="Delete the scheduler config",
+                                      submit=submit_scheduler_delete, poll=poll_scheduler_delete,
+                                      plan=plans.scheduler_config_delete, timeout=timedelta(minutes=15),
+                                      poll_interval=5)),
     Pipeline(kind=QUOTA_CREATE, phases=(
         Phase(slug="compute-quota", title="Compute quota", submit=submit_quota, poll=poll_quota,
               plan=plans.quota_create, timeout=timedelta(minutes=15), poll_interval=5),

@@ -28,6 +28,13 @@ def scheduler_config(params: Params) -> list[Change]:
                      request=sagemaker.update_scheduler_request(config, live["ClusterSchedulerConfigVersion"]))]
 
 
+def scheduler_config_delete(params: Params) -> list[Change]:
+    config = SchedulerConfig.objects.select_related("cluster").get(pk=params["config_id"])
+    return [aws_call("delete", "SageMaker cluster scheduler config", config.name,
+                     call="sagemaker:DeleteClusterSchedulerConfig",
+                     request={"ClusterSchedulerConfigId": config.config_id or "<the config's id>"})]
+
+
 def _quota(params: Params) -> ComputeQuota:
     return ComputeQuota.objects.select_related("cluster", "cluster__team", "for_team").get(pk=params["quota_id"])
 

@@ -83,6 +83,30 @@ def scheduler_config_set(*, actor: User, cluster: Cluster, priority_classes: lis
     return config, operation
 
 
+def scheduler_config_delete(*, actor: User, config: SchedulerConfig, source: str,
+                            idempotency_key: str | None = None) -> Operation:
+    """Delete the cluster's scheduler config (SageMaker DeleteClusterSchedulerConfig): its priority classes go with
+    it, so jobs naming one wait unadmitted."""
+    access.require(actor, actions.MANAGE, config)
+    replayed = idempotency.replayed(config.team, idempotency_key)
+    if replayed is not None:
+        return replayed
+    with transaction.atomic():
+        locked = SchedulerConfig.objects.select_for_update().get(pk=config.pk)
+        _require_idle(locked, "scheduler config")
+        before = {"priority_classes": locked.priority_classes, "fair_share": locked.fair_share, "state": locked.state}
+        locked.state, locked.last_error = PolicyState.DELETING, ""
+        locked.save(update_fields=["state", "last_error", "updated_at"])
+        operation, _ = operation_start(
+            actor=actor, team=config.team, kind=pipeline.SCHEDULER_DELETE,
+            title=f"Delete the scheduler config of {config.cluster.name}",
+            params={"cluster_id": config.cluster_id, "region": config.cluster.region, "config_id": config.pk},
+            source=source, target=locked, idempotency_key=idempotency_key)
+        audit.record(actor=actor, source=source, action=actions.SCHEDULER_DELETE, target=locked, team=config.team,
+                     before=before, after={"operation": operation.pk})
+    return operation
+
+
 def _quota_team(team_id: int | None) -> Team:
     team = Team.objects.filter(pk=team_id).first() if team_id is not None else None
     if team is None:

@@ -9,6 +9,8 @@ urlpatterns = [
     path("clusters/<id:cluster_id>/governance/panel/", governance.governance_panel, name="cluster-governance-panel"),
     path("clusters/<id:cluster_id>/governance/scheduler-config", governance.scheduler_config_set,
          name="cluster-scheduler-config-set"),
+    path("clusters/<id:cluster_id>/governance/scheduler-config/delete", governance.scheduler_config_delete,
+         name="cluster-scheduler-config-delete"),
     path("clusters/<id:cluster_id>/governance/quotas", governance.quota_create, name="cluster-quota-create"),
     path("compute-quotas/<id:quota_id>/update", governance.quota_update, name="compute-quota-update"),
     path("compute-quotas/<id:quota_id>/delete", governance.quota_delete, name="compute-quota-delete"),

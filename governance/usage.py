@@ -1,13 +1,13 @@
-"""What task governance tells ``clusters.usage``: a cluster's compute quotas work through its ``task_governance``
-feature, so turning the feature off (``feature_in_use``) or deleting the cluster (``cluster_has_dependents``) waits
-until they are deleted."""
+"""What task governance tells ``clusters.usage``: a cluster's scheduler config and compute quotas work through its
+``task_governance`` feature, so turning the feature off (``feature_in_use``) or deleting the cluster
+(``cluster_has_dependents``) waits until they are deleted."""
 
 from __future__ import annotations
 
 from clusters.features.catalog import TASK_GOVERNANCE
 from clusters.models import Cluster
 from clusters.usage import Dependent
-from governance.models import ComputeQuota
+from governance.models import ComputeQuota, SchedulerConfig
 
 
 def quotas_on(cluster: Cluster) -> list[Dependent]:
@@ -16,4 +16,10 @@ def quotas_on(cluster: Cluster) -> list[Dependent]:
             for quota in ComputeQuota.objects.filter(cluster=cluster).select_related("for_team")]
 
 
-FEATURE_DEPENDENTS = (quotas_on,)
+def scheduler_config_on(cluster: Cluster) -> list[Dependent]:
+    """The cluster's scheduler config, whatever its state."""
+    return [Dependent(TASK_GOVERNANCE, "the scheduler config")
+            for _ in SchedulerConfig.objects.filter(cluster=cluster).values_list("pk", flat=True)]
+
+
+FEATURE_DEPENDENTS = (quotas_on, scheduler_config_on)

@@ -38,6 +38,18 @@ GOVERNANCE_TOOLS: tuple[ToolSpec, ...] = (
         ),
     ),
     ToolSpec(
+        name="delete_scheduler_config",
+        operation_id="scheduler_config_delete",
+        action=actions.MANAGE,
+        destructive=True,
+        status_tool="wait_for_operation",
+        description=(
+            "DELETE a cluster's scheduler config: its priority classes go with it (jobs naming one wait "
+            "unadmitted). Needed, with the teams' compute quotas, before task governance is turned off or the "
+            "cluster deleted. Confirm with the user first." + _WAIT
+        ),
+    ),
+    ToolSpec(
         name="list_compute_quotas",
         operation_id="compute_quotas_list",
         action=None,

@@ -26,6 +26,7 @@ CASES = [
     Case("scheduler_config_set", ADMINS, params=cluster_governed, body={
         "priority_classes": [{"name": "inference", "weight": 100}, {"name": "training", "weight": 50}],
         "fair_share": True}),
+    Case("scheduler_config_delete", ADMINS, params=cluster_governed),
     Case("compute_quotas_list", AUTHENTICATED, team_scoped=False),
     Case("compute_quotas_create", ADMINS, body=quota_body),
     Case("compute_quotas_retrieve", MEMBERS, params=quota_of_cluster),

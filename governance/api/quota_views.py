@@ -78,6 +78,22 @@ class SchedulerConfigView(APIView):
         return operation_response(request, operation, {
             "scheduler_config": s.SchedulerConfigSerializer(config, context={"request": request}).data})
 
+    @extend_schema(operation_id="scheduler_config_delete", responses={202: s.SchedulerConfigOperationSerializer},
+                   tags=TAGS)
+    @idempotent()
+    def delete(self, request, cluster_id: int):
+        """Delete the cluster's scheduler config (its team's admins), through SageMaker
+        DeleteClusterSchedulerConfig; its priority classes go with it. `not_found` when the cluster has none."""
+        cluster = _cluster(request, cluster_id)
+        config = selectors.scheduler_config_of(actor=request.user, cluster=cluster)
+        if config is None:
+            raise NotFound("The cluster has no scheduler config.")
+        operation = services.scheduler_config_delete(actor=request.user, config=config, source=request.source,
+                                                     idempotency_key=request.headers.get(HEADER))
+        config.refresh_from_db()
+        return operation_response(request, operation, {
+            "scheduler_config": s.SchedulerConfigSerializer(config, context={"request": request}).data})
+
 
 class ComputeQuotaListCreateView(generics.ListAPIView):
     request: ApiRequest

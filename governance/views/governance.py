@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpResponse, QueryDict
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -183,3 +183,15 @@ def quota_delete(request: PortalRequest, quota_id: int) -> HttpResponse:
     return act(request, lambda: services.compute_quota_delete(actor=request.user, quota=quota,
                                                               source=request.source),
                to=_back(quota.cluster_id), success=f"Deleting the compute quota of team {quota.for_team.slug}.")
+
+
+@require_POST
+@portal_view
+def scheduler_config_delete(request: PortalRequest, cluster_id: int) -> HttpResponse:
+    cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    config = selectors.scheduler_config_of(actor=request.user, cluster=cluster)
+    if config is None:
+        raise Http404("The cluster has no scheduler config.")
+    return act(request, lambda: services.scheduler_config_delete(actor=request.user, config=config,
+                                                                 source=request.source),
+               to=_back(cluster_id), success=f"Deleting the scheduler config of {cluster.name}.")

@@ -141,3 +141,15 @@ def test_two_teams_get_quotas_on_a_governed_cluster_and_jobs_go_to_their_queue(a
     run(drive, admin.delete(f"{QUOTAS}/{theirs.pk}"))
     assert not ComputeQuota.objects.filter(pk=theirs.pk).exists()
     assert sagemaker.describe_compute_quota(ComputeQuotaId=theirs.quota_id)["Status"] == "Deleted"
+
+    # task governance stays on while the cluster has a quota or a scheduler config; once they are gone, it turns off
+    off = admin.patch(f"/api/v1/clusters/{cluster.pk}/features", {"task_governance": {"enabled": False}})
+    assert field_codes(off) == {"task_governance": "feature_in_use"}
+    assert f"the compute quota of team {cast.team.slug}, the scheduler config" in off.json()["fields"][
+        "task_governance"][0]["message"]
+    run(drive, admin.delete(f"{QUOTAS}/{mine.pk}"))
+    run(drive, admin.delete(config_path))
+    assert not SchedulerConfig.objects.exists()
+    assert sagemaker.describe_cluster_scheduler_config(ClusterSchedulerConfigId=config.config_id)["Status"] == \
+        "Deleted"
+    run(drive, admin.patch(f"/api/v1/clusters/{cluster.pk}/features", {"task_governance": {"enabled": False}}))

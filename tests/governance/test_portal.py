@@ -1,12 +1,13 @@
 """The Governance page and tab panel in the portal: what the cluster's members see, what its admins may set, and a
-quota given and deleted through the forms (the same services as REST; their operations only started here)."""
+quota given and deleted, and the scheduler config deleted, through the forms (the same services as REST; their
+operations only started here)."""
 
 from __future__ import annotations
 
 from django.test import Client
 from django.urls import reverse
 
-from governance.models import ComputeQuota
+from governance.models import ComputeQuota, SchedulerConfig
 from operations.models import Operation
 from tests import factories
 from tests.governance.rows import governed_cluster
@@ -25,9 +26,10 @@ def test_members_see_the_governance_and_only_admins_get_the_forms(cast):
     assert viewer.status_code == 200
     page = viewer.content.decode()
     assert 'data-priority="inference"' in page and f"hyperpod-ns-{cast.team.slug}" in page
-    assert 'data-testid="quota-create-form"' not in page
+    assert 'data-testid="quota-create-form"' not in page and 'data-testid="scheduler-config-delete"' not in page
     admin = browser(cast.admin).get(reverse("cluster-governance", args=[cluster.pk])).content.decode()
     assert 'data-testid="quota-create-form"' in admin and 'data-testid="scheduler-config-form"' in admin
+    assert 'data-testid="scheduler-config-delete"' in admin
     panel = browser(cast.viewer).get(reverse("cluster-governance-panel", args=[cluster.pk]))
     assert panel.status_code == 200 and 'data-testid="task-governance-state">enabled' in panel.content.decode()
     assert 'href="#tab-governance"' in browser(cast.viewer).get(
@@ -65,3 +67,7 @@ def test_admins_give_and_delete_a_quota_through_the_forms(cast, make_team):
     assert ComputeQuota.objects.get(pk=quota.pk).state == "deleting"
     refused = browser(cast.operator).post(reverse("compute-quota-delete", args=[quota.pk]))
     assert refused.status_code == 403
+
+    assert admin.post(reverse("cluster-scheduler-config-delete", args=[cluster.pk])).status_code == 302
+    assert SchedulerConfig.objects.get(cluster=cluster).state == "deleting"
+    assert Operation.objects.filter(kind="governance.scheduler_config.delete").exists()

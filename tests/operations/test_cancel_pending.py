@@ -193,6 +193,8 @@ def _governance_case(kind: str, working: str, ends: str | None, *, quota: bool, 
 CASES: dict[str, Case] = {
     "governance.scheduler_config.set": _governance_case("governance.scheduler_config.set", "updating", "failed",
                                                         quota=False),
+    "governance.scheduler_config.delete": _governance_case("governance.scheduler_config.delete", "deleting",
+                                                           "failed", quota=False),
     "governance.compute_quota.create": _governance_case("governance.compute_quota.create", "creating", None,
                                                         quota=True, made=False),
     "governance.compute_quota.update": _governance_case("governance.compute_quota.update", "updating", "failed",
