@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.api.fields import CapabilitiesField
@@ -9,6 +10,14 @@ from config.api.serializers import StrictSerializer
 from spending import actions
 from spending.budgets import BudgetStatus
 from spending.models import Budget
+
+
+@extend_schema_field({"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$", "example": "2026-12"})
+class MonthField(serializers.DateField):
+    """A month, shown as ``YYYY-MM`` (the first day of it, stored)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(format="%Y-%m", **kwargs)
 
 
 class BudgetSetSerializer(StrictSerializer):
@@ -25,7 +34,7 @@ class BudgetSetSerializer(StrictSerializer):
 
 
 class BudgetSerializer(serializers.ModelSerializer[Budget]):
-    month = serializers.DateField(format="%Y-%m")
+    month = MonthField()
 
     class Meta:
         model = Budget
@@ -34,7 +43,7 @@ class BudgetSerializer(serializers.ModelSerializer[Budget]):
 
 class BudgetStatusSerializer(serializers.Serializer):
     team = serializers.IntegerField(source="team_id")
-    month = serializers.DateField(format="%Y-%m", help_text="This month (UTC).")
+    month = MonthField(help_text="This month (UTC).")
     budget = BudgetSerializer(allow_null=True, help_text="The budget in force this month; null when none is set.")
     spent_usd = serializers.DecimalField(max_digits=16, decimal_places=4,
                                          help_text="This month's priced spend so far (what the budget counts).")
