@@ -25,15 +25,27 @@ def reports_to_mlflow(job: TrainingJob) -> bool:
 SUMMARIZED = ("throughput", "loss")
 
 
-def _from_logs(job: TrainingJob) -> dict:
-    latest = {}
+def newest_log_points(job: TrainingJob) -> dict[str, tuple[int, float]]:
+    """Each of ``SUMMARIZED``'s newest stored ``logs`` point, as ``(step, value)``."""
+    newest = {}
     for name in SUMMARIZED:
         point = (TrainingMetric.objects.filter(job=job, source=MetricSource.LOGS, name=name)
-                 .order_by("-step").values("step", "value").first())
+                 .order_by("-step").values_list("step", "value").first())
         if point is not None:
-            latest[name] = point["value"]
-            latest["step"] = max(latest.get("step", 0), point["step"])
-    return {**latest, "source": MetricSource.LOGS} if latest else {}
+            newest[name] = point
+    return newest
+
+
+def logs_summary(newest: dict[str, tuple[int, float]]) -> dict:
+    """The summary of those points: each value, the newest step, the source; ``{}`` when there are none."""
+    if not newest:
+        return {}
+    return {**{name: value for name, (_step, value) in newest.items()},
+            "step": max(step for step, _value in newest.values()), "source": MetricSource.LOGS}
+
+
+def _from_logs(job: TrainingJob) -> dict:
+    return logs_summary(newest_log_points(job))
 
 
 def summarize_logs(job: TrainingJob) -> None:

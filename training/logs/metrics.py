@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 from training.logs.kubelet import PodLine
-from training.metrics import SUMMARIZED, reports_to_mlflow
+from training.metrics import SUMMARIZED, logs_summary, newest_log_points, reports_to_mlflow
 from training.models import MetricSource, TrainingJob, TrainingMetric
 
 _STEP = re.compile(r"\bstep[=:]\s*(\d+)")
@@ -70,12 +70,7 @@ class Summary:
     def __init__(self, job: TrainingJob):
         self.applies = not reports_to_mlflow(job)
         self.written = job.metrics
-        self.newest: dict[str, tuple[int, float]] = {}
-        for name in SUMMARIZED if self.applies else ():
-            point = (TrainingMetric.objects.filter(job=job, source=MetricSource.LOGS, name=name)
-                     .order_by("-step").values_list("step", "value").first())
-            if point is not None:
-                self.newest[name] = point
+        self.newest = newest_log_points(job) if self.applies else {}
 
     def changed(self, rows: Iterable[TrainingMetric]) -> dict | None:
         """The summary once ``rows`` are stored, when it differs from the one last written (then it counts as
@@ -85,11 +80,8 @@ class Summary:
         for row in rows:
             if row.name in SUMMARIZED and row.step >= self.newest.get(row.name, (-1, 0.0))[0]:
                 self.newest[row.name] = (row.step, row.value)
-        if not self.newest:
-            return None
-        summary = {**{name: value for name, (_step, value) in self.newest.items()},
-                   "step": max(step for step, _value in self.newest.values()), "source": MetricSource.LOGS}
-        if summary == self.written:
+        summary = logs_summary(self.newest)
+        if not summary or summary == self.written:
             return None
         self.written = summary
         return summary
