@@ -85,12 +85,11 @@ def test_autoscaling_scales_out_under_load_back_in_to_zero_and_off(api, cast, sh
     assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (1, 3)
 
     threads = _load(cluster, namespace, "auto", 5)
-    wait_for(lambda: _replicas(cluster, namespace, "auto"), lambda n: n == 3, timeout=20)
-    # The HPA's status and its events are written separately: wait until both show the scale-out.
+    # The scaling history shows the scale-out (the replicas may already be back at 1: at the tests' time scale the
+    # load is over within about a second).
     shown = wait_for(lambda: api(cast.viewer).get(url).json(),
-                     lambda detail: (detail["observed"].get("autoscaling") or {}).get("desired_replicas") == 3
-                     and any(event["reason"] == "SuccessfulRescale"
-                             for event in detail["observed"]["autoscaling"]["history"]))
+                     lambda detail: any(event["reason"] == "SuccessfulRescale" and event["message"].startswith(
+                         "New size: 3;") for event in (detail["observed"].get("autoscaling") or {}).get("history", [])))
     seen = shown["observed"]["autoscaling"]
     assert seen["ready"] and seen["metric_name"] == "vllm:num_requests_waiting" and seen["target"] == 1.0
     browser = Client()
