@@ -5,10 +5,15 @@ A role is named :func:`clusters.ownership.iam_name` (the same on every run, so a
 and trusts only ``pods.eks.amazonaws.com`` — from this account and, once the EKS cluster exists, only from it. Inline
 policies name every action (no wildcard actions) and scope what changes things to the team's objects or the
 cluster's tagged file systems.
+
+Pods of a namespace other than the team's (a task-governance namespace, ``hyperpod-ns-<team>``) get roles of their
+own, their purposes made distinct by :func:`namespaced_purpose`; :func:`find_association` reads the association of one
+namespace and service account.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,3 +123,23 @@ def delete_role(cluster: Cluster, identity: PodIdentity) -> str:
     with aws.translated("iam", "DeleteRole"):
         deleted = delete_owned_role(iam, name, owned=lambda tags: owned_by(tags, cluster))
     return name if deleted else ""
+
+
+def namespaced_purpose(purpose: str, namespace: str) -> str:
+    """The purpose of ``purpose``'s role for pods of ``namespace`` when that is not the team namespace:
+    ``<purpose>-<the first 8 hex digits of the namespace's SHA-256>`` — one role per namespace, its name within
+    IAM's 64 characters whatever the namespace's length."""
+    return f"{purpose}-{hashlib.sha256(namespace.encode()).hexdigest()[:8]}"
+
+
+def find_association(cluster: Cluster, *, namespace: str, service_account: str) -> dict[str, Any] | None:
+    """The EKS Pod Identity association of ``namespace``/``service_account`` on ``cluster`` as Describe answers it
+    (with ``roleArn`` and ``tags``), or ``None`` (EKS allows one per pair)."""
+    eks = aws.client("eks", region=cluster.region)
+    with aws.translated("eks", "ListPodIdentityAssociations"):
+        found = eks.list_pod_identity_associations(clusterName=cluster.eks_name, namespace=namespace,
+                                                   serviceAccount=service_account)["associations"]
+        if not found:
+            return None
+        return dict(eks.describe_pod_identity_association(
+            clusterName=cluster.eks_name, associationId=found[0]["associationId"])["association"])

@@ -140,6 +140,17 @@ def persistent_volume_claim(volume: StorageVolume) -> k8s.V1PersistentVolumeClai
 # Kubernetes steps --------------------------------------------------------------------------------------------------
 
 
+def namespace_exists(cluster: Cluster, namespace: str) -> bool:
+    """Whether ``namespace`` exists on the cluster (a task-governance namespace appears once its quota is in force)."""
+    try:
+        core_api(cluster).read_namespace(namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return True
+
+
 def ensure_namespace(core: k8s.CoreV1Api, cluster: Cluster) -> str:
     """The team namespace on the cluster, created (labelled as ours) when missing."""
     name = team_namespace(cluster.team)

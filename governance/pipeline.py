@@ -13,7 +13,10 @@ kind                                   phase
                                        *team-storage*: the team's shared claim in its namespace
                                        (:mod:`governance.storage`), once task governance made the namespace
 ``governance.compute_quota.update``    *compute-quota*: UpdateComputeQuota, then Describe until Updated
-``governance.compute_quota.delete``    *compute-quota*: DeleteComputeQuota, then Describe until it is gone
+``governance.compute_quota.delete``    *compute-quota*: DeleteComputeQuota, then Describe until it is gone;
+                                       *team-identity*: what queued jobs' identity made in the team's namespace
+                                       (its pod identity associations with their roles, its ServiceAccounts:
+                                       :mod:`governance.identity`)
 =====================================  ===============================================================================
 
 Steps are level-triggered: they compare what the row asks for with what Describe answers (only the members
@@ -33,7 +36,7 @@ from typing import Any
 from django.utils import timezone
 
 from cloud import aws, kube
-from governance import plans, sagemaker, storage
+from governance import identity, plans, sagemaker, storage
 from governance.models import ComputeQuota, PolicyState, SchedulerConfig
 from operations.context import StepContext
 from operations.models import Operation, OperationState
@@ -234,6 +237,10 @@ def _skip(ctx: StepContext) -> None:
     """Nothing to send before the poll looks."""
 
 
+def _done(ctx: StepContext) -> Progress:
+    return Progress.finished()
+
+
 def poll_team_storage(ctx: StepContext) -> Progress:
     with kube.translated("team storage"):
         phase = storage.ensure_claim(_quota(ctx))
@@ -242,6 +249,11 @@ def poll_team_storage(ctx: StepContext) -> Progress:
     if phase == "Bound":
         return Progress.finished("shared claim Bound")
     return Progress.waiting("waiting for the team's namespace" if phase == "waiting" else f"shared claim {phase}")
+
+
+def submit_team_identity(ctx: StepContext) -> None:
+    for deleted in identity.remove(_quota(ctx)):
+        ctx.log(f"Deleted the {deleted}.")
 
 
 # bookkeeping -----------------------------------------------------------------------------------------------------
@@ -300,7 +312,10 @@ PIPELINES = (
              on_finished=_finished, on_retried=_retried),
     _pipeline(QUOTA_UPDATE, Phase(slug="compute-quota", title="Compute quota", submit=submit_quota, poll=poll_quota,
                                   plan=plans.quota_update, timeout=timedelta(minutes=15), poll_interval=5)),
-    _pipeline(QUOTA_DELETE, Phase(slug="compute-quota", title="Delete the compute quota", submit=submit_delete,
-                                  poll=poll_delete, plan=plans.quota_delete, timeout=timedelta(minutes=15),
-                                  poll_interval=5)),
+    Pipeline(kind=QUOTA_DELETE, phases=(
+        Phase(slug="compute-quota", title="Delete the compute quota", submit=submit_delete, poll=poll_delete,
+              plan=plans.quota_delete, timeout=timedelta(minutes=15), poll_interval=5),
+        Phase(slug="team-identity", title="Remove the queued jobs' identity", submit=submit_team_identity,
+              poll=_done, plan=plans.team_identity_delete, timeout=timedelta(minutes=10), poll_interval=1)),
+             on_finished=_finished, on_retried=_retried),
 )

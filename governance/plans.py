@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from clusters.plans import manifest
-from config.plans import Change, aws_call, kubernetes_object
-from governance import sagemaker, storage
+from config.plans import Change, aws_call, change, kubernetes_object
+from governance import identity, sagemaker, storage
 from governance.models import ComputeQuota, SchedulerConfig
 from governance.names import team_namespace
 
@@ -66,3 +66,10 @@ def quota_delete(params: Params) -> list[Change]:
     quota = _quota(params)
     return [aws_call("delete", "SageMaker compute quota", quota.name, call="sagemaker:DeleteComputeQuota",
                      request={"ComputeQuotaId": quota.quota_id or "<the quota's id>"})]
+
+
+def team_identity_delete(params: Params) -> list[Change]:
+    """What queued jobs' identity left in the team's namespace (:func:`governance.identity.planned`)."""
+    return [change("delete", "kubernetes" if kind == "ServiceAccount" else "aws", kind, name,
+                   **({"role": detail} if detail else {}))
+            for kind, name, detail in identity.planned(_quota(params))]

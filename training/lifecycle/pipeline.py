@@ -1,6 +1,10 @@
 """``training_job.submit``: the operation that puts a job on its cluster and follows it to a terminal state.
 
-Phases: *identity* (pods may write to the team's MLflow tracking server, when one is attached) → *create* (the
+Phases: *identity* (what the pods' service account needs in the job's namespace: for a job queued by task governance
+— its namespace is not the team namespace — with tiered checkpoints, the checkpoint ServiceAccount, role and pod
+identity association there, ``clusters.features.checkpointing.ensure_namespace_identity``, waiting for the namespace
+task governance makes; and, when a tracking server is attached, the MLflow writes of that service account in that
+namespace, ``training.mlflow.grant_job_writes``) → *create* (the
 HyperPodPyTorchJob or RayJob, exactly once: a retry adopts the object it made, recognised by its job-id label) →
 *run* (polled until the object reports Succeeded, Failed or Stopped; every poll mirrors state, ranks, the recovery
 budget, hangs, stragglers and metrics into the job row, and for a job queued by task governance reads its Kueue
@@ -19,6 +23,9 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from clusters import storage
+from clusters.features import checkpointing
+from clusters.ownership import team_namespace
 from notifications import events
 from operations.context import StepContext
 from operations.models import Operation, OperationState
@@ -38,13 +45,25 @@ def job_of(ctx_or_operation: StepContext | Operation) -> TrainingJob:
 
 
 def submit_identity(ctx: StepContext) -> None:
+    """Nothing to send before the poll looks (the namespace may still be on its way)."""
+
+
+def poll_identity(ctx: StepContext) -> Progress:
     job = job_of(ctx)
+    account = ctx.params["service_account"]
+    queued = job.namespace != team_namespace(job.team)
+    if queued and account == checkpointing.SERVICE_ACCOUNT:
+        if not storage.namespace_exists(job.cluster, job.namespace):
+            return Progress.waiting(f"waiting for the namespace {job.namespace}")
+        role_arn = checkpointing.ensure_namespace_identity(job.cluster, namespace=job.namespace, team=job.team)
+        ctx.log(f"Service account {job.namespace}/{account} bound to {role_arn} through EKS Pod Identity.")
     if not metrics.reports_to_mlflow(job):
         ctx.log("No MLflow tracking server is attached to the team here; the portal charts throughput from the "
                 "logs.")
-        return
-    mlflow.grant_job_writes(cluster=job.cluster, team=job.team, service_account=ctx.params["service_account"])
-    ctx.log(f"Pods running as {ctx.params['service_account']} may write to the team's MLflow tracking server.")
+        return Progress.finished()
+    mlflow.grant_job_writes(cluster=job.cluster, team=job.team, service_account=account, namespace=job.namespace)
+    ctx.log(f"Pods running as {job.namespace}/{account} may write to the team's MLflow tracking server.")
+    return Progress.finished()
 
 
 def poll_done(ctx: StepContext) -> Progress:
@@ -184,7 +203,8 @@ def job_retried(operation: Operation) -> None:
 PIPELINE = planned(Pipeline(
     kind=KIND,
     phases=(
-        Phase("identity", "Grant MLflow writes", submit_identity, poll_done, timeout=timedelta(minutes=10)),
+        Phase("identity", "Give the pods their AWS identity", submit_identity, poll_identity,
+              timeout=timedelta(minutes=10), poll_interval=2.0),
         Phase("create", "Create the job object", submit_create, poll_done, compensate=compensate_create,
               undo_poll=poll_object_gone, leftovers=object_left, timeout=timedelta(minutes=10)),
         Phase("run", "Run to a terminal state", submit_run, poll_run, timeout=RUN_TIMEOUT, poll_interval=5.0),

@@ -8,14 +8,17 @@ ARN (the plugin turns it into the regional endpoint and signs with the pod's AWS
 so a run name never means two jobs), ``MLFLOW_RUN_NAME`` is the job's name.
 
 Permission (``grant_job_writes``) — :data:`WRITER_ACTIONS` on exactly the server's ARN, given to the service account
-``service_account`` of the team namespace:
+``service_account`` of the job's namespace (the team namespace, or the task-governance namespace ``hyperpod-ns-<team>``
+of a queued job):
 
 * a service account annotated ``eks.amazonaws.com/role-arn`` (IRSA, e.g. tiered checkpointing's
   ``instantstart-checkpoints``): inline policy ``instantstart-mlflow`` on that role;
 * one with an EKS Pod Identity association already: the same inline policy on the associated role;
 * otherwise (the ``default`` service account): a role ``instantstart-<cluster id>-mlflow`` (``-mlflow-<sa>`` for
-  another account) trusting ``pods.eks.amazonaws.com`` (``sts:AssumeRole`` + ``sts:TagSession``, this cluster, this
-  namespace and service account only) with inline policy ``mlflow``, and a pod identity association to it.
+  another account; in a namespace other than the team's, followed by ``-<namespace digest>``,
+  :func:`clusters.pod_identity.namespaced_purpose`) trusting ``pods.eks.amazonaws.com`` (``sts:AssumeRole`` +
+  ``sts:TagSession``, this cluster, this namespace and service account only) with inline policy named like its
+  purpose, and a pod identity association to it, tagged as ours.
 
 Only roles InstantStart made for the cluster are changed: a foreign role is ``service_account_role_foreign`` (409).
 """
@@ -27,7 +30,7 @@ from kubernetes.client.exceptions import ApiException
 
 from accounts.models import Team
 from cloud import aws, kube
-from clusters import storage
+from clusters import pod_identity, storage
 from clusters.features import identity
 from clusters.iam_roles import ensure_inline_policy
 from clusters.ownership import aws_tags, iam_name, owned_by, team_namespace
@@ -66,42 +69,44 @@ def writer_policy(server_arn: str) -> dict:
         {"Sid": "WriteRuns", "Effect": "Allow", "Action": list(WRITER_ACTIONS), "Resource": [server_arn]}]}
 
 
-def purpose(service_account: str) -> str:
-    return "mlflow" if service_account == "default" else f"mlflow-{service_account}"
+def purpose(service_account: str, namespace: str = "", team: Team | None = None) -> str:
+    """The purpose of the MLflow role of ``service_account`` in ``namespace`` (default: ``team``'s namespace)."""
+    base = "mlflow" if service_account == "default" else f"mlflow-{service_account}"
+    if not namespace or team is None or namespace == team_namespace(team):
+        return base
+    return pod_identity.namespaced_purpose(base, namespace)
 
 
-def grant_job_writes(*, cluster, team: Team, service_account: str) -> None:
-    """Let pods running as ``service_account`` in the team namespace of ``cluster`` write to the team's ready
-    tracking server of the cluster's region (nothing when there is none). Idempotent: only what differs is sent."""
+def grant_job_writes(*, cluster, team: Team, service_account: str, namespace: str = "") -> None:
+    """Let pods running as ``service_account`` in ``namespace`` (default: the team namespace) of ``cluster`` write
+    to the team's ready tracking server of the cluster's region (nothing when there is none). Idempotent: only what
+    differs is sent."""
     server = team_tracking_server(team, cluster.region)
     if server is None:
         return
     policy = writer_policy(server.arn)
-    namespace = team_namespace(team)
+    namespace = namespace or team_namespace(team)
+    role_purpose = purpose(service_account, namespace, team)
     annotated = _annotated_role(cluster, namespace, service_account)
     if annotated:
         _put_policy(cluster, annotated.rsplit("/", 1)[-1], policy)
         return
-    eks = aws.client("eks", region=cluster.region)
-    with aws.translated("eks", "ListPodIdentityAssociations"):
-        found = eks.list_pod_identity_associations(clusterName=cluster.eks_name, namespace=namespace,
-                                                   serviceAccount=service_account)["associations"]
-        associated = eks.describe_pod_identity_association(
-            clusterName=cluster.eks_name, associationId=found[0]["associationId"])["association"] if found else None
-    ours = iam_name(cluster, purpose(service_account))
+    associated = pod_identity.find_association(cluster, namespace=namespace, service_account=service_account)
+    ours = iam_name(cluster, role_purpose)
     if associated is not None and associated["roleArn"].rsplit("/", 1)[-1] != ours:
         _put_policy(cluster, associated["roleArn"].rsplit("/", 1)[-1], policy)
         return
     role_arn = identity.ensure_role(
-        cluster, purpose=purpose(service_account), policy=policy,
+        cluster, purpose=role_purpose, policy=policy,
         trust=identity.pod_identity_trust(cluster, namespace=namespace, service_account=service_account),
         description=f"InstantStart: MLflow writes of {namespace}/{service_account} on {cluster.name}")
     if associated is None:
+        eks = aws.client("eks", region=cluster.region)
         with aws.translated("eks", "CreatePodIdentityAssociation"):
             try:
                 eks.create_pod_identity_association(clusterName=cluster.eks_name, namespace=namespace,
                                                     serviceAccount=service_account, roleArn=role_arn,
-                                                    tags=aws_tags(cluster, purpose(service_account)))
+                                                    tags=aws_tags(cluster, role_purpose))
             except ClientError as error:
                 if not aws.error_is(error, "ResourceInUseException"):
                     raise
