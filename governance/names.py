@@ -2,10 +2,10 @@
 resources.
 
 A compute quota's ``TeamName`` is the team's slug made lowercase with hyphens (SageMaker's pattern
-``[a-z0-9]([-a-z0-9]*[a-z0-9])``); task governance then manages the namespace ``hyperpod-ns-<team>`` and the local
-queue ``hyperpod-ns-<team>-localqueue`` in it, and a workload priority class ``<name>-priority`` for each priority
-class of the scheduler config. Workloads name their queue with the label ``kueue.x-k8s.io/queue-name`` and their
-priority with ``kueue.x-k8s.io/priority-class``.
+``[a-z0-9]([-a-z0-9]*[a-z0-9])``); task governance then manages the namespace ``hyperpod-ns-<team>``, the local
+queue ``hyperpod-ns-<team>-localqueue`` in it feeding the ClusterQueue ``hyperpod-ns-<team>-clusterqueue``, and a
+workload priority class ``<name>-priority`` for each priority class of the scheduler config. Workloads name their
+queue with the label ``kueue.x-k8s.io/queue-name`` and their priority with ``kueue.x-k8s.io/priority-class``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ def team_namespace(team: Team) -> str:
 
 def local_queue(team: Team) -> str:
     return f"{team_namespace(team)}-localqueue"
+
+
+def cluster_queue(team: Team) -> str:
+    """The team's Kueue ``ClusterQueue`` (cluster-scoped), which its local queue feeds."""
+    return f"{team_namespace(team)}-clusterqueue"
 
 
 def workload_priority_class(priority: str) -> str:

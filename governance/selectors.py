@@ -16,7 +16,7 @@ from accounts.selectors import get_visible
 from clusters.features.catalog import TASK_GOVERNANCE
 from clusters.models import Cluster, ClusterFeature, FeatureState
 from config.errors import InvalidFields
-from governance import actions, admission, names
+from governance import actions, admission, names, queue_usage
 from governance.models import ComputeQuota, PolicyState, SchedulerConfig
 
 Admission = admission.Admission
@@ -122,3 +122,14 @@ def workload_admission(cluster: Cluster, *, namespace: str, kind: str, name: str
     """Where the ``kind`` object ``name`` stands with Kueue (:mod:`governance.admission`); ``None`` when it is not
     queued."""
     return admission.workload_admission(cluster, namespace=namespace, kind=kind, name=name)
+
+
+def queue_usage_by_team(cluster: Cluster) -> dict[int, queue_usage.FlavorsUsage]:
+    """What the ClusterQueue of each team with a compute quota on ``cluster`` uses now, by team id
+    (:mod:`governance.queue_usage`: per instance type, the resources its admitted workloads hold, borrowed ones
+    included); ``{}`` without quotas, and no Kubernetes call then. Raises the vocabulary error of a failed read."""
+    teams = {names.cluster_queue(quota.for_team): quota.for_team_id
+             for quota in ComputeQuota.objects.filter(cluster=cluster).exclude(quota_id="").select_related("for_team")}
+    if not teams:
+        return {}
+    return {teams[name]: usage for name, usage in queue_usage.usage_by_queue(cluster, set(teams)).items()}

@@ -14,7 +14,9 @@ SPENDING_TOOLS: tuple[ToolSpec, ...] = (
             "(default today), optionally of one `cluster_id`: node-hours of its HyperPod nodes (metered from each "
             "node's launch to its termination) by cluster, instance type and capacity type, each line's on-demand "
             "price and cost (`basis` `on-demand`; `reserved` for training-plan hours, paid with the plan; `no price` "
-            "where AWS lists none — unknown, not zero), the totals and each day's."
+            "where AWS lists none — unknown, not zero), the totals and each day's. With task governance, a line's "
+            "`attribution` is `owner` (the team's cluster, less what other teams' workloads used of it) or "
+            "`workloads` (another team's cluster, named: the share of its nodes the team's workloads used)."
         ),
     ),
     ToolSpec(

@@ -4,6 +4,9 @@ cluster's nodes, a team's monthly budgets and the thresholds it crossed.
 A :class:`NodeLifetime` runs from the node's ``LaunchTime`` to its termination (``terminated_at`` ``None`` while it
 is listed): open → closed when a look no longer lists it or its cluster is deleted; closed → open again if a later
 look lists it after all (a node missed once is not terminated).
+
+On a cluster with task governance, a :class:`UsageShare` moves the node-hours other teams' workloads used from the
+lifetimes' team to theirs (``spending.metering`` writes them, ``spending.spend`` counts them).
 """
 
 from __future__ import annotations
@@ -53,9 +56,49 @@ class ClusterMeter(models.Model):
 
     cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, primary_key=True, related_name="+")
     looked_at = models.DateTimeField()
+    #: What each team's Kueue ClusterQueue used of each instance type's capacity at that look, ``{"<team id>":
+    #: {"<instance type>": "0.5"}}`` (``{}``: not governed, or Kueue could not be read): the next look attributes
+    #: the node-hours since this one by these shares.
+    shares = models.JSONField(default=dict)
 
     def __str__(self) -> str:
         return f"meter of cluster {self.cluster_id} at {self.looked_at:%Y-%m-%d %H:%M:%S}"
+
+
+class UsageShare(models.Model):
+    """Node-hours of one instance type and capacity type of a cluster, in ``[start, end)`` — the time from one look
+    to the next (at most one meter interval, never across a UTC midnight) — that ``team``'s workloads used on nodes
+    whose lifetimes are ``owner``'s: ``share`` (0–1) of the capacity of that type at the first look, times the
+    ``node_seconds`` of the ``nodes`` that ran then. They count for ``team`` and not for ``owner``."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    #: The team the lifetimes are attributed to (the cluster's owner): it carries what no other team used.
+    owner = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="+")
+    #: The team whose workloads (admitted by its ClusterQueue, borrowed capacity included) used the nodes.
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="+")
+    region = models.CharField(max_length=32)
+    instance_type = models.CharField(max_length=32)
+    capacity_type = models.CharField(max_length=16, choices=CapacityType.choices, default=CapacityType.ON_DEMAND)
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    share = models.DecimalField(max_digits=7, decimal_places=6)
+    nodes = models.PositiveIntegerField()
+    #: ``share`` × the seconds every node of the type ran in ``[start, end)``.
+    node_seconds = models.DecimalField(max_digits=18, decimal_places=6)
+
+    class Meta:
+        ordering = ["start", "cluster_id", "team_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "owner", "team", "instance_type", "capacity_type", "start"],
+                                    name="usage_share_unique_per_span"),
+        ]
+        indexes = [
+            models.Index(fields=["team", "start"], name="usage_share_team_start"),
+            models.Index(fields=["owner", "start"], name="usage_share_owner_start"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.share} of {self.instance_type} on {self.cluster_id} for {self.team_id} from {self.start}"
 
 
 class Budget(models.Model):

@@ -10,21 +10,17 @@ from accounts.models import Team, User
 from accounts.selectors import get_visible
 from clusters.models import Cluster
 from spending import actions, budgets
-from spending.models import NodeLifetime
-from spending.spend import Spend, overlapping, spend_of, window
+from spending.models import UsageShare
+from spending.spend import Spend, team_spend, window
 
 
 def spend_report(*, actor: User, team: Team, period: str, day: date, cluster_id: int | None = None) -> Spend:
-    """The team's spend in the ``period`` holding ``day``; with ``cluster_id``, only that cluster's (one of the
-    team's, deleted ones included: ``NotFound`` otherwise)."""
+    """The team's spend in the ``period`` holding ``day``; with ``cluster_id``, only that cluster's — one of the
+    team's (deleted ones included) or one whose nodes its workloads used (``NotFound`` otherwise)."""
     access.require(actor, actions.SPEND_VIEW, team)
-    if cluster_id is not None:
+    if cluster_id is not None and not UsageShare.objects.filter(team=team, cluster_id=cluster_id).exists():
         get_visible(access.visible(actor, Cluster).filter(team=team), cluster_id, "cluster")
-    lifetimes = access.visible(actor, NodeLifetime).filter(team=team)
-    if cluster_id is not None:
-        lifetimes = lifetimes.filter(cluster_id=cluster_id)
-    span = window(period, day)
-    return spend_of(overlapping(lifetimes, span).select_related("cluster"), span)
+    return team_spend(team.pk, window(period, day), cluster_id=cluster_id)
 
 
 def budget_status(*, actor: User, team: Team) -> budgets.BudgetStatus:

@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from clusters.models import CapacityType
-from spending.spend import PERIODS, Line, Spend
+from spending.spend import ATTRIBUTIONS, PERIODS, Line, Spend
 
 HOURS = {"max_digits": 16, "decimal_places": 6}
 USD = {"max_digits": 16, "decimal_places": 4}
@@ -31,7 +31,8 @@ class SpendLineSerializer(serializers.Serializer):
     region = serializers.CharField()
     instance_type = serializers.CharField()
     capacity_type = serializers.ChoiceField(choices=CapacityType.choices)
-    nodes = serializers.IntegerField(help_text="Nodes (instances) that ran in the period.")
+    nodes = serializers.IntegerField(help_text="Nodes (instances) that ran in the period; for a `workloads` line, "
+                                               "the most nodes of the type the team's workloads shared at a look.")
     node_hours = serializers.DecimalField(**HOURS)
     usd_per_hour = serializers.DecimalField(**USD, allow_null=True,
                                             help_text="The on-demand price of one instance-hour; null without one.")
@@ -39,6 +40,10 @@ class SpendLineSerializer(serializers.Serializer):
     basis = serializers.CharField(help_text="How the hours are priced: `on-demand` (the on-demand price; for spot "
                                             "capacity an upper bound), `reserved` (a training plan's capacity, paid "
                                             "with the plan) or `no price` (AWS lists none).")
+    attribution = serializers.ChoiceField(choices=ATTRIBUTIONS, help_text=(
+        "`owner`: one of the team's clusters — its nodes' hours less what other teams' workloads used there (task "
+        "governance); `workloads`: another team's cluster — the team's share of its nodes, by what its workloads "
+        "used (borrowed capacity included)."))
 
     def get_cluster(self, line: Line) -> dict[str, Any]:
         return {"id": line.cluster_id, "name": line.cluster_name}
@@ -59,7 +64,8 @@ class SpendSerializer(serializers.Serializer):
                                                     "counted).")
     reserved_node_hours = serializers.DecimalField(**HOURS)
     unpriced_node_hours = serializers.DecimalField(**HOURS)
-    lines = SpendLineSerializer(many=True, help_text="By cluster, instance type and capacity type.")
+    lines = SpendLineSerializer(many=True, help_text="By cluster, instance type and capacity type: the team's "
+                                                     "clusters first, then others' its workloads used.")
     days = SpendDaySerializer(many=True, help_text="Totals of each day of the period.")
 
 

@@ -1,0 +1,3 @@
+"""Fixtures for spending: the operations engine driver (task governance set up through REST)."""
+
+from tests.operations.conftest import drive, fast_polling  # noqa: F401
