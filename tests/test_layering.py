@@ -60,9 +60,10 @@ RULES = (
          allows=("notifications.events", "notifications.actions")),
     Rule("clusters imports no app built on it (training and inference register with clusters.usage instead)",
          importers=("clusters", "clusters.*"), forbids=("training*", "inference*", "governance*")),
-    Rule("training and inference reach task governance through its selectors only (queue, priority, admission)",
-         importers=("training", "training.*", "inference", "inference.*"), forbids=("governance*",),
-         allows=("governance.selectors",)),
+    Rule("training and inference reach task governance through its selectors only (queue, priority, admission), and "
+         "spending too (each team's Kueue usage)",
+         importers=("training", "training.*", "inference", "inference.*", "spending", "spending.*"),
+         forbids=("governance*",), allows=("governance.selectors",)),
     Rule("costs sits below the domain apps: it imports none of them (they import costs for their estimates)",
          importers=("costs", "costs.*"), forbids=(*DOMAIN_APPS, "governance*", "spending*")),
     Rule("spending is built on clusters and costs: nothing below it imports it (a budget refuses new capacity through "
