@@ -192,7 +192,7 @@ def _usage_shares(cluster: Cluster, shares: Shares, start: datetime, end: dateti
                 rows.append(UsageShare(cluster=cluster, owner_id=owner, team_id=team_id, region=cluster.region,
                                        instance_type=instance_type, capacity_type=capacity_type, start=first,
                                        end=last, share=share, nodes=count,
-                                       node_seconds=(seconds * share).quantize(SIX_PLACES)))
+                                       node_seconds=(seconds * share).quantize(SIX_PLACES, ROUND_DOWN)))
     return rows
 
 
