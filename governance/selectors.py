@@ -13,9 +13,10 @@ from django.db.models import QuerySet
 from accounts import access
 from accounts.models import Team, User
 from accounts.selectors import get_visible
+from clusters import selectors as cluster_selectors
 from clusters.features.catalog import TASK_GOVERNANCE
-from clusters.models import Cluster, ClusterFeature, FeatureState
-from config.errors import InvalidFields
+from clusters.models import Cluster, ClusterFeature, ClusterState, FeatureState, InstanceGroup
+from config.errors import InvalidFields, NotFound
 from governance import actions, admission, names, queue_usage
 from governance.models import ComputeQuota, PolicyState, SchedulerConfig
 
@@ -76,15 +77,57 @@ def quota_team(actor: User, cluster: Cluster) -> Team | None:
     return found.for_team if found is not None else None
 
 
-def shared_clusters(actor: User) -> QuerySet[Cluster]:
-    """Clusters of other teams on which one of ``actor``'s teams has a compute quota."""
-    quotas = _usable(ComputeQuota.objects.filter(for_team_id__in=list(access.roles(actor))))
-    return Cluster.objects.filter(pk__in=quotas.values("cluster_id")).exclude(team_id__in=list(access.roles(actor)))
+def shared_clusters(actor: User, team: Team | None = None) -> QuerySet[Cluster]:
+    """Clusters of other teams on which one of ``actor``'s teams (only ``team`` when given) has a compute quota."""
+    teams = list(access.roles(actor))
+    wanted = teams if team is None else [team.pk] if team.pk in teams else []
+    quotas = _usable(ComputeQuota.objects.filter(for_team_id__in=wanted))
+    return Cluster.objects.filter(pk__in=quotas.values("cluster_id")).exclude(team_id__in=teams)
 
 
 def shared_cluster_get(*, actor: User, cluster_id: int | str) -> Cluster:
     """One of :func:`shared_clusters` (``NotFound`` otherwise, as for a cluster the actor cannot see)."""
     return get_visible(shared_clusters(actor).select_related("team"), cluster_id, "cluster")
+
+
+def workload_cluster_get(*, actor: User, cluster_id: int | str) -> Cluster:
+    """The cluster a training submission or an endpoint deploy names: one of the actor's teams' (``cluster_get``),
+    or another team's on which one of them has a usable compute quota (:func:`shared_cluster_get`). Any other (or
+    none) is ``NotFound`` (404) with the field error ``cluster_not_found`` on ``cluster`` — the same answer as for a
+    cluster the actor cannot see, whatever the reason."""
+    try:
+        return cluster_selectors.cluster_get(actor=actor, cluster_id=cluster_id)
+    except NotFound:
+        pass
+    try:
+        return shared_cluster_get(actor=actor, cluster_id=cluster_id)
+    except NotFound:
+        message = "No such cluster among your teams' clusters."
+        raise NotFound(message, fields={"cluster": [{"code": "cluster_not_found", "message": message}]}) from None
+
+
+def working_team(actor: User, cluster: Cluster) -> Team:
+    """The team the actor's work on ``cluster`` (a training job, an endpoint) belongs to: the cluster's, unless the
+    actor is not in it (nor a platform admin) and one of the actor's teams has a compute quota on it — task
+    governance shares the cluster with that team, and the work is that team's (its members see and manage it, it
+    runs in that team's namespace and queue)."""
+    if access.role_in(actor, cluster.team) is None and not access.can_administer_platform(actor):
+        return quota_team(actor, cluster) or cluster.team
+    return cluster.team
+
+
+def shared_cluster_choices(actor: User, team: Team | None, action: str) -> list[Cluster]:
+    """The active clusters of :func:`shared_clusters` (``team``'s quotas, every team of the actor's when ``None``)
+    on which the actor may ``action`` as the team its work there runs as (:func:`working_team`), by name, with their
+    team — what a form offers besides the team's own clusters."""
+    found = shared_clusters(actor, team).filter(state=ClusterState.ACTIVE).select_related("team").order_by("name")
+    return [cluster for cluster in found if access.can(actor, action, working_team(actor, cluster))]
+
+
+def shared_groups(cluster: Cluster) -> QuerySet[InstanceGroup]:
+    """The live instance groups of a shared cluster, by name, for the forms of a team with a quota on it (the caller
+    found ``cluster`` through :func:`shared_clusters`)."""
+    return InstanceGroup.objects.filter(cluster=cluster, deleted=False).select_related("cluster").order_by("name")
 
 
 def team_queue(cluster: Cluster, team: Team) -> Queue | None:

@@ -8,8 +8,11 @@ from inference.selectors import active_downloads_on, live_endpoints_on, live_poo
 
 
 def endpoints_on(cluster: Cluster) -> list[str]:
-    return [f"inference endpoint {name} ({state})" for name, state in
-            live_endpoints_on(cluster).values_list("name", "state")]
+    """The live endpoints on ``cluster``, those of another team (deployed through its compute quota) named with their
+    team: the cluster is not deleted until that team deletes them."""
+    return [f"inference endpoint {name} ({state})" + ("" if team_id == cluster.team_id else f" of team {team}")
+            for name, state, team_id, team in
+            live_endpoints_on(cluster).values_list("name", "state", "team_id", "team__name")]
 
 
 def pools_on(cluster: Cluster) -> list[str]:

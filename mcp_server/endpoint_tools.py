@@ -16,7 +16,8 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         action=actions.ENDPOINT_DEPLOY,
         status_tool="get_endpoint",
         description=(
-            "Deploy a model-serving container as a Deployment in the team's namespace: `cluster`, `name`, `model` "
+            "Deploy a model-serving container as a Deployment in the team's namespace: `cluster` (your team's, or "
+            "another team's where yours has a compute quota: the endpoint is then your team's), `name`, `model` "
             "(a path in the team's bucket such as /mnt/shared/models/<name> — see `list_bucket_models` — or a Hub "
             "repo id with `model_source` hub), `gpus` per replica (at most a node's GPUs of the `instance_group`; "
             "never inferred), `engine` vllm (default image vllm/vllm-openai) or sglang (lmsysorg/sglang), or custom "
@@ -30,7 +31,7 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
             "Refusals name the field: `too_many_gpus`, `parallelism_mismatch`, `no_gpus_in_group`, "
             "`unknown_instance_group`, `image_required`, `engine_mismatch`, `path_outside_shared_bucket`, "
             "`hub_repo_not_found`, `hub_gated`, `endpoint_name_taken`, `router_needs_sglang`, "
-            "`router_needs_replicas`." + _FOLLOW
+            "`router_needs_replicas`, `not_on_shared_cluster` (a load balancer on another team's cluster)." + _FOLLOW
         ),
     ),
     ToolSpec(

@@ -27,7 +27,8 @@ MANAGED_ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
             "`sagemaker_endpoint`. Refusals name the field: `unknown_instance_type`, `too_many_gpus`, "
             "`kv_cache_too_large`, `invalid_redis_url`, `unsupported_l2_backend`, `unsupported_routing_strategy`, "
             "`min_replicas_above_max` (a minimum of 0 is refused too), `path_outside_shared_bucket`, `no_fsx_volume`, "
-            "`crd_invalid` (the API server's own check against the CRD)." + _FOLLOW
+            "`crd_invalid` (the API server's own check against the CRD), `not_on_shared_cluster` (FSx or autoscaling "
+            "on another team's cluster, shared with your team through a compute quota)." + _FOLLOW
         ),
     ),
     ToolSpec(

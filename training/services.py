@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts import access, audit
-from accounts.models import Team, User
+from accounts.models import User
 from clusters.models import Cluster, ClusterState
 from config.errors import Conflict, ValidationFailed
 from governance import selectors as governance
@@ -49,20 +49,12 @@ def _name_free(cluster: Cluster, namespace: str, name: str) -> None:
                                          "name or resubmit that job.")
 
 
-def submitting_team(actor: User, cluster: Cluster) -> Team:
-    """The team a submission to ``cluster`` runs as: the cluster's, unless the actor is not in it and one of the
-    actor's teams has a compute quota on it (task governance shares the cluster with that team)."""
-    if access.role_in(actor, cluster.team) is None and not access.can_administer_platform(actor):
-        return governance.quota_team(actor, cluster) or cluster.team
-    return cluster.team
-
-
 def training_job_submit(*, actor: User, cluster: Cluster, recipe: str, config: dict[str, Any], source: str,
                         name: str = "", priority: str = "", idempotency_key: str | None = None,
                         resubmitted_from: TrainingJob | None = None) -> tuple[TrainingJob, Operation]:
     """Check the submission and start ``training_job.submit``; returns the job and its operation. ``priority`` is a
     priority class of the cluster's scheduler config (task governance), or none."""
-    team = submitting_team(actor, cluster)
+    team = governance.working_team(actor, cluster)
     access.require(actor, actions.SUBMIT, team)
     replayed = idempotency.replayed(team, idempotency_key)
     if replayed is not None:

@@ -67,11 +67,12 @@ def folder_of(path: str) -> str:
     return normalized
 
 
-def listing(cluster: Cluster, path: str) -> dict[str, Any]:
-    """The folders and files directly under ``path`` in the team's prefix of the cluster region's shared bucket."""
+def listing(cluster: Cluster, path: str, *, team: Team | None = None) -> dict[str, Any]:
+    """The folders and files directly under ``path`` in the prefix of ``team`` (the cluster's by default) in the
+    cluster region's shared bucket."""
     folder = folder_of(path)
     bucket = shared_bucket_name(cluster.region)
-    base = team_prefix(cluster.team.slug)
+    base = team_prefix((team or cluster.team).slug)
     prefix = f"{base}{folder}/" if folder else base
     mount_path = f"{SHARED_MOUNT}/{folder}".rstrip("/")
     try:

@@ -16,9 +16,9 @@ from config.api.filters import IdFilter
 from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
+from governance import selectors as governance
 from inference import actions, selectors
 from inference.api import endpoint_serializers as s
-from inference.api.download_views import cluster_named
 from inference.api.router_serializers import RouterSerializer
 from inference.endpoints import calls, scaling, services
 from inference.endpoints.plan import Request
@@ -70,7 +70,7 @@ class EndpointListCreateView(generics.ListAPIView):
         group's GPUs per node, tensor × pipeline parallel = GPUs, a GPU group, the model in the team's bucket or
         on the Hub, the name."""
         data = validated(s.EndpointDeploySerializer, request)
-        cluster = cluster_named(request, data.pop("cluster"))
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=data.pop("cluster"))
         endpoint, operation = services.endpoint_deploy(actor=request.user, cluster=cluster, request=Request(**data),
                                                        origin=request.source,
                                                        idempotency_key=request.headers.get(HEADER))

@@ -15,9 +15,9 @@ from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from config.errors import NotFound
+from governance import selectors as governance
 from inference import actions, selectors
 from inference.api import managed_endpoint_serializers as s
-from inference.api.download_views import cluster_named
 from inference.api.endpoint_views import EndpointFilter
 from inference.endpoints import managed_services, services
 from inference.endpoints.managed import ManagedRequest
@@ -66,7 +66,7 @@ class ManagedEndpointListCreateView(generics.ListAPIView):
         API server checks the object against the real CRD; ``inference_operator_missing`` when the cluster does not
         run the operator."""
         data = validated(s.ManagedEndpointCreateSerializer, request)
-        cluster = cluster_named(request, data.pop("cluster"))
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=data.pop("cluster"))
         endpoint, operation = managed_services.managed_endpoint_deploy(
             actor=request.user, cluster=cluster, request=ManagedRequest(**data), origin=request.source,
             idempotency_key=request.headers.get(HEADER))

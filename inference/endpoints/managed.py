@@ -15,11 +15,15 @@ KV cache or routing on an image that is not vLLM-based (``kv_cache_needs_vllm``:
 containers only); autoscaling bounds with the minimum above the maximum (``min_replicas_above_max``) or a minimum of 0
 (``scale_to_zero_not_allowed``: the operator's Prometheus trigger reads the model server's own metrics, which
 no replica reports at zero, so nothing would wake it); a TLS output location that is not ``s3://bucket/…``
-(``invalid_tls_location``); a ``priority`` the cluster's scheduler config does not define (``unknown_priority_class``).
+(``invalid_tls_location``); a ``priority`` the cluster's scheduler config does not define (``unknown_priority_class``);
+on another team's cluster (shared through a compute quota), a model on the cluster's FSx (``model_source``) or
+autoscaling (``autoscaling``), each ``not_on_shared_cluster`` — the FSx file system is the cluster team's, and KEDA
+is installed and removed for the whole cluster.
 
 On a cluster where the team has a compute quota (HyperPod task governance), the object goes to the team's namespace
 ``hyperpod-ns-<team>`` labelled with its Kueue queue and priority (``governance.selectors.team_queue``), which the
-operator passes on to the worker pods.
+operator passes on to the worker pods. The team is the cluster's, or the team that deploys on another team's cluster
+through its quota: its prefix of the shared bucket, its namespace and queue.
 
 The CRD itself (OpenAPI schema and validation rules) is then asked by the cluster's API server with a server-side
 dry run of the create (:func:`inference.endpoints.managed_pipeline.check_with_api_server`), so what the real API
@@ -32,15 +36,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from accounts.models import Team
 from cloud.kube_objects import Kind
 from clusters.inspection import catalog
 from clusters.models import Cluster, InstanceGroup, StorageKind, StorageState, StorageVolume
-from clusters.ownership import kube_labels, team_namespace
+from clusters.ownership import TEAM_LABEL, kube_labels, team_namespace
 from clusters.shared_bucket import shared_bucket_name, team_prefix
 from config.errors import InvalidFields
 from governance import selectors as governance
 from inference.endpoints import manifests
-from inference.endpoints.plan import NAME, shared_model_path
+from inference.endpoints.plan import NAME, SHARED_KEDA, check_shared, shared_model_path
 from inference.models import Endpoint, ModelSource
 
 GROUP = "inference.sagemaker.aws.amazon.com"
@@ -145,19 +150,23 @@ def _group(cluster: Cluster, instance_type: str, gpus: int, problems: InvalidFie
     return group
 
 
-def _source(cluster: Cluster, request: ManagedRequest, problems: InvalidFields) -> dict[str, Any]:
+def _source(cluster: Cluster, team: Team, request: ManagedRequest, problems: InvalidFields) -> dict[str, Any]:
     """The ``modelSourceConfig`` (``{}`` for JumpStart, whose object names the model itself)."""
     if request.model_source == ModelSource.SHARED:
-        path = shared_model_path(cluster, request.model)
+        path = shared_model_path(cluster, request.model, team)
         if path is None:
             problems.add("model", "path_outside_shared_bucket", "The model must be in the team's shared bucket: a "
                          f"path under {manifests.SHARED_MOUNT}, relative to it, or an s3:// URI in the team's "
                          f"prefix; got {request.model!r}.")
             return {}
-        location = team_prefix(cluster.team.slug) + path[len(manifests.SHARED_MOUNT) + 1:]
+        location = team_prefix(team.slug) + path[len(manifests.SHARED_MOUNT) + 1:]
         return {"modelSourceType": "s3", "modelLocation": location,
                 "s3Storage": {"bucketName": shared_bucket_name(cluster.region), "region": cluster.region}}
     if request.model_source == ModelSource.FSX:
+        if team.pk != cluster.team_id:
+            check_shared(cluster, team, "model_source", "its FSx file system is that team's: serve from your team's "
+                         "shared bucket (shared) or JumpStart", problems)
+            return {}
         volume = StorageVolume.objects.filter(cluster=cluster, kind=StorageKind.FSX,
                                               state=StorageState.AVAILABLE).order_by("pk").first()
         location = request.model.strip().strip("/")
@@ -309,12 +318,15 @@ def _spec(plan_: ManagedPlan, source: dict[str, Any], memory_gib: int) -> dict[s
             "worker": worker, **extras}
 
 
-def plan(*, cluster: Cluster, request: ManagedRequest, existing: Endpoint | None = None) -> ManagedPlan:
-    """Check ``request`` (see the module docstring) and decide the managed endpoint — ``existing`` when it is that
-    endpoint's new state (an update: its own name is not taken); ``ValidationFailed`` otherwise."""
+def plan(*, cluster: Cluster, request: ManagedRequest, existing: Endpoint | None = None,
+         team: Team | None = None) -> ManagedPlan:
+    """Check ``request`` of ``team`` (the cluster's by default, or a team with a compute quota on it; see the module
+    docstring) and decide the managed endpoint — ``existing`` when it is that endpoint's new state (an update: its
+    own name is not taken); ``ValidationFailed`` otherwise."""
     problems = InvalidFields()
-    queue = governance.team_queue(cluster, cluster.team)
-    namespace = queue.namespace if queue else team_namespace(cluster.team)
+    team = team or cluster.team
+    queue = governance.team_queue(cluster, team)
+    namespace = queue.namespace if queue else team_namespace(team)
     if not NAME.match(request.name or ""):
         problems.add("name", "invalid_endpoint_name", "Use 1–40 lower-case letters, digits and hyphens, starting "
                      "with a letter and ending with a letter or digit.")
@@ -324,10 +336,12 @@ def plan(*, cluster: Cluster, request: ManagedRequest, existing: Endpoint | None
                      f"{request.name}.")
     group = _group(cluster, request.instance_type, request.gpus, problems)
     offer = catalog.catalog(cluster.region).get(group.instance_type) if group else None
-    source = _source(cluster, request, problems)
+    source = _source(cluster, team, request, problems)
     kv_cache = _kv_cache(request, offer.memory_gib if offer else float("inf"), problems)
     routing = _routing(request, problems)
     autoscaling = _autoscaling(request, problems)
+    if autoscaling:
+        check_shared(cluster, team, "autoscaling", SHARED_KEDA, problems)
     image = request.image or DEFAULT_IMAGE
     if (kv_cache or routing) and request.model_source != ModelSource.JUMPSTART and "vllm" not in image:
         problems.add("image", "kv_cache_needs_vllm", "The operator's KV cache and intelligent routing support "
@@ -346,7 +360,7 @@ def plan(*, cluster: Cluster, request: ManagedRequest, existing: Endpoint | None
         port=request.port, replicas=request.replicas, invocation_path=request.invocation_path.lstrip("/"),
         kv_cache=kv_cache, routing=routing, autoscaling=autoscaling, tls_output_uri=request.tls_output_uri,
         sagemaker_endpoint=request.sagemaker_endpoint or request.name, body={})
-    labels = {**kube_labels(cluster), manifests.ENDPOINT_LABEL: request.name,
+    labels = {**kube_labels(cluster), TEAM_LABEL: team.slug, manifests.ENDPOINT_LABEL: request.name,
               **(queue.labels(request.priority) if queue else {})}
     metadata: dict[str, Any] = {"name": request.name, "namespace": namespace, "labels": labels}
     if routing.get("session_key"):

@@ -92,14 +92,15 @@ def shown(endpoint: Endpoint) -> dict[str, Any]:
 def managed_endpoint_deploy(*, actor: User, cluster: Cluster, request: ManagedRequest, origin: str,
                             idempotency_key: str | None = None) -> tuple[Endpoint, Operation]:
     """Check the request and start ``managed_endpoint.deploy``; returns the endpoint and its operation."""
-    access.require(actor, actions.ENDPOINT_DEPLOY, cluster)
-    replayed = idempotency.replayed(cluster.team, idempotency_key)
+    team = governance.working_team(actor, cluster)
+    access.require(actor, actions.ENDPOINT_DEPLOY, team)
+    replayed = idempotency.replayed(team, idempotency_key)
     if replayed is not None:
         return Endpoint.objects.get(pk=replayed.params["endpoint_id"]), replayed
     require_active(cluster)
     if request.model_source != ModelSource.JUMPSTART and not request.args:
         request.args = default_args(request.name, request.port)
-    decided = managed.plan(cluster=cluster, request=request)
+    decided = managed.plan(cluster=cluster, request=request, team=team)
     require_inference_operator(cluster)
     if decided.kind == managed.JUMPSTART and (gated := operator_feature.gated_role(cluster)):
         decided.body["spec"]["model"]["gatedModelDownloadRole"] = gated
@@ -109,7 +110,7 @@ def managed_endpoint_deploy(*, actor: User, cluster: Cluster, request: ManagedRe
     try:
         with transaction.atomic():
             endpoint = Endpoint.objects.create(
-                team=cluster.team, cluster=cluster, created_by=actor, name=decided.name, namespace=decided.namespace,
+                team=team, cluster=cluster, created_by=actor, name=decided.name, namespace=decided.namespace,
                 kind=EndpointKind.MANAGED, engine="vllm", image=decided.image, command=decided.args,
                 model_source=decided.model_source, model=decided.model, served_model_name=served,
                 instance_group=decided.instance_group, instance_type=decided.instance_type, gpus=decided.gpus,
@@ -122,7 +123,7 @@ def managed_endpoint_deploy(*, actor: User, cluster: Cluster, request: ManagedRe
                                f"Deploy {endpoint.name} (managed, {decided.body['kind']})",
                                {"autoscaling": decided.autoscaling}, origin, idempotency_key)
             audit.record(actor=actor, source=origin, action=actions.ENDPOINT_DEPLOY, target=endpoint,
-                         team=cluster.team, after=shown(endpoint))
+                         team=team, after=shown(endpoint))
     except IntegrityError:
         raise ValidationFailed.for_field("name", "endpoint_name_taken",
                                          f"Cluster {cluster.name} already has an endpoint named {decided.name}."
@@ -220,7 +221,8 @@ def managed_endpoint_update(*, actor: User, endpoint: Endpoint, origin: str, ide
         if jumpstart and key in asked:
             problems.add(key, "jumpstart_fixed", "A JumpStart model runs the image and arguments of its model id.")
     problems.raise_if_any()
-    decided = managed.plan(cluster=endpoint.cluster, request=_request_of(endpoint, asked), existing=endpoint)
+    decided = managed.plan(cluster=endpoint.cluster, request=_request_of(endpoint, asked), existing=endpoint,
+                           team=endpoint.team)
     if decided.routing != endpoint.routing:
         raise ValidationFailed.for_field("routing", "routing_immutable", "Intelligent routing is chosen when the "
                                          "endpoint is deployed; the operator does not change it on an existing "

@@ -10,11 +10,14 @@ without an image (``image_required``); a command that names an engine different 
 (``engine_mismatch``); a shared-bucket model path outside the team's prefix (``path_outside_shared_bucket``); an
 unknown or gated Hub model (``hub_repo_not_found``, ``hub_gated``, ``hub_token_invalid``); router settings on
 another engine than SGLang (``router_needs_sglang``) or a single replica (``router_needs_replicas``); a ``priority``
-the cluster's scheduler config does not define (``unknown_priority_class``).
+the cluster's scheduler config does not define (``unknown_priority_class``); on another team's cluster (shared
+through a compute quota), a load balancer (``exposure``: ``not_on_shared_cluster`` — the Network Load Balancer would
+be made in the cluster team's account and network).
 
 On a cluster where the team has a compute quota (HyperPod task governance), the endpoint runs in the team's namespace
 ``hyperpod-ns-<team>`` and its objects carry the team's Kueue queue and priority labels
-(``governance.selectors.team_queue``).
+(``governance.selectors.team_queue``). The team is the cluster's, or the team that deploys on another team's cluster
+through its quota: its prefix of the shared bucket, its namespace and queue.
 
 The engine is the one chosen, or recognised from the command (``vllm serve …`` → vLLM,
 ``python3 -m sglang.launch_server …`` → SGLang); without a command the engine's own is generated.
@@ -28,15 +31,16 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from accounts.models import Team
 from cloud import huggingface
 from clusters.inspection import catalog
 from clusters.models import Cluster, InstanceGroup
-from clusters.ownership import kube_labels, team_namespace
+from clusters.ownership import TEAM_LABEL, kube_labels, team_namespace
 from clusters.shared_bucket import shared_bucket_name, team_prefix
 from config.errors import InvalidFields
 from governance import selectors as governance
 from inference.endpoints import manifests, router
-from inference.models import Endpoint, Engine, ModelSource
+from inference.models import Endpoint, Engine, Exposure, ModelSource
 
 NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 IMAGES: dict[str, str] = {Engine.VLLM: "vllm/vllm-openai:v0.10.1", Engine.SGLANG: "lmsysorg/sglang:v0.5.1"}
@@ -118,11 +122,11 @@ def generated_command(engine: str, model: str, served: str, port: int, tp: int, 
             "--tensor-parallel-size", str(tp), "--pipeline-parallel-size", str(pp)]
 
 
-def shared_model_path(cluster: Cluster, value: str) -> str | None:
+def shared_model_path(cluster: Cluster, value: str, team: Team | None = None) -> str | None:
     """The mount path of a shared-bucket model (relative to ``/mnt/shared``, absolute under it, or an ``s3://``
-    URI in the team's prefix); ``None`` when it is outside."""
+    URI in the prefix of ``team``, the cluster's by default); ``None`` when it is outside."""
     text = value.strip()
-    uri = f"s3://{shared_bucket_name(cluster.region)}/{team_prefix(cluster.team.slug)}"
+    uri = f"s3://{shared_bucket_name(cluster.region)}/{team_prefix((team or cluster.team).slug)}"
     if text.startswith("s3://"):
         if not text.startswith(uri):
             return None
@@ -174,9 +178,9 @@ def _group(cluster: Cluster, name: str, problems: InvalidFields) -> tuple[Instan
     return group, gpus(group)
 
 
-def _model(cluster: Cluster, request: Request, problems: InvalidFields) -> str:
+def _model(cluster: Cluster, team: Team, request: Request, problems: InvalidFields) -> str:
     if request.model_source == ModelSource.SHARED:
-        path = shared_model_path(cluster, request.model)
+        path = shared_model_path(cluster, request.model, team)
         if path is None:
             problems.add("model", "path_outside_shared_bucket", f"The model must be in the team's shared bucket: a "
                          f"path under {manifests.SHARED_MOUNT} (or relative to it); got {request.model!r}.")
@@ -204,11 +208,27 @@ def _parallelism(request: Request, command_engine: str, problems: InvalidFields)
     return tensor, pipeline
 
 
-def plan(*, cluster: Cluster, request: Request, owner_label: str = manifests.ENDPOINT_LABEL) -> Plan:
-    """Check ``request`` (see the module docstring) and decide the endpoint; ``ValidationFailed`` otherwise."""
+#: Why an endpoint on another team's cluster does not autoscale (:func:`check_shared`).
+SHARED_KEDA = ("autoscaling needs KEDA, which InstantStart installs and removes for the whole cluster: only its own "
+               "team's endpoints autoscale there")
+
+
+def check_shared(cluster: Cluster, team: Team, field: str, what: str, problems: InvalidFields) -> None:
+    """``not_on_shared_cluster`` on ``field`` when ``team`` deploys on another team's cluster (through its compute
+    quota) and asks for ``what``, which that cluster's team keeps to itself."""
+    if team.pk != cluster.team_id:
+        problems.add(field, "not_on_shared_cluster", f"Cluster {cluster.name} is team {cluster.team.name}'s, shared "
+                     f"with team {team.name} through a compute quota; {what}.")
+
+
+def plan(*, cluster: Cluster, request: Request, owner_label: str = manifests.ENDPOINT_LABEL,
+         team: Team | None = None) -> Plan:
+    """Check ``request`` of ``team`` (the cluster's by default, or a team with a compute quota on it) — see the
+    module docstring — and decide the endpoint; ``ValidationFailed`` otherwise."""
     problems = InvalidFields()
-    queue = governance.team_queue(cluster, cluster.team)
-    namespace = queue.namespace if queue else team_namespace(cluster.team)
+    team = team or cluster.team
+    queue = governance.team_queue(cluster, team)
+    namespace = queue.namespace if queue else team_namespace(team)
     if not NAME.match(request.name or ""):
         problems.add("name", "invalid_endpoint_name", "Use 1–40 lower-case letters, digits and hyphens, starting "
                      "with a letter and ending with a letter or digit.")
@@ -230,14 +250,18 @@ def plan(*, cluster: Cluster, request: Request, owner_label: str = manifests.END
         problems.add("gpus", "too_many_gpus", f"A node of group {group.name} ({group.instance_type}) has "
                      f"{per_node} GPUs; a replica cannot use {request.gpus}.")
     tensor, pipeline = _parallelism(request, command_engine, problems)
-    model = _model(cluster, request, problems)
+    model = _model(cluster, team, request, problems)
     routing = router.check(engine=engine, replicas=request.replicas, requested=request.router, problems=problems)
     governance.check_priority(cluster, request.priority, problems)
+    if request.exposure in (Exposure.INTERNAL_LB, Exposure.INTERNET_LB):
+        check_shared(cluster, team, "exposure", "a load balancer would be made in its team's account and network: "
+                     "expose the endpoint in-cluster (cluster_ip)", problems)
     problems.raise_if_any()
     assert group is not None  # else instance_group is among the problems
     served = request.served_model_name or request.name
     command = list(request.command) or generated_command(engine, model, served, request.port, tensor, pipeline)
-    labels = {**kube_labels(cluster), owner_label: request.name, **(queue.labels(request.priority) if queue else {})}
+    labels = {**kube_labels(cluster), TEAM_LABEL: team.slug, owner_label: request.name,
+              **(queue.labels(request.priority) if queue else {})}
     return Plan(name=request.name, namespace=namespace, engine=engine, image=image, command=command,
                 model_source=request.model_source, model=model, served_model_name=served,
                 instance_group=group.name, instance_type=group.instance_type, gpus=request.gpus,

@@ -27,11 +27,12 @@ from accounts import access, audit
 from accounts.models import User
 from cloud import kube, kube_objects
 from clusters.features import keda
-from config.errors import ValidationFailed
+from config.errors import InvalidFields, ValidationFailed
 from inference import actions
 from inference import objects as inference_objects
 from inference.endpoints import autoscaling, manifests, observe
 from inference.endpoints.pipeline import endpoint_finished, endpoint_of, release_keda
+from inference.endpoints.plan import SHARED_KEDA, check_shared
 from inference.endpoints.services import _changeable
 from inference.models import Endpoint, EndpointState
 from inference.services import require_active, start_endpoint_operation
@@ -48,13 +49,17 @@ KIND = "endpoint.autoscale"
 
 def autoscaling_set(*, actor: User, endpoint: Endpoint, requested: dict[str, Any], origin: str,
                     idempotency_key: str | None = None) -> tuple[Endpoint, Operation]:
-    """Turn autoscaling on with ``requested`` settings, or change the fields given (the others stay)."""
+    """Turn autoscaling on with ``requested`` settings, or change the fields given (the others stay). Not for an
+    endpoint on another team's cluster (``not_on_shared_cluster``: KEDA is installed and removed cluster-wide)."""
     access.require(actor, actions.ENDPOINT_UPDATE, endpoint)
     replayed = idempotency.replayed(endpoint.team, idempotency_key)
     if replayed is not None:
         return endpoint, replayed
     _changeable(endpoint)
     require_active(endpoint.cluster)
+    problems = InvalidFields()
+    check_shared(endpoint.cluster, endpoint.team, "non_field_errors", SHARED_KEDA, problems)
+    problems.raise_if_any()
     settings = autoscaling.check(endpoint, requested).as_json()
     if settings == endpoint.autoscaling:
         raise ValidationFailed.for_field("non_field_errors", "no_changes", "The endpoint already autoscales with "

@@ -18,6 +18,7 @@ from clusters.features.catalog import LOAD_BALANCER_CONTROLLER
 from clusters.models import Cluster
 from config import sealing
 from config.errors import ApplicationError, Conflict, InvalidFields, ValidationFailed
+from governance import selectors as governance
 from inference import actions, state_rules
 from inference import objects as inference_objects
 from inference.endpoints import (
@@ -41,20 +42,22 @@ LB_CONTROLLER = "aws-load-balancer-controller"
 
 def endpoint_deploy(*, actor: User, cluster: Cluster, request: Request, origin: str,
                     idempotency_key: str | None = None) -> tuple[Endpoint, Operation]:
-    """Check the request and start ``endpoint.deploy``; returns the endpoint and its operation."""
-    access.require(actor, actions.ENDPOINT_DEPLOY, cluster)
-    replayed = idempotency.replayed(cluster.team, idempotency_key)
+    """Check the request and start ``endpoint.deploy``; returns the endpoint and its operation. The endpoint is the
+    team's that deploys it: the cluster's, or one with a compute quota on it (``governance.working_team``)."""
+    team = governance.working_team(actor, cluster)
+    access.require(actor, actions.ENDPOINT_DEPLOY, team)
+    replayed = idempotency.replayed(team, idempotency_key)
     if replayed is not None:
         return Endpoint.objects.get(pk=replayed.params["endpoint_id"]), replayed
     require_active(cluster)
-    decided = plan(cluster=cluster, request=request)
+    decided = plan(cluster=cluster, request=request, team=team)
     if decided.exposure in (Exposure.INTERNAL_LB, Exposure.INTERNET_LB):
         require_load_balancer_controller(cluster)
     manifest = objects(decided, with_token=bool(request.hf_token))
     try:
         with transaction.atomic():
             endpoint = Endpoint.objects.create(
-                team=cluster.team, cluster=cluster, created_by=actor, name=decided.name, namespace=decided.namespace,
+                team=team, cluster=cluster, created_by=actor, name=decided.name, namespace=decided.namespace,
                 engine=decided.engine, image=decided.image, command=decided.command,
                 model_source=decided.model_source, model=decided.model, served_model_name=decided.served_model_name,
                 instance_group=decided.instance_group, instance_type=decided.instance_type, gpus=decided.gpus,
@@ -67,7 +70,7 @@ def endpoint_deploy(*, actor: User, cluster: Cluster, request: Request, origin: 
                                                  f"Deploy {endpoint.name} ({endpoint.engine})", {}, origin,
                                                  idempotency_key)
             audit.record(actor=actor, source=origin, action=actions.ENDPOINT_DEPLOY, target=endpoint,
-                         team=cluster.team, after=_shown(endpoint))
+                         team=team, after=_shown(endpoint))
     except IntegrityError:
         raise ValidationFailed.for_field("name", "endpoint_name_taken",
                                          f"Cluster {cluster.name} already has an endpoint named {decided.name}."

@@ -28,6 +28,7 @@ from clusters.models import ClusterState
 from config.context import Source as Face
 from config.errors import ApplicationError, ValidationFailed
 from costs import selectors as cost_selectors
+from governance import selectors as governance
 from inference import actions, selectors, state_rules
 from inference.api.endpoint_serializers import ENDPOINT_ACTIONS, AutoscalingSerializer, EndpointDeploySerializer
 from inference.endpoints import calls, router, scaling, services
@@ -49,7 +50,8 @@ def endpoint_list(request: PortalRequest) -> HttpResponse:
     if request.GET.get("partial"):
         return render(request, "inference/endpoints/_rows.html", context)
     clusters = cluster_selectors.cluster_list(actor=request.user, team=request.team)
-    context["can_deploy"] = any(access.can(request.user, actions.ENDPOINT_DEPLOY, cluster) for cluster in clusters)
+    context["can_deploy"] = any(access.can(request.user, actions.ENDPOINT_DEPLOY, cluster) for cluster in clusters) \
+        or bool(governance.shared_cluster_choices(request.user, request.team, actions.ENDPOINT_DEPLOY))
     return render(request, "inference/endpoints/list.html", context)
 
 
@@ -61,21 +63,31 @@ def endpoint_estimate(request: PortalRequest) -> HttpResponse:
     estimate = None
     replicas = (request.GET.get("replicas") or "").strip()
     try:
-        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=request.GET.get("cluster") or "")
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=request.GET.get("cluster") or "")
         group = serving_group(cluster, (request.GET.get("instance_group") or "").strip())
         if group is not None and replicas.isdigit() and int(replicas) > 0:
-            estimate = cost_selectors.estimate_get(actor=request.user, team=cluster.team, region=cluster.region,
+            estimate = cost_selectors.estimate_get(actor=request.user, team=governance.working_team(
+                request.user, cluster), region=cluster.region,
                                                    lines=[(group.instance_type, int(replicas))])
     except ApplicationError:
         estimate = None
     return render(request, "costs/_estimate.html", {"estimate": estimate})
 
 
+def deploy_clusters(request: PortalRequest) -> dict[str, Any]:
+    """What a deploy form offers: ``clusters``, the active clusters of the current team (of every team of the user
+    when none is current) the user may deploy on, then those shared with it through a compute quota
+    (``governance.shared_cluster_choices``), whose ids are ``shared``."""
+    own = [cluster for cluster in cluster_selectors.cluster_list(actor=request.user, team=request.team)
+           .filter(state=ClusterState.ACTIVE).order_by("name")
+           if access.can(request.user, actions.ENDPOINT_DEPLOY, cluster)]
+    shared = [cluster for cluster in governance.shared_cluster_choices(request.user, request.team,
+                                                                       actions.ENDPOINT_DEPLOY) if cluster not in own]
+    return {"clusters": own + shared, "shared": [cluster.pk for cluster in shared]}
+
+
 def _deploy_context(request: PortalRequest, form: SerializerForm) -> dict[str, Any]:
-    clusters = [cluster for cluster in cluster_selectors.cluster_list(actor=request.user, team=request.team)
-                .filter(state=ClusterState.ACTIVE).order_by("name")
-                if access.can(request.user, actions.ENDPOINT_DEPLOY, cluster)]
-    return {"section": "inference", "form": form, "clusters": clusters, "engines": Engine.choices,
+    return {"section": "inference", "form": form, **deploy_clusters(request), "engines": Engine.choices,
             "images": IMAGES, "sources": ModelSource.choices,
             "exposures": [choice for choice in Exposure.choices if choice[0] != Exposure.POOL],
             "router_policies": router.POLICIES}
@@ -99,7 +111,7 @@ def endpoint_deploy(request: PortalRequest) -> HttpResponse:
     form = SerializerForm(EndpointDeploySerializer, data)
 
     def deploy(**values: Any):
-        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=values.pop("cluster"))
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=values.pop("cluster"))
         return services.endpoint_deploy(actor=request.user, cluster=cluster, request=Request(**values),
                                         origin=Face.PORTAL)
 

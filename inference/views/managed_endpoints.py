@@ -15,17 +15,15 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from rest_framework import serializers
 
-from accounts import access
 from accounts.requests import PortalRequest
-from clusters import selectors as cluster_selectors
-from clusters.models import ClusterState
 from config.api.exceptions import error_body
 from config.context import Source as Face
 from config.errors import ApplicationError
-from inference import actions
+from governance import selectors as governance
 from inference.api.managed_endpoint_serializers import MANAGED_SOURCES, ManagedEndpointCreateSerializer
 from inference.endpoints import managed, managed_services
 from inference.endpoints.managed import ManagedRequest
+from inference.views.endpoints import deploy_clusters
 from portal.forms import PAGE_ERRORS, SerializerForm
 from portal.views import portal_view
 
@@ -67,11 +65,9 @@ def payload(data: QueryDict) -> dict[str, Any]:
 
 
 def _context(request: PortalRequest, form: SerializerForm) -> dict[str, Any]:
-    clusters = [cluster for cluster in cluster_selectors.cluster_list(actor=request.user, team=request.team)
-                .filter(state=ClusterState.ACTIVE).order_by("name")
-                if access.can(request.user, actions.ENDPOINT_DEPLOY, cluster)]
     errors = {name.replace(".", "_"): items for name, items in form.field_errors.items()}
-    return {"section": "inference", "form": form, "errors": errors, "clusters": clusters, "sources": MANAGED_SOURCES,
+    return {"section": "inference", "form": form, "errors": errors, **deploy_clusters(request),
+            "sources": MANAGED_SOURCES,
             "strategies": managed.STRATEGIES, "backends": managed.L2_BACKENDS, "default_image": managed.DEFAULT_IMAGE}
 
 
@@ -87,7 +83,7 @@ def managed_endpoint_create(request: PortalRequest) -> HttpResponse:
         serializer = ManagedEndpointCreateSerializer(data=payload(request.POST))
         serializer.is_valid(raise_exception=True)
         values = dict(serializer.validated_data)
-        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=values.pop("cluster"))
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=values.pop("cluster"))
         endpoint, _ = managed_services.managed_endpoint_deploy(actor=request.user, cluster=cluster,
                                                                request=ManagedRequest(**values), origin=Face.PORTAL)
     except PAGE_ERRORS:

@@ -15,10 +15,12 @@ INFERENCE_ADDONS = (POD_IDENTITY_AGENT, CERT_MANAGER, FEATURES[INFERENCE_OPERATO
 
 def install_inference_operator(eks_name: str, region: str) -> None:
     """The inference operator add-on and its prerequisites on EKS cluster ``eks_name``, ACTIVE (so
-    InferenceEndpointConfig and JumpStartModel are served)."""
+    InferenceEndpointConfig and JumpStartModel are served); a prerequisite already there (a training cluster's) is
+    kept."""
     eks = aws.client("eks", region=region)
+    present = set(eks.list_addons(clusterName=eks_name)["addons"])
     with instant_clock():
-        for addon in INFERENCE_ADDONS:
+        for addon in (addon for addon in INFERENCE_ADDONS if addon not in present):
             eks.create_addon(clusterName=eks_name, addonName=addon)
             _await(lambda addon=addon: eks.describe_addon(clusterName=eks_name, addonName=addon)
                    ["addon"]["status"] == "ACTIVE", f"add-on {addon} ACTIVE")

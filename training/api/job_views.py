@@ -13,12 +13,10 @@ from rest_framework.views import APIView
 from accounts import access
 from accounts.requests import ApiRequest
 from clusters import selectors as cluster_selectors
-from clusters.models import Cluster
 from config.api.filters import IdFilter
 from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
-from config.errors import NotFound
 from governance import selectors as governance
 from operations.api.responses import operation_response
 from training import actions, recipes, selectors, services, shared_files
@@ -37,20 +35,6 @@ class JobFilter(django_filters.FilterSet):
     class Meta:
         model = TrainingJob
         fields = ["team", "cluster", "state", "recipe"]
-
-
-def cluster_for_submit(request, cluster_id: int) -> Cluster:
-    """The cluster a submission names: one of the actor's teams', or another team's on which one of them has a
-    compute quota (task governance); any other (or none) is ``not_found`` (404) on field ``cluster``."""
-    try:
-        return cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-    except NotFound:
-        pass
-    try:
-        return governance.shared_cluster_get(actor=request.user, cluster_id=cluster_id)
-    except NotFound:
-        message = "No such cluster among your teams' clusters."
-        raise NotFound(message, fields={"cluster": [{"code": "cluster_not_found", "message": message}]}) from None
 
 
 def job_response(request, job: TrainingJob, operation) -> Response:
@@ -89,7 +73,7 @@ class JobListCreateView(generics.ListAPIView):
         """Submit a job (operators): every check runs first — recipe fields, shared-bucket paths, GPU/EFA fit,
         elastic-training constraints, the operator the path needs (``operator_missing`` says how to enable it)."""
         data = validated(s.TrainingJobSubmitSerializer, request)
-        cluster = cluster_for_submit(request, data["cluster"])
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=data["cluster"])
         job, operation = services.training_job_submit(
             actor=request.user, cluster=cluster, recipe=data["recipe"], name=data["name"], config=data["config"],
             priority=data["priority"], source=request.source, idempotency_key=request.headers.get(HEADER))
@@ -140,10 +124,12 @@ class SharedFilesView(APIView):
                    parameters=[OpenApiParameter("path", str, description="A folder under the shared mount.")],
                    tags=TAGS)
     def get(self, request, cluster_id: int):
-        """One folder of the team's part of the shared bucket, as pods see it (to pick code, data and models)."""
-        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-        access.require(request.user, actions.VIEW, cluster)
-        return Response(shared_files.listing(cluster, request.query_params.get("path", "")))
+        """One folder of the team's part of the shared bucket, as pods see it (to pick code, data and models); on
+        another team's cluster shared through a compute quota, of the part of the team the work there runs as."""
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id)
+        team = governance.working_team(request.user, cluster)
+        access.require(request.user, actions.VIEW, team)
+        return Response(shared_files.listing(cluster, request.query_params.get("path", ""), team=team))
 
 
 def _page_origin(request: ApiRequest) -> str | None:

@@ -19,6 +19,7 @@ from accounts import access
 from accounts.requests import PortalRequest
 from clusters import selectors as cluster_selectors
 from config.errors import ApplicationError
+from governance import selectors as governance
 from portal.views import perform, portal_view
 from training import actions, services, shared_files
 from training.recipes import SHARED_MOUNT
@@ -28,14 +29,17 @@ _TARGET = re.compile(r"^[a-z][a-z0-9_-]{0,80}$")
 
 @portal_view
 def shared_browser(request: PortalRequest, cluster_id: int) -> HttpResponse:
-    """``?path=`` (a folder under the mount, or relative to it) and ``?target=`` (the input to fill)."""
-    cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-    access.require(request.user, actions.VIEW, cluster)
+    """``?path=`` (a folder under the mount, or relative to it) and ``?target=`` (the input to fill). On another
+    team's cluster shared through a compute quota, the folder is of the prefix of the team the job would run as (its
+    ``shared`` claim there), and uploads are not offered (they sign for the cluster's team)."""
+    cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id)
+    team = governance.working_team(request.user, cluster)
+    access.require(request.user, actions.VIEW, team)
     target = request.GET.get("target", "")
     target = target if _TARGET.match(target) else ""
     listing, error = None, None
     try:
-        listing = shared_files.listing(cluster, request.GET.get("path", ""))
+        listing = shared_files.listing(cluster, request.GET.get("path", ""), team=team)
     except ApplicationError as exc:
         error = exc.as_dict()
     parent = None

@@ -1,5 +1,7 @@
 """The submit page (``training/jobs/new/?recipe=<slug>&cluster=<id>``): pick a recipe and a cluster, fill the form
-generated from the recipe's fields, submit.
+generated from the recipe's fields, submit. The clusters offered are the team's own and, labelled "shared by <team>",
+other teams' on which the team has a compute quota (task governance: the job is the team's and runs in its namespace
+and queue there, as REST's does).
 
 The POST goes through the REST path: ``TrainingJobSubmitSerializer`` checks the shape, then
 ``services.training_job_submit(source="portal")`` checks everything else (``training.planning``). An error keeps the
@@ -32,11 +34,15 @@ from training.api.job_serializers import TrainingJobSubmitSerializer
 from training.views.recipe_form import config_from_post, field_rows, split_errors
 
 
-def _clusters(request: PortalRequest) -> list[Cluster]:
+def _clusters(request: PortalRequest) -> tuple[list[Cluster], list[int]]:
     """Active clusters of the current team (of every team of the user when none is current) the user may submit
-    to."""
+    to, then the clusters shared with it through a compute quota (``governance.shared_cluster_choices``); and the
+    ids of those shared ones."""
     found = cluster_selectors.cluster_list(actor=request.user, team=request.team).filter(state=ClusterState.ACTIVE)
-    return [cluster for cluster in found.order_by("name") if access.can(request.user, actions.SUBMIT, cluster)]
+    own = [cluster for cluster in found.order_by("name") if access.can(request.user, actions.SUBMIT, cluster)]
+    shared = [cluster for cluster in governance.shared_cluster_choices(request.user, request.team, actions.SUBMIT)
+              if cluster not in own]
+    return own + shared, [cluster.pk for cluster in shared]
 
 
 def _chosen(request: PortalRequest, clusters: list[Cluster], wanted: str) -> Cluster | None:
@@ -50,11 +56,17 @@ def _chosen(request: PortalRequest, clusters: list[Cluster], wanted: str) -> Clu
 
 
 def _context(request: PortalRequest, *, recipe: dict[str, Any], cluster: Cluster | None, clusters: list[Cluster],
-             values: dict[str, Any], error: dict[str, Any] | None) -> dict[str, Any]:
+             shared: list[int], values: dict[str, Any], error: dict[str, Any] | None) -> dict[str, Any]:
     catalog = recipes.catalog_payload(cluster.region if cluster else None)
     placed, top, others = split_errors(recipe["fields"], error)
-    groups = list(cluster_selectors.group_list(actor=request.user, cluster=cluster)) if cluster else []
+    if cluster is None:
+        groups = []
+    elif cluster.pk in shared:
+        groups = list(governance.shared_groups(cluster))
+    else:
+        groups = list(cluster_selectors.group_list(actor=request.user, cluster=cluster))
     return {"section": "training", "catalog": catalog, "recipe": recipe, "cluster": cluster, "clusters": clusters,
+            "shared": shared,
             "groups": groups, "rows": field_rows(recipe["fields"], values, placed), "values": values,
             "error": error, "other_errors": others, "top_errors": top, "mount": recipes.SHARED_MOUNT,
             "operator_missing": error is not None and error.get("code") == "operator_missing",
@@ -100,18 +112,20 @@ def _may_upload(response: HttpResponse, cluster: Cluster | None) -> HttpResponse
 def job_submit(request: PortalRequest) -> HttpResponse:
     """GET: the recipe tabs, the cluster choice and the recipe's form with its defaults (image for the cluster's
     region). POST: submit; the form again with its errors (4xx, the REST status), or a redirect to the job."""
-    clusters = _clusters(request)
+    clusters, shared = _clusters(request)
     if request.method != "POST":
         cluster = _chosen(request, clusters, request.GET.get("cluster", ""))
         recipe = _recipe(request.GET.get("recipe", ""), cluster.region if cluster else None)
-        context = _context(request, recipe=recipe, cluster=cluster, clusters=clusters, values={}, error=None)
+        context = _context(request, recipe=recipe, cluster=cluster, clusters=clusters, shared=shared, values={},
+                           error=None)
         return _may_upload(render(request, "training/jobs/submit.html", context), cluster)
-    cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=request.POST.get("cluster") or 0)
+    cluster = governance.workload_cluster_get(actor=request.user, cluster_id=request.POST.get("cluster") or 0)
     recipe = _recipe(request.POST.get("recipe", ""), cluster.region)
     job, error, status = _submit(request, cluster, recipe, request.POST)
     if job is None:
         values = {**request.POST.dict(), "_submitted": True}
-        context = _context(request, recipe=recipe, cluster=cluster, clusters=clusters, values=values, error=error)
+        context = _context(request, recipe=recipe, cluster=cluster, clusters=clusters, shared=shared, values=values,
+                           error=error)
         return _may_upload(render(request, "training/jobs/submit.html", context, status=status), cluster)
     messages.success(request, f"Submitted {job.name} ({job.recipe}) to {cluster.name}.")
     return redirect("training-job", job_id=job.pk)
