@@ -14,10 +14,10 @@ region:
 On a cluster with task governance, the hours other teams' workloads used (:class:`~spending.models.UsageShare`,
 written by the meter: each team's share of an instance type's capacity at a look, over the time to the next) move
 from the lifetimes' team's line to a line of each of those teams (``attribution`` ``workloads``, naming the
-cluster); the lifetimes' team keeps the rest, idle nodes included (``attribution`` ``owner``). Both are summed in
-the database, by line and UTC day (usage rows never cross a midnight).
+cluster); the lifetimes' team keeps the rest, idle nodes included (``attribution`` ``owner``).
 
-Days, weeks (Monday to Sunday) and months are UTC. Everything here is computed from rows already read; nothing is
+Days, weeks (Monday to Sunday) and months are UTC. Hours are summed in the database by line and UTC day — the
+lifetimes' in one query, the usage rows' (which never cross a midnight) in another — then priced; nothing is
 written.
 """
 
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import Max, Q, QuerySet, Sum
-from django.db.models.functions import TruncDay
+from django.db.models import Count, DateTimeField, DurationField, ExpressionWrapper, Max, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, Greatest, Least, TruncDay
 from django.utils import timezone
 
 from clusters.models import CapacityType
@@ -46,6 +46,7 @@ ON_DEMAND_PRICE, RESERVED, NO_PRICE = "on-demand", "reserved", "no price"
 OWNER, WORKLOADS = "owner", "workloads"
 ATTRIBUTIONS = (OWNER, WORKLOADS)
 HOUR = Decimal(3600)
+NO_TIME = Value(timedelta(0), output_field=DurationField())
 
 
 @dataclass(frozen=True)
@@ -148,10 +149,17 @@ def overlapping(lifetimes: QuerySet[NodeLifetime], span: Window) -> QuerySet[Nod
         Q(terminated_at__isnull=True) | Q(terminated_at__gt=span.start))
 
 
-def _seconds(start: datetime, end: datetime, lifetime: NodeLifetime, now: datetime) -> Decimal:
-    stop = min(end, lifetime.terminated_at or now)
-    begin = max(start, lifetime.launched_at)
-    return Decimal(max((stop - begin).total_seconds(), 0.0))
+def _ran(start: datetime, end: datetime, now: datetime) -> Sum:
+    """The time the lifetimes ran in ``[start, end)``: each from ``max(launched_at, start)`` to
+    ``min(terminated_at or now, end)``, summed in the database."""
+    stop = Least(Coalesce("terminated_at", Value(now, output_field=DateTimeField())),
+                 Value(end, output_field=DateTimeField()))
+    begin = Greatest("launched_at", Value(start, output_field=DateTimeField()))
+    return Sum(Greatest(ExpressionWrapper(stop - begin, output_field=DurationField()), NO_TIME))
+
+
+def _hours(ran: timedelta | None) -> Decimal:
+    return Decimal(str((ran or timedelta(0)).total_seconds())) / HOUR
 
 
 def _priced(line: Line, known: dict[tuple[str, str], prices.Price | None]) -> None:
@@ -169,23 +177,26 @@ def _priced(line: Line, known: dict[tuple[str, str], prices.Price | None]) -> No
 LineKey = tuple[int, str, str, str]
 
 
-def spend_of(lifetimes: Iterable[NodeLifetime], span: Window, *, now: datetime | None = None,
+def spend_of(lifetimes: QuerySet[NodeLifetime], span: Window, *, now: datetime | None = None,
              daily: bool = True, usage: Iterable[dict] = (), team_id: int | None = None) -> Spend:
-    """Price ``lifetimes`` (each with its ``cluster`` loaded) over ``span``; ``daily``: also the totals of each day.
-    ``usage``: :func:`usage_rows` of ``team_id``, moving hours other teams' workloads used off its lines and adding
-    the hours its workloads used on other teams' clusters."""
+    """Price the ``lifetimes`` that overlap ``span`` over it; ``daily``: also the totals of each day. Their hours are
+    summed in the database, by line (and day): one query. ``usage``: :func:`usage_rows` of ``team_id``, moving hours
+    other teams' workloads used off its lines and adding the hours its workloads used on other teams' clusters."""
     now = now or timezone.now()
+    starts = [span.start + timedelta(days=index) for index in range(len(span.days))] if daily else []
+    found = overlapping(lifetimes, span).values(
+        "cluster_id", "cluster__name", "region", "instance_type", "capacity_type").annotate(
+        ran=_ran(span.start, span.end, now), nodes=Count("id"),
+        **{f"day{index}": _ran(start, start + timedelta(days=1), now) for index, start in enumerate(starts)},
+    ).order_by()
     lines: dict[LineKey, Line] = {}
-    rows = list(lifetimes)
-    for lifetime in rows:
-        key = (lifetime.cluster_id, lifetime.instance_type, lifetime.capacity_type, OWNER)
-        line = lines.get(key)
-        if line is None:
-            line = lines[key] = Line(cluster_id=lifetime.cluster_id, cluster_name=lifetime.cluster.name,
-                                     region=lifetime.region, instance_type=lifetime.instance_type,
-                                     capacity_type=lifetime.capacity_type)
-        line.node_hours += _seconds(span.start, span.end, lifetime, now) / HOUR
-        line.nodes += 1
+    ran_by_day: list[tuple[Line, list[Decimal]]] = []
+    for row in found:
+        line = lines[(row["cluster_id"], row["instance_type"], row["capacity_type"], OWNER)] = Line(
+            cluster_id=row["cluster_id"], cluster_name=row["cluster__name"], region=row["region"],
+            instance_type=row["instance_type"], capacity_type=row["capacity_type"], node_hours=_hours(row["ran"]),
+            nodes=row["nodes"])
+        ran_by_day.append((line, [_hours(row[f"day{index}"]) for index in range(len(starts))]))
     moved = [(_usage_line(lines, row, team_id), row) for row in usage]
     for line, row in moved:
         hours = row["node_seconds"] / HOUR
@@ -200,7 +211,7 @@ def spend_of(lifetimes: Iterable[NodeLifetime], span: Window, *, now: datetime |
     result = Spend(window=span, lines=sorted(lines.values(), key=lambda line: (
         line.attribution != OWNER, line.cluster_name, line.cluster_id, line.instance_type, line.capacity_type)))
     if daily:
-        result.days = _days(rows, span, lines, now)
+        result.days = _days(span, ran_by_day)
         _move_days(result.days, span, moved)
     return result
 
@@ -229,16 +240,13 @@ def _move_days(days: list[DaySpend], span: Window, moved: list[tuple[Line, dict]
             days[index].usd += hours * line.usd_per_hour
 
 
-def _days(rows: list[NodeLifetime], span: Window, lines: dict[LineKey, Line], now: datetime) -> list[DaySpend]:
+def _days(span: Window, ran_by_day: list[tuple[Line, list[Decimal]]]) -> list[DaySpend]:
     days = [DaySpend(day) for day in span.days]
-    for lifetime in rows:
-        rate = lines[(lifetime.cluster_id, lifetime.instance_type, lifetime.capacity_type, OWNER)].usd_per_hour
-        for index, item in enumerate(days):
-            start = span.start + timedelta(days=index)
-            hours = _seconds(start, start + timedelta(days=1), lifetime, now) / HOUR
+    for line, hours_by_day in ran_by_day:
+        for item, hours in zip(days, hours_by_day, strict=True):
             item.node_hours += hours
-            if rate is not None:
-                item.usd += hours * rate
+            if line.usd_per_hour is not None:
+                item.usd += hours * line.usd_per_hour
     return days
 
 
@@ -264,7 +272,7 @@ def team_spend(team_id: int, span: Window, *, cluster_id: int | None = None, now
     lifetimes = NodeLifetime.objects.filter(team_id=team_id)
     if cluster_id is not None:
         lifetimes = lifetimes.filter(cluster_id=cluster_id)
-    return spend_of(overlapping(lifetimes, span).select_related("cluster"), span, now=now, daily=daily,
+    return spend_of(lifetimes, span, now=now, daily=daily,
                     usage=usage_rows(team_id, span, now=now, cluster_id=cluster_id), team_id=team_id)
 
 
