@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import date
 
+from django.db.models import QuerySet
+
 from accounts import access
 from accounts.models import Team, User
 from accounts.selectors import get_visible
@@ -21,6 +23,14 @@ def spend_report(*, actor: User, team: Team, period: str, day: date, cluster_id:
     if cluster_id is not None and not UsageShare.objects.filter(team=team, cluster_id=cluster_id).exists():
         get_visible(access.visible(actor, Cluster).filter(team=team), cluster_id, "cluster")
     return team_spend(team.pk, window(period, day), cluster_id=cluster_id)
+
+
+def clusters_used(*, actor: User, team: Team) -> QuerySet[Cluster]:
+    """Other teams' clusters whose nodes the team's workloads used (task governance): what its spend can be filtered
+    by besides its own clusters."""
+    access.require(actor, actions.SPEND_VIEW, team)
+    used = UsageShare.objects.filter(team=team).values("cluster_id")
+    return Cluster.objects.filter(pk__in=used).exclude(team=team).order_by("name")
 
 
 def budget_status(*, actor: User, team: Team) -> budgets.BudgetStatus:

@@ -48,7 +48,8 @@ def _render(request: PortalRequest, form: SerializerForm | None = None) -> HttpR
     return render(request, "spending/spend/page.html", {
         "section": "spending", "team": team, "spend": spend, "status": status, "form": form,
         "periods": PERIODS, "period": query["period"], "day": query["day"], "cluster_id": query["cluster_id"],
-        "clusters": cluster_list(actor=request.user, team=team, include_deleted=True),
+        "clusters": [*cluster_list(actor=request.user, team=team, include_deleted=True),
+                     *selectors.clusters_used(actor=request.user, team=team)],
         "show_days": query["period"] != "day",
         "can_set_budget": access.can(request.user, actions.BUDGET_SET, team),
     }, status=form.status)

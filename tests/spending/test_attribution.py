@@ -124,6 +124,9 @@ def test_a_teams_workloads_on_another_teams_cluster_are_its_spend(api, cast, mak
     browser.force_login(member)
     page = browser.get("/spending/").content.decode()
     assert 'data-testid="spend-workloads"' in page and cluster.name in page
+    filtered = browser.get("/spending/", {"cluster_id": cluster.pk}).content.decode()
+    assert f'value="{cluster.pk}" selected>{cluster.name} (your workloads)' in filtered
+    assert 'data-testid="spend-workloads"' in filtered
 
     # the same nodes through a cluster row whose EKS cluster is gone: Kueue cannot be read, the owner keeps it all
     unreachable = factories.cluster(cast.team, "unreachable", hyperpod_name=cluster.hyperpod_name,
