@@ -80,7 +80,7 @@ def flatmap_body(context, body):
 
 
 EXPLORE = os.environ.get("INSTANTSTART_FUZZ_EXPLORE", "").strip().lower() in {"1", "true", "yes", "on"}
-FIXED_EXAMPLES = 25
+FIXED_EXAMPLES = 10
 EXPLORE_EXAMPLES = 200
 
 
