@@ -111,6 +111,8 @@ def test_a_team_with_a_quota_submits_and_deploys_on_another_teams_cluster(api, c
     # a self-managed endpoint through the portal's deploy page: served from the team's shared claim, in its queue
     page = browser.get(reverse("inference-endpoint-deploy")).content.decode()
     assert f"{cluster.name} (shared by {cast.team.name})" in page
+    estimate = browser.get(reverse("inference-endpoint-estimate"), {"cluster": cluster.pk, "replicas": "1"})
+    assert "≈ $7.09/hour" in estimate.content.decode()
     deployed = browser.post(reverse("inference-endpoint-deploy"), {
         "cluster": cluster.pk, "name": "chat", "model": "models/qwen", "gpus": "1", "replicas": "1", "port": "8000",
         "model_source": "shared", "exposure": "cluster_ip", "priority": "high"})
