@@ -134,6 +134,15 @@ class Writer:
         if holder["metadata"].get("deletionTimestamp"):
             raise namespace_terminating(resource_type.group, resource_type.plural, name, namespace)
 
+    def _require_service_account(self, namespace: str, pod: dict[str, Any]) -> None:
+        """403 when the pod's ServiceAccount (``spec.serviceAccountName``, defaulted to ``default``) does not exist in
+        its namespace (the ServiceAccount admission plugin): a controller's pod waits for it to be made."""
+        account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+        if self.find("serviceaccounts", account, namespace) is None:
+            raise forbidden_request("", "pods", pod["metadata"].get("name", ""),
+                                    f"error looking up service account {namespace}/{account}: serviceaccount "
+                                    f'"{account}" not found')
+
     # -- create -------------------------------------------------------------------------------------------
 
     def create(self, resource: Any, obj: dict[str, Any], namespace: str | None = None, *, version: str | None = None,
@@ -154,6 +163,8 @@ class Writer:
             if resource_type.has("status") and resource_type.plural not in defaults.KEEP_STATUS_ON_CREATE:
                 obj.pop("status", None)
             found = self._prepare(resource_type, obj, version, None, strict)
+            if resource_type.plural == "pods" and not resource_type.group:
+                self._require_service_account(namespace, obj)
             status = defaults.initial_status(resource_type, obj)
             if status is not None and not obj.get("status"):
                 obj["status"] = status

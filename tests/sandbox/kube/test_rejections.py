@@ -55,3 +55,18 @@ def test_node_ports_outside_the_default_range_are_invalid(core):
         core.create_namespaced_service("default", service(99999))
     assert json.loads(error.value.body)["details"]["causes"][0]["field"] == "spec.ports[0].nodePort"
     assert core.create_namespaced_service("default", service(30080)).spec.ports[0].node_port == 30080
+
+
+def test_a_pod_of_a_missing_service_account_is_forbidden_until_it_exists(core):
+    from kubernetes import client as k8s
+
+    pod = k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="p"), spec=k8s.V1PodSpec(
+        service_account_name="runner", containers=[k8s.V1Container(name="c", image="busybox")]))
+    with pytest.raises(ApiException) as error:
+        core.create_namespaced_pod("default", pod)
+    assert (error.value.status, json.loads(error.value.body)["message"]) == (
+        403, 'pods "p" is forbidden: error looking up service account default/runner: serviceaccount "runner" not '
+             "found")
+    assert core.list_namespaced_pod("default").items == []
+    core.create_namespaced_service_account("default", k8s.V1ServiceAccount(metadata=k8s.V1ObjectMeta(name="runner")))
+    assert core.create_namespaced_pod("default", pod).spec.service_account_name == "runner"

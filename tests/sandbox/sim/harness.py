@@ -69,14 +69,18 @@ def group(name: str = "gpu", instance_type: str = "ml.g5.8xlarge", count: int = 
             **extra}
 
 
-def device_plugin_daemon_sets() -> list[dict[str, Any]]:
-    """The NVIDIA, EFA and Neuron device-plugin DaemonSets as HyperPod's chart renders them (the files the product
-    vendors), read as plain YAML."""
+def device_plugin_objects(kind: str) -> list[dict[str, Any]]:
+    """The NVIDIA, EFA and Neuron device plugins' objects of ``kind`` as HyperPod's chart renders them (the files the
+    product vendors), read as plain YAML."""
     found = []
     for plugin in DEVICE_PLUGINS:
         with open(VENDORED_CHART / f"{plugin}.yaml", encoding="utf-8") as stream:
-            found.extend(doc for doc in yaml.safe_load_all(stream) if doc and doc["kind"] == "DaemonSet")
+            found.extend(doc for doc in yaml.safe_load_all(stream) if doc and doc["kind"] == kind)
     return found
+
+
+def device_plugin_daemon_sets() -> list[dict[str, Any]]:
+    return device_plugin_objects("DaemonSet")
 
 
 def _advertising(api_client: k8s.ApiClient) -> bool:
@@ -99,8 +103,11 @@ def _advertising(api_client: k8s.ApiClient) -> bool:
 
 
 def install_device_plugins(api_client: k8s.ApiClient) -> None:
-    """Create the device-plugin DaemonSets and wait until they run and the nodes advertise what they found."""
-    apps = k8s.AppsV1Api(api_client)
+    """Create the device-plugin DaemonSets (and the ServiceAccounts their pods run as) and wait until they run and
+    the nodes advertise what they found."""
+    apps, core = k8s.AppsV1Api(api_client), k8s.CoreV1Api(api_client)
+    for account in device_plugin_objects("ServiceAccount"):
+        core.create_namespaced_service_account(account["metadata"]["namespace"], account)
     for daemon_set in device_plugin_daemon_sets():
         apps.create_namespaced_daemon_set(daemon_set["metadata"]["namespace"], daemon_set)
     with instantly():

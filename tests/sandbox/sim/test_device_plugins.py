@@ -126,6 +126,7 @@ def test_a_hardware_fault_reaches_the_health_label_only_where_the_health_monitor
     assert core.read_node(name).metadata.labels[HEALTH] == "Schedulable"
 
     core.create_namespace({"metadata": {"name": "aws-hyperpod"}})
+    core.create_namespaced_service_account("aws-hyperpod", {"metadata": {"name": "health-monitoring-agent"}})
     agent = _agent_daemon_set()
     apps.create_namespaced_daemon_set("aws-hyperpod", agent)
     rebooted = wait_for(lambda: core.read_node(name), lambda found: found.status.node_info.boot_id != boot_id and

@@ -15,6 +15,7 @@ def test_the_controller_crash_loops_without_credentials_and_serves_load_balancer
     api = make_cluster(addons=("eks-pod-identity-agent",), device_plugins=False)
     core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
     container = {"name": CONTROLLER, "image": "public.ecr.aws/eks/aws-load-balancer-controller:v3.5.0"}
+    core.create_namespaced_service_account("kube-system", {"metadata": {"name": CONTROLLER}})
     apps.create_namespaced_deployment("kube-system", {"metadata": {"name": CONTROLLER, "labels": LABELS}, "spec": {
         "replicas": 1, "selector": {"matchLabels": LABELS}, "template": {"metadata": {"labels": LABELS}, "spec": {
             "serviceAccountName": CONTROLLER, "containers": [container]}}}})
