@@ -19,7 +19,9 @@ for ``CustomObjectsApi.create_namespaced_custom_object``. It raises:
 
 On a cluster where the team has a compute quota (HyperPod task governance), the job runs in the team's namespace
 ``hyperpod-ns-<team>`` labelled ``kueue.x-k8s.io/queue-name`` (its local queue) and, with a ``priority``,
-``kueue.x-k8s.io/priority-class`` (``governance.selectors.team_queue``), so Kueue admits it within the quota.
+``kueue.x-k8s.io/priority-class`` (``governance.selectors.team_queue``), so Kueue admits it within the quota; the
+submit operation's *identity* phase gives that namespace what the job's service account needs there
+(:mod:`training.lifecycle.pipeline`; its dry-run plan lists it).
 
 Environment every container gets (before the user's ``env``, which wins): ``SHARED_DIR``, ``JOB_NAME``,
 ``CHECKPOINT_MODE``, ``CHECKPOINT_DIR`` (``/checkpoints`` on NVMe; for tiered, the job's folder of the shared
