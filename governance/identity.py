@@ -12,7 +12,7 @@ namespace, so the quota's delete ends with :func:`remove`:
    again and its role gone;
 2. every ServiceAccount of the namespace labelled as ours for the cluster.
 
-Nothing else in the namespace is touched; :func:`planned` lists the same for a dry run.
+Nothing else in the namespace is touched; :func:`planned` names it for a dry run.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from cloud import aws, kube
 from clusters import storage
+from clusters.features import checkpointing
 from clusters.iam_roles import delete_owned_role
 from clusters.models import Cluster
 from clusters.ownership import CLUSTER_LABEL, owned_by
@@ -56,18 +57,14 @@ def _service_accounts(cluster: Cluster, namespace: str) -> list[k8s.V1ServiceAcc
         raise
 
 
-def planned(quota: ComputeQuota) -> list[tuple[str, str, str]]:
-    """What :func:`remove` would delete: ``(kind, name, detail)`` — the associations (detail: the role) and the
-    ServiceAccounts."""
-    cluster, namespace = quota.cluster, team_namespace(quota.for_team)
-    if not cluster.eks_name:
-        return []
-    found = [("EKS pod identity association", f"{namespace}/{item['serviceAccount']}", item["roleArn"])
-             for item in _associations(cluster, namespace)]
-    with kube.translated("team identity"):
-        found += [("ServiceAccount", f"{namespace}/{kube.meta(account).name}", "")
-                  for account in _service_accounts(cluster, namespace)]
-    return found
+def planned(quota: ComputeQuota) -> list[tuple[str, str]]:
+    """What :func:`remove` would delete when it is there and ours, without reading the cluster (a dry run may have no
+    credentials for it): ``(kind, namespace/name)`` — the pod identity associations (with their roles) of the service
+    accounts training jobs run as, and the checkpoint ServiceAccount."""
+    namespace = team_namespace(quota.for_team)
+    return [*[("EKS pod identity association", f"{namespace}/{account}")
+              for account in (checkpointing.SERVICE_ACCOUNT, "default")],
+            ("ServiceAccount", f"{namespace}/{checkpointing.SERVICE_ACCOUNT}")]
 
 
 def remove(quota: ComputeQuota) -> list[str]:

@@ -69,7 +69,7 @@ def quota_delete(params: Params) -> list[Change]:
 
 
 def team_identity_delete(params: Params) -> list[Change]:
-    """What queued jobs' identity left in the team's namespace (:func:`governance.identity.planned`)."""
-    return [change("delete", "kubernetes" if kind == "ServiceAccount" else "aws", kind, name,
-                   **({"role": detail} if detail else {}))
-            for kind, name, detail in identity.planned(_quota(params))]
+    """What queued jobs' identity left in the team's namespace, each deleted when it is there and ours
+    (:func:`governance.identity.planned`); an association's role goes with it."""
+    return [change("delete", "kubernetes" if kind == "ServiceAccount" else "aws", kind, name, when="ours")
+            for kind, name in identity.planned(_quota(params))]
