@@ -90,11 +90,12 @@ def shared_cluster_get(*, actor: User, cluster_id: int | str) -> Cluster:
     return get_visible(shared_clusters(actor).select_related("team"), cluster_id, "cluster")
 
 
-def workload_cluster_get(*, actor: User, cluster_id: int | str) -> Cluster:
+def workload_cluster_get(*, actor: User, cluster_id: int | str, field: str | None = "cluster") -> Cluster:
     """The cluster a training submission or an endpoint deploy names: one of the actor's teams' (``cluster_get``),
     or another team's on which one of them has a usable compute quota (:func:`shared_cluster_get`). Any other (or
-    none) is ``NotFound`` (404) with the field error ``cluster_not_found`` on ``cluster`` — the same answer as for a
-    cluster the actor cannot see, whatever the reason."""
+    none) is ``NotFound`` (404) with the field error ``cluster_not_found`` on ``field`` (the body's member naming
+    it; ``None``: a path's cluster, plain ``not_found``) — the same answer as for a cluster the actor cannot see,
+    whatever the reason."""
     try:
         return cluster_selectors.cluster_get(actor=actor, cluster_id=cluster_id)
     except NotFound:
@@ -102,8 +103,10 @@ def workload_cluster_get(*, actor: User, cluster_id: int | str) -> Cluster:
     try:
         return shared_cluster_get(actor=actor, cluster_id=cluster_id)
     except NotFound:
+        if field is None:
+            raise
         message = "No such cluster among your teams' clusters."
-        raise NotFound(message, fields={"cluster": [{"code": "cluster_not_found", "message": message}]}) from None
+        raise NotFound(message, fields={field: [{"code": "cluster_not_found", "message": message}]}) from None
 
 
 def working_team(actor: User, cluster: Cluster) -> Team:

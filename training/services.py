@@ -146,12 +146,15 @@ def shared_file_upload(*, actor: User, cluster: Cluster, path: str, source: str,
                        page_origin: str | None = None) -> dict[str, Any]:
     """Sign an upload of the file ``path`` into the team's part of ``cluster``'s shared bucket (operators;
     ``training.shared_files.upload_form``) and audit it; ``path_outside_shared_bucket`` for a path leaving it. From a
-    portal page (``page_origin``), the bucket's CORS rule for that origin is made sure of first."""
-    access.require(actor, actions.UPLOAD, cluster)
+    portal page (``page_origin``), the bucket's CORS rule for that origin is made sure of first. The team is the
+    one work on ``cluster`` runs as (``governance.working_team``: on another team's cluster shared through a compute
+    quota, the actor's team with the quota), as for the uploads below."""
+    team = governance.working_team(actor, cluster)
+    access.require(actor, actions.UPLOAD, team)
     if page_origin:
         shared_files.allow_browser_uploads(cluster.region, page_origin)
-    upload = shared_files.upload_form(cluster, path)
-    audit.record(actor=actor, source=source, action=actions.UPLOAD, target=cluster, team=cluster.team,
+    upload = shared_files.upload_form(cluster, path, team=team)
+    audit.record(actor=actor, source=source, action=actions.UPLOAD, target=cluster, team=team,
                  after={"bucket": upload["bucket"], "key": upload["key"]})
     return upload
 
@@ -162,11 +165,12 @@ def shared_multipart_start(*, actor: User, cluster: Cluster, path: str, size: in
     """Start a multipart upload of the file ``path`` (``size`` bytes) into the team's part of ``cluster``'s shared
     bucket and sign its parts (operators; ``training.shared_files.start_multipart``), audited; from a portal page,
     as :func:`shared_file_upload`."""
-    access.require(actor, actions.UPLOAD, cluster)
+    team = governance.working_team(actor, cluster)
+    access.require(actor, actions.UPLOAD, team)
     if page_origin:
         shared_files.allow_browser_uploads(cluster.region, page_origin)
-    upload = shared_files.start_multipart(cluster, path, size)
-    audit.record(actor=actor, source=source, action=actions.UPLOAD, target=cluster, team=cluster.team,
+    upload = shared_files.start_multipart(cluster, path, size, team=team)
+    audit.record(actor=actor, source=source, action=actions.UPLOAD, target=cluster, team=team,
                  after={"bucket": upload["bucket"], "key": upload["key"], "upload_id": upload["upload_id"],
                         "size": size, "parts": len(upload["parts"])})
     return upload
@@ -175,9 +179,10 @@ def shared_multipart_start(*, actor: User, cluster: Cluster, path: str, size: in
 def shared_multipart_complete(*, actor: User, cluster: Cluster, path: str, upload_id: str,
                               parts: list[dict[str, Any]], source: str) -> dict[str, Any]:
     """Finish a multipart upload (operators; ``training.shared_files.complete_multipart``), audited."""
-    access.require(actor, actions.UPLOAD, cluster)
-    done = shared_files.complete_multipart(cluster, path, upload_id, parts)
-    audit.record(actor=actor, source=source, action=actions.UPLOAD_COMPLETE, target=cluster, team=cluster.team,
+    team = governance.working_team(actor, cluster)
+    access.require(actor, actions.UPLOAD, team)
+    done = shared_files.complete_multipart(cluster, path, upload_id, parts, team=team)
+    audit.record(actor=actor, source=source, action=actions.UPLOAD_COMPLETE, target=cluster, team=team,
                  after={"bucket": done["bucket"], "key": done["key"], "upload_id": upload_id, "size": done["size"]})
     return done
 
@@ -186,8 +191,9 @@ def shared_multipart_abort(*, actor: User, cluster: Cluster, path: str, upload_i
                            source: str) -> dict[str, Any]:
     """Abort a multipart upload and drop its parts (operators; ``training.shared_files.abort_multipart``),
     audited."""
-    access.require(actor, actions.UPLOAD, cluster)
-    aborted = shared_files.abort_multipart(cluster, path, upload_id)
-    audit.record(actor=actor, source=source, action=actions.UPLOAD_ABORT, target=cluster, team=cluster.team,
+    team = governance.working_team(actor, cluster)
+    access.require(actor, actions.UPLOAD, team)
+    aborted = shared_files.abort_multipart(cluster, path, upload_id, team=team)
+    audit.record(actor=actor, source=source, action=actions.UPLOAD_ABORT, target=cluster, team=team,
                  after={"bucket": aborted["bucket"], "key": aborted["key"], "upload_id": upload_id})
     return aborted

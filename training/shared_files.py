@@ -158,13 +158,12 @@ def _allows_uploads(rule: dict[str, Any], origin: str) -> bool:
         and set(CORS_EXPOSE) <= set(rule.get("ExposeHeaders", []))
 
 
-def upload_form(cluster: Cluster, path: str) -> dict[str, Any]:
-    """A presigned upload of the file ``path`` into the team's prefix of the cluster region's shared bucket: ``url``
+def upload_form(cluster: Cluster, path: str, *, team: Team | None = None) -> dict[str, Any]:
+    """A presigned upload of the file ``path`` into the prefix of ``team`` (the cluster's by default) in the cluster
+    region's shared bucket: ``url``
     and ``fields`` for a multipart ``POST`` (the file goes last, as form field ``file``), or ``put_url`` for a
     ``PUT`` of the bytes; valid :data:`UPLOAD_SECONDS`, at most :data:`UPLOAD_MAX_BYTES`."""
-    relative = file_of(path)
-    bucket = shared_bucket_name(cluster.region)
-    key = team_prefix(cluster.team.slug) + relative
+    bucket, key, relative = _object(cluster, path, team)
     s3 = aws.client("s3", region=cluster.region)
     post = s3.generate_presigned_post(Bucket=bucket, Key=key, ExpiresIn=UPLOAD_SECONDS,
                                       Conditions=[["content-length-range", 0, UPLOAD_MAX_BYTES]])
@@ -181,13 +180,14 @@ def part_size(size: int) -> int:
     return max(PART_BYTES, math.ceil(size / MAX_PARTS / 1024**2) * 1024**2)
 
 
-def _object(cluster: Cluster, path: str) -> tuple[str, str, str]:
-    """(bucket, key, relative path) of the file ``path`` in the team's prefix (``file_of``'s refusals)."""
+def _object(cluster: Cluster, path: str, team: Team | None) -> tuple[str, str, str]:
+    """(bucket, key, relative path) of the file ``path`` in the prefix of ``team``, the cluster's by default
+    (``file_of``'s refusals)."""
     relative = file_of(path)
-    return shared_bucket_name(cluster.region), team_prefix(cluster.team.slug) + relative, relative
+    return shared_bucket_name(cluster.region), team_prefix((team or cluster.team).slug) + relative, relative
 
 
-def start_multipart(cluster: Cluster, path: str, size: int) -> dict[str, Any]:
+def start_multipart(cluster: Cluster, path: str, size: int, *, team: Team | None = None) -> dict[str, Any]:
     """Start an S3 multipart upload of the file ``path`` (``size`` bytes) and sign a ``PUT`` of each part:
     ``upload_id``, ``part_size`` and ``parts`` (``number`` from 1, ``url``, ``bytes``). ``file_too_large`` above
     S3's 5 TiB; a file that fits one part is refused with ``use_single_upload`` (:func:`upload_form` serves it)."""
@@ -198,7 +198,7 @@ def start_multipart(cluster: Cluster, path: str, size: int) -> dict[str, Any]:
         raise ValidationFailed.for_field("size", "use_single_upload",
                                          f"Files of at most {MIN_PART_BYTES} bytes go up in one request: sign it "
                                          "with the single-file upload.")
-    bucket, key, relative = _object(cluster, path)
+    bucket, key, relative = _object(cluster, path, team)
     s3 = aws.client("s3", region=cluster.region)
     with aws.translated("s3", "CreateMultipartUpload"):
         upload_id = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
@@ -231,11 +231,12 @@ def _refusals() -> Iterator[None]:
         raise
 
 
-def complete_multipart(cluster: Cluster, path: str, upload_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+def complete_multipart(cluster: Cluster, path: str, upload_id: str, parts: list[dict[str, Any]], *,
+                       team: Team | None = None) -> dict[str, Any]:
     """Finish the multipart upload ``upload_id`` of ``path`` with ``parts`` (``number`` and the ``etag`` S3 answered
     each ``PUT``), in order; S3 then holds the file. Refusals: ``upload_not_found``, ``invalid_part`` (a part not
     sent or an ETag S3 did not give), ``invalid_part_order``, ``part_too_small`` (a part but the last under 5 MiB)."""
-    bucket, key, relative = _object(cluster, path)
+    bucket, key, relative = _object(cluster, path, team)
     ordered = sorted(parts, key=lambda part: part["number"])
     s3 = aws.client("s3", region=cluster.region)
     with aws.translated("s3", "CompleteMultipartUpload"), _refusals():
@@ -246,10 +247,10 @@ def complete_multipart(cluster: Cluster, path: str, upload_id: str, parts: list[
     return {"bucket": bucket, "key": key, "path": f"{SHARED_MOUNT}/{relative}", "size": size}
 
 
-def abort_multipart(cluster: Cluster, path: str, upload_id: str) -> dict[str, Any]:
+def abort_multipart(cluster: Cluster, path: str, upload_id: str, *, team: Team | None = None) -> dict[str, Any]:
     """Abort the multipart upload ``upload_id`` of ``path``: S3 drops the parts sent so far (``upload_not_found``
     when there is no such upload)."""
-    bucket, key, relative = _object(cluster, path)
+    bucket, key, relative = _object(cluster, path, team)
     s3 = aws.client("s3", region=cluster.region)
     with aws.translated("s3", "AbortMultipartUpload"), _refusals():
         s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)

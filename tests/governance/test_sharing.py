@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 from kubernetes import client as k8s
 
-from accounts.models import Membership, Role
+from accounts.models import AuditEvent, Membership, Role
 from cloud import aws, kube
 from clusters.shared_bucket import ensure_shared_bucket, team_prefix
 from inference.models import Endpoint
@@ -59,9 +59,13 @@ def test_a_team_with_a_quota_submits_and_deploys_on_another_teams_cluster(api, c
     assert f"{cluster.name} (shared by {cast.team.name})" in form and '<option value="workers"' in form
     files = browser.get(reverse("training-shared-files", args=[cluster.pk]), {"target": "cfg-script"})
     assert 'data-fill="/mnt/shared/train.py"' in files.content.decode()
+    assert 'data-testid="browser-upload"' in files.content.decode()
     listed = api(guest).get(f"/api/v1/clusters/{cluster.pk}/shared-files").json()
     assert [entry["path"] for entry in listed["entries"]] == ["/mnt/shared/train.py"]
     assert api(guest).get(f"/api/v1/clusters/{unshared.pk}/shared-files").status_code == 404
+    signed = api(guest).post(f"/api/v1/clusters/{cluster.pk}/shared-files/uploads", {"path": "data/a.txt"})
+    assert signed.json()["key"] == f"{team_prefix(robotics.slug)}data/a.txt", signed.content
+    assert AuditEvent.objects.get(action="shared_file.upload").team == robotics
     refused = browser.post(submit, {"recipe": "pytorch", "cluster": cluster.pk, "name": "arm", "priority": "urgent",
                                     "cfg-script": "train.py"})
     assert refused.status_code == 400 and 'data-error-code="unknown_priority_class"' in refused.content.decode()

@@ -12,7 +12,6 @@ from rest_framework.views import APIView
 
 from accounts import access
 from accounts.requests import ApiRequest
-from clusters import selectors as cluster_selectors
 from config.api.filters import IdFilter
 from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
@@ -126,7 +125,7 @@ class SharedFilesView(APIView):
     def get(self, request, cluster_id: int):
         """One folder of the team's part of the shared bucket, as pods see it (to pick code, data and models); on
         another team's cluster shared through a compute quota, of the part of the team the work there runs as."""
-        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id)
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id, field=None)
         team = governance.working_team(request.user, cluster)
         access.require(request.user, actions.VIEW, team)
         return Response(shared_files.listing(cluster, request.query_params.get("path", ""), team=team))
@@ -144,7 +143,7 @@ class SharedUploadView(APIView):
     def post(self, request, cluster_id: int):
         """Sign an upload of one file into the team's part of the shared bucket (operators): the file then goes
         straight to S3 (presigned POST form or PUT URL), never through InstantStart."""
-        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id, field=None)
         data = validated(s.SharedUploadRequestSerializer, request)
         return Response(services.shared_file_upload(actor=request.user, cluster=cluster, path=data["path"],
                                                     source=request.source, page_origin=_page_origin(request)))
@@ -157,7 +156,7 @@ class MultipartStartView(APIView):
     def post(self, request, cluster_id: int):
         """Start a multipart upload of one large file into the team's part of the shared bucket (operators): PUT
         each part to its signed URL, keep each answer's ETag, then complete (or abort) the upload."""
-        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id, field=None)
         data = validated(s.MultipartStartRequestSerializer, request)
         return Response(services.shared_multipart_start(actor=request.user, cluster=cluster, path=data["path"],
                                                         size=data["size"], source=request.source,
@@ -171,7 +170,7 @@ class MultipartCompleteView(APIView):
     @idempotent()
     def post(self, request, cluster_id: int):
         """Finish a multipart upload with the parts sent and their ETags (operators): S3 then holds the file."""
-        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id, field=None)
         data = validated(s.MultipartCompleteRequestSerializer, request)
         return Response(services.shared_multipart_complete(actor=request.user, cluster=cluster, path=data["path"],
                                                            upload_id=data["upload_id"], parts=data["parts"],
@@ -184,7 +183,7 @@ class MultipartAbortView(APIView):
     @idempotent()
     def post(self, request, cluster_id: int):
         """Abort a multipart upload (operators): S3 drops the parts sent so far."""
-        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id, field=None)
         data = validated(s.MultipartAbortRequestSerializer, request)
         return Response(services.shared_multipart_abort(actor=request.user, cluster=cluster, path=data["path"],
                                                         upload_id=data["upload_id"], source=request.source))

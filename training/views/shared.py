@@ -17,7 +17,6 @@ from django.shortcuts import render
 
 from accounts import access
 from accounts.requests import PortalRequest
-from clusters import selectors as cluster_selectors
 from config.errors import ApplicationError
 from governance import selectors as governance
 from portal.views import perform, portal_view
@@ -31,8 +30,8 @@ _TARGET = re.compile(r"^[a-z][a-z0-9_-]{0,80}$")
 def shared_browser(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """``?path=`` (a folder under the mount, or relative to it) and ``?target=`` (the input to fill). On another
     team's cluster shared through a compute quota, the folder is of the prefix of the team the job would run as (its
-    ``shared`` claim there), and uploads are not offered (they sign for the cluster's team)."""
-    cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id)
+    ``shared`` claim there), and so is an upload's (:func:`shared_upload`)."""
+    cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id, field=None)
     team = governance.working_team(request.user, cluster)
     access.require(request.user, actions.VIEW, team)
     target = request.GET.get("target", "")
@@ -47,7 +46,7 @@ def shared_browser(request: PortalRequest, cluster_id: int) -> HttpResponse:
         parent = posixpath.dirname(listing["path"])
     return render(request, "training/jobs/_shared_browser.html",
                   {"cluster": cluster, "listing": listing, "error": error, "target": target, "parent": parent,
-                   "mount": SHARED_MOUNT, "can_upload": access.can(request.user, actions.UPLOAD, cluster),
+                   "mount": SHARED_MOUNT, "can_upload": access.can(request.user, actions.UPLOAD, team),
                    "part_bytes": shared_files.PART_BYTES},
                   status=400 if error else 200)
 
@@ -55,7 +54,7 @@ def shared_browser(request: PortalRequest, cluster_id: int) -> HttpResponse:
 @portal_view
 def shared_upload(request: PortalRequest, cluster_id: int) -> HttpResponse:
     """``POST path=``: the presigned upload of that file as JSON (200), or the error body (400)."""
-    cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
+    cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id, field=None)
     origin = shared_files.page_origin(request.headers.get("Origin"), f"{request.scheme}://{request.get_host()}")
     upload, error = perform(lambda: services.shared_file_upload(actor=request.user, cluster=cluster,
                                                                  path=request.POST.get("path", ""), source="portal",
