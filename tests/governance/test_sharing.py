@@ -54,6 +54,8 @@ def test_a_team_with_a_quota_submits_and_deploys_on_another_teams_cluster(api, c
     browser = signed_in(guest)
 
     # the portal's submit page: the cluster is offered as shared, its groups and the team's files shown
+    assert 'data-testid="job-new"' in browser.get(reverse("training-jobs")).content.decode()
+    assert 'data-testid="endpoint-new"' in browser.get(reverse("inference-endpoints")).content.decode()
     submit = reverse("training-job-submit")
     form = browser.get(submit, {"recipe": "pytorch", "cluster": cluster.pk}).content.decode()
     assert f"{cluster.name} (shared by {cast.team.name})" in form and '<option value="workers"' in form

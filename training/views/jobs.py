@@ -19,6 +19,7 @@ from accounts.requests import PortalRequest
 from clusters import selectors as cluster_selectors
 from config.context import Source
 from config.converters import database_id
+from governance import selectors as governance
 from portal.views import act, portal_view
 from training import actions, selectors, services, state_rules
 from training.api.job_serializers import JOB_ACTIONS
@@ -51,7 +52,8 @@ def job_list(request: PortalRequest) -> HttpResponse:
         return render(request, "training/jobs/_rows.html", context)
     clusters = list(cluster_selectors.cluster_list(actor=request.user, team=request.team).order_by("name"))
     context.update(clusters=clusters,
-                   can_submit=any(access.can(request.user, actions.SUBMIT, cluster) for cluster in clusters))
+                   can_submit=any(access.can(request.user, actions.SUBMIT, cluster) for cluster in clusters)
+                   or bool(governance.shared_cluster_choices(request.user, request.team, actions.SUBMIT)))
     return render(request, "training/jobs/list.html", context)
 
 
