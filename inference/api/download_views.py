@@ -18,6 +18,7 @@ from config.api.idempotency import HEADER, idempotent
 from config.api.pagination import CreatedCursorPagination
 from config.api.serializers import validated
 from config.errors import NotFound
+from governance import selectors as governance
 from inference import actions, selectors, services
 from inference.api import download_serializers as s
 from inference.downloads import bucket
@@ -109,7 +110,9 @@ class BucketModelsView(APIView):
     @extend_schema(operation_id="cluster_models_list", responses={200: s.BucketModelsSerializer}, tags=TAGS)
     def get(self, request, cluster_id: int):
         """The models in the team's bucket of the cluster's region (models/<name>/): size and number of files,
-        and the path pods serve them from."""
-        cluster = cluster_selectors.cluster_get(actor=request.user, cluster_id=cluster_id)
-        access.require(request.user, actions.DOWNLOAD_VIEW, cluster)
-        return Response(bucket.models(cluster))
+        and the path pods serve them from; on another team's cluster shared through a compute quota, the bucket of
+        the team an endpoint there runs as."""
+        cluster = governance.workload_cluster_get(actor=request.user, cluster_id=cluster_id, field=None)
+        team = governance.working_team(request.user, cluster)
+        access.require(request.user, actions.DOWNLOAD_VIEW, team)
+        return Response(bucket.models(cluster, team))

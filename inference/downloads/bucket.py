@@ -7,6 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from accounts.models import Team
 from cloud import aws
 from clusters.models import Cluster
 from clusters.shared_bucket import shared_bucket_name, team_prefix
@@ -15,8 +16,8 @@ MODELS_FOLDER = "models/"
 SHARED_MOUNT = "/mnt/shared"
 
 
-def models_prefix(cluster: Cluster) -> str:
-    return f"{team_prefix(cluster.team.slug)}{MODELS_FOLDER}"
+def models_prefix(cluster: Cluster, team: Team | None = None) -> str:
+    return f"{team_prefix((team or cluster.team).slug)}{MODELS_FOLDER}"
 
 
 def objects_under(region: str, bucket: str, prefix: str) -> list[tuple[str, int]]:
@@ -33,10 +34,10 @@ def objects_under(region: str, bucket: str, prefix: str) -> list[tuple[str, int]
     return found
 
 
-def models(cluster: Cluster) -> dict[str, Any]:
-    """Every model folder of the team's bucket on ``cluster``'s region: ``{"bucket", "prefix", "models": [{"name",
-    "path", "uri", "files", "size"}]}``, by name."""
-    bucket, prefix = shared_bucket_name(cluster.region), models_prefix(cluster)
+def models(cluster: Cluster, team: Team | None = None) -> dict[str, Any]:
+    """Every model folder of the bucket of ``team`` (the cluster's by default) on ``cluster``'s region: ``{"bucket",
+    "prefix", "models": [{"name", "path", "uri", "files", "size"}]}``, by name."""
+    bucket, prefix = shared_bucket_name(cluster.region), models_prefix(cluster, team)
     folders: dict[str, dict[str, Any]] = {}
     for key, size in objects_under(cluster.region, bucket, prefix):
         name, _, rest = key[len(prefix):].partition("/")

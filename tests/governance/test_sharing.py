@@ -115,6 +115,10 @@ def test_a_team_with_a_quota_submits_and_deploys_on_another_teams_cluster(api, c
     assert config["spec"]["modelSourceConfig"]["modelLocation"] == f"{team_prefix(robotics.slug)}models/llama"
 
     # a self-managed endpoint through the portal's deploy page: served from the team's shared claim, in its queue
+    s3.put_object(Bucket=ensure_shared_bucket(s3, cluster.region), Key=f"{team_prefix(robotics.slug)}models/qwen/a",
+                  Body=b"{}")
+    models = api(guest).get(f"/api/v1/clusters/{cluster.pk}/models").json()["models"]
+    assert [(model["name"], model["path"]) for model in models] == [("qwen", "/mnt/shared/models/qwen")]
     page = browser.get(reverse("inference-endpoint-deploy")).content.decode()
     assert f"{cluster.name} (shared by {cast.team.name})" in page
     estimate = browser.get(reverse("inference-endpoint-estimate"), {"cluster": cluster.pk, "replicas": "1"})
