@@ -256,6 +256,12 @@ def submit_team_identity(ctx: StepContext) -> None:
         ctx.log(f"Deleted the {deleted}.")
 
 
+def submit_team_storage_delete(ctx: StepContext) -> None:
+    with kube.translated("team storage"):
+        for deleted in storage.remove_claim(_quota(ctx)):
+            ctx.log(f"Deleted the {deleted}.")
+
+
 # bookkeeping -----------------------------------------------------------------------------------------------------
 
 
@@ -316,6 +322,8 @@ PIPELINES = (
         Phase(slug="compute-quota", title="Delete the compute quota", submit=submit_delete, poll=poll_delete,
               plan=plans.quota_delete, timeout=timedelta(minutes=15), poll_interval=5),
         Phase(slug="team-identity", title="Remove the queued jobs' identity", submit=submit_team_identity,
-              poll=_done, plan=plans.team_identity_delete, timeout=timedelta(minutes=10), poll_interval=1)),
+              poll=_done, plan=plans.team_identity_delete, timeout=timedelta(minutes=10), poll_interval=1),
+        Phase(slug="team-storage", title="Remove the team's shared claim", submit=submit_team_storage_delete,
+              poll=_done, plan=plans.team_storage_delete, timeout=timedelta(minutes=10), poll_interval=1)),
              on_finished=_finished, on_retried=_retried),
 )

@@ -55,6 +55,16 @@ def team_storage(params: Params) -> list[Change]:
     return [kubernetes_object("create", manifest(item), when="absent") for item in made]
 
 
+def team_storage_delete(params: Params) -> list[Change]:
+    """The team's shared claim and PV in its namespace, each deleted when it is there (read without the cluster: a
+    dry run may have no credentials for it)."""
+    quota = _quota(params)
+    volume = storage.shared_volume(quota)
+    claim = f"{team_namespace(quota.for_team)}/" + (volume.pvc_name if volume else "<the PV's claim>")
+    return [change("delete", "kubernetes", "PersistentVolumeClaim", claim, when="present"),
+            change("delete", "kubernetes", "PersistentVolume", storage.claim_pv_name(quota), when="present")]
+
+
 def quota_update(params: Params) -> list[Change]:
     quota = _quota(params)
     live = sagemaker.find_quota(quota) or {}

@@ -4,8 +4,9 @@ Queued workloads run in ``hyperpod-ns-<team>`` (the namespace task governance ma
 mount the team's ``shared`` claim as every workload does. Claims are namespaced, so once the quota is in force the
 quota's *team-storage* phase gives that namespace a claim of the same name on the same storage: a second static
 PersistentVolume (the shared volume's, renamed ``<pv>-gov``, pre-bound to the new claim; an S3 volume's handle gets the
-same suffix, as each PV's must be unique) and its claim, labelled as the volume's. Only the cluster's own team has a
-shared volume on it; another team's quota needs none.
+same suffix, as each PV's must be unique) and its claim, labelled as the volume's. Another team's quota gets the
+cluster's shared S3 volume at that team's prefix. Deleting the quota deletes that claim and PV again
+(:func:`remove_claim`): task governance leaves the namespace, and a static PV would outlive it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def objects(volume: StorageVolume, namespace: str) -> tuple[k8s.V1PersistentVolu
     claim = storage.persistent_volume_claim(volume)
     meta, spec, claim_meta, claim_spec = volume_object.metadata, volume_object.spec, claim.metadata, claim.spec
     assert meta and spec and spec.claim_ref and spec.csi and claim_meta and claim_spec  # the builders set them all
-    meta.name = f"instantstart-{volume.cluster_id}-{namespace}"
+    meta.name = f"instantstart-{volume.cluster_id}-{namespace}"  # claim_pv_name
     spec.claim_ref.namespace = namespace
     if spec.csi.driver == storage.S3_DRIVER:
         spec.csi.volume_handle = f"{spec.csi.volume_handle}-{namespace}"
@@ -79,3 +80,41 @@ def ensure_claim(quota: ComputeQuota) -> str:
     _create(lambda body: core.create_namespaced_persistent_volume_claim(namespace, body), claim)
     found = core.read_namespaced_persistent_volume_claim(volume.pvc_name, namespace)
     return (found.status.phase if found.status else "") or "Pending"
+
+
+def claim_pv_name(quota: ComputeQuota) -> str:
+    """The name of the PV :func:`ensure_claim` makes for ``quota``'s namespace (:func:`objects`)."""
+    return f"instantstart-{quota.cluster_id}-{team_namespace(quota.for_team)}"
+
+
+def remove_claim(quota: ComputeQuota) -> list[str]:
+    """Delete the PV :func:`ensure_claim` made for ``quota`` (found by its name, ours by construction) and the claim
+    it is bound to in the quota's namespace; what it deleted (``[]`` when neither is there). Kubernetes removes them
+    once no pod uses the claim (its ``pvc-protection`` finalizer); the data behind them is not touched (a static
+    PV's reclaim policy is ``Retain``). The API server answers these deletes with a Status, not the object the
+    client's models expect: the answers are read raw and dropped."""
+    core = storage.core_api(quota.cluster)
+    namespace = team_namespace(quota.for_team)
+    try:
+        volume_object = core.read_persistent_volume(claim_pv_name(quota))
+    except ApiException as error:
+        if error.status == 404:
+            return []
+        raise
+    deleted = []
+    claim = volume_object.spec.claim_ref if volume_object.spec else None
+    if claim is not None and claim.namespace == namespace and claim.name:
+        try:
+            core.delete_namespaced_persistent_volume_claim(claim.name, namespace,
+                                                           _preload_content=False).read()  # type: ignore[attr-defined]
+            deleted.append(f"PersistentVolumeClaim {namespace}/{claim.name}")
+        except ApiException as error:
+            if error.status != 404:
+                raise
+    try:
+        core.delete_persistent_volume(claim_pv_name(quota), _preload_content=False).read()  # type: ignore[attr-defined]
+        deleted.append(f"PersistentVolume {claim_pv_name(quota)}")
+    except ApiException as error:
+        if error.status != 404:
+            raise
+    return deleted

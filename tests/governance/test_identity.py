@@ -1,7 +1,8 @@
 """A job queued by task governance runs in ``hyperpod-ns-<team>``: its submit operation gives that namespace what the
 pods' service account needs — tiered checkpointing's ServiceAccount with its own role through EKS Pod Identity (on
 which MLflow writes are granted), and for a job running as ``default`` an MLflow role and association — listed by the
-dry run; deleting the quota removes them all (associations, roles, ServiceAccounts), dry run first."""
+dry run; deleting the quota removes them all (associations, roles, ServiceAccounts) and the team's shared claim and
+its PV, dry run first."""
 
 from __future__ import annotations
 
@@ -108,14 +109,24 @@ def test_a_queued_job_gets_its_identity_in_the_governed_namespace_and_the_quota_
     # the team namespace's own MLflow identity is another one (a job of the cluster's team there, unqueued)
     assert associations(cluster, f"team-{cast.team.slug}") == {}
 
+    volume_name = f"instantstart-{cluster.pk}-{namespace}"  # the quota's team-storage phase made it and its claim
+    assert core.read_persistent_volume(volume_name).spec.claim_ref.name == "shared"
+    assert core.read_namespaced_persistent_volume_claim("shared", namespace).spec.volume_name == volume_name
+
     quota = f"/api/v1/compute-quotas/{ComputeQuota.objects.get(cluster=cluster).pk}"
     removal = admin.delete(f"{quota}?dry_run=true")
     assert removal.status_code == 200, removal.content
     assert {(change["action"], change["kind"], change["name"]) for change in removal.json()["changes"]} >= {
         ("delete", "EKS pod identity association", f"{namespace}/{ACCOUNT}"),
         ("delete", "EKS pod identity association", f"{namespace}/default"),
-        ("delete", "ServiceAccount", f"{namespace}/{ACCOUNT}")}
+        ("delete", "ServiceAccount", f"{namespace}/{ACCOUNT}"),
+        ("delete", "PersistentVolumeClaim", f"{namespace}/shared"), ("delete", "PersistentVolume", volume_name)}
     run(drive, admin.delete(quota))
+    for read in (lambda: core.read_persistent_volume(volume_name),
+                 lambda: core.read_namespaced_persistent_volume_claim("shared", namespace)):
+        with pytest.raises(ApiException) as absent:
+            read()
+        assert absent.value.status == 404
     assert associations(cluster, namespace) == {}
     for name in roles:
         with pytest.raises(ClientError) as gone:
