@@ -13,7 +13,8 @@ run: $(STAMP)
 
 # Tests run on three worker processes (pytest-xdist), each with its own database and Redis (tests/embedded.py), on
 # 2 cores too: much of a test's time is waiting on the sandbox, and over a clean-clone .ci/run two workers used 1.27
-# cores on average (tests 18:31), three 1.47 (16:13). Tests of one xdist_group share a worker. PYTEST_ARGS='-n 0' runs them in one process.
+# cores on average (tests 18:31), three 1.47 (16:13). Tests of one xdist_group share a worker. PYTEST_ARGS='-n 0'
+# runs them in one process.
 # The 30 slowest tests are listed at the end: the suite must stay under 20 minutes on 2 cores.
 test: $(STAMP) $(CHROMIUM)
 	$(VENV)/bin/ruff check .
