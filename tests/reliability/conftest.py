@@ -144,6 +144,10 @@ class PrivateRedis:
         return redis.Redis.from_url(self.url)
 
 
+#: How long a worker may take to boot (import the app, load the AWS service models) on a busy machine.
+BOOT_SECONDS = 120
+
+
 class Plant:
     """Workers and beat of one test, sharing the private Redis, the test database and the sandbox."""
 
@@ -191,11 +195,25 @@ class Plant:
                            INSTANTSTART_RELIABILITY_DUPLICATE=str(duplicate))
 
     def start(self, *, workers: int = 1, duplicate: int = 1) -> list[Process]:
-        """Start beat and ``workers`` workers; while they boot, warm the sandbox up."""
+        """Start beat and ``workers`` workers; while they boot, warm the sandbox up; return once every worker
+        consumes (:meth:`wait_ready`), so a test's timeouts measure the engine, not a worker's boot on a busy
+        machine."""
         self.beat(duplicate=duplicate)
         started = [self.worker(duplicate=duplicate) for _ in range(workers)]
         warm_sandbox()
+        for process in started:
+            self.wait_ready(process)
         return started
+
+    def wait_ready(self, process: Process, timeout: float = BOOT_SECONDS) -> None:
+        """Wait until the worker ``process`` logs Celery's ``<hostname> ready.`` (it consumes from then on); fails
+        with the plant's log if it exits first or takes longer than ``timeout``."""
+        hostname = f"{process.name}@"
+        deadline = time.monotonic() + timeout
+        while not any(hostname in line and " ready." in line for line in self.text().splitlines()):
+            if not process.alive() or time.monotonic() > deadline:
+                pytest.fail(f"{process.name} was not ready within {timeout:.0f} s:\n{self.output()}")
+            time.sleep(0.05)
 
     def supervise(self) -> None:
         """Start again any process that exited on its own, as ``restart: unless-stopped`` (docker-compose) or a

@@ -88,7 +88,7 @@ def test_operations_finish_exactly_once_after_the_worker_is_killed_mid_phase(
     time.sleep(rng.uniform(0, 0.4))
     if rng.random() < 0.5:
         worker.kill()
-        plant.worker()
+        plant.wait_ready(plant.worker())  # the operations' timeout measures their recovery, not the boot
         killed = f"the worker at {where}"
     else:
         killed = f"the pool ({kill_pool(worker)} processes) at {where}"
