@@ -44,7 +44,7 @@ def objects(volume: StorageVolume, namespace: str) -> tuple[k8s.V1PersistentVolu
     claim = storage.persistent_volume_claim(volume)
     meta, spec, claim_meta, claim_spec = volume_object.metadata, volume_object.spec, claim.metadata, claim.spec
     assert meta and spec and spec.claim_ref and spec.csi and claim_meta and claim_spec  # the builders set them all
-    meta.name = f"instantstart-{volume.cluster_id}-{namespace}"  # claim_pv_name
+    meta.name = f"instantstart-{volume.cluster_id}-{namespace}"  # what claim_pv_name names
     spec.claim_ref.namespace = namespace
     if spec.csi.driver == storage.S3_DRIVER:
         spec.csi.volume_handle = f"{spec.csi.volume_handle}-{namespace}"
