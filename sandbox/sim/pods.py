@@ -188,11 +188,7 @@ def _rebind(ctx: Context, pod: dict[str, Any], placement: scheduler.Placement) -
             events.record(ctx, pod, "FailedScheduling", explanation, kind="Warning", source="default-scheduler")
         ctx.set_status("pods", pod, {**status, "phase": "Pending", "conditions": conditions})
         return
-    metadata = {key: value for key, value in pod["metadata"].items()
-                if key in ("name", "namespace", "labels", "annotations", "ownerReferences", "finalizers")}
-    ctx.store.delete("pods", objects.name(pod), objects.namespace(pod))
-    ctx.store.create("pods", {"metadata": metadata, "spec": {**pod["spec"], "nodeName": node_name}},
-                     objects.namespace(pod))
+    ctx.store.bind(objects.name(pod), objects.namespace(pod), node_name)
 
 
 def _advance(ctx: Context, pod: dict[str, Any], node: dict[str, Any], memory: dict[str, Any]) -> None:

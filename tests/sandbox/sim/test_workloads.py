@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from kubernetes import client as k8s
 
 from sandbox.sim.objects import DURATION, OUTCOME
@@ -93,6 +95,19 @@ def test_pod_that_fits_no_node_stays_pending_with_the_schedulers_reason():
     assert scheduled.message == "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
     events = core.list_namespaced_event("default", field_selector="involvedObject.name=greedy").items
     assert [e.reason for e in events] == ["FailedScheduling"]
+
+
+def test_the_scheduler_binds_a_pod_in_place_so_it_is_never_absent():
+    """Binding sets ``spec.nodeName`` on the stored pod (the binding subresource): same uid, no DELETED event."""
+    core = k8s.CoreV1Api(make_cluster())
+    created = core.create_namespaced_pod("default", {"metadata": {"name": "solo"}, "spec": pod_template()["spec"]})
+    assert created.spec.node_name is None
+    running = wait_for(lambda: core.read_namespaced_pod("solo", "default"), lambda p: p.status.phase == "Running")
+    assert running.spec.node_name and running.metadata.uid == created.metadata.uid
+    history = core.list_namespaced_pod("default", watch=True, resource_version=created.metadata.resource_version,
+                                       timeout_seconds=1, _preload_content=False)
+    kinds = {json.loads(line)["type"] for line in history.read().decode().splitlines() if line}
+    assert kinds == {"MODIFIED"}
 
 
 def test_claims_bind_to_s3_and_fsx_volumes_or_get_one_provisioned():
