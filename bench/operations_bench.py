@@ -61,7 +61,7 @@ class Mode:
     title: str
     poll_min: float  # AWS seconds
     poll_max: float
-    schedules: bool  # the phases' known durations and event wake-ups (operations.schedule, operations.wakeups)
+    schedules: bool  # known durations, event wake-ups, shared reads (operations.schedule, .wakeups, .context)
 
 
 MODES = {
@@ -353,6 +353,7 @@ def run_mode(mode: Mode, args, counter: CallCounter, durations: Durations, workd
         "INSTANTSTART_CLOUD_CALLS_BURST": str(max(args.calls_per_second / scale, 20.0)),
         "INSTANTSTART_OPERATIONS_KNOWN_DURATIONS": "1" if mode.schedules else "0",
         "INSTANTSTART_OPERATIONS_EVENTS": "1" if mode.schedules else "0",
+        "INSTANTSTART_OPERATIONS_SHARED_READS": "1" if mode.schedules else "0",
         "INSTANTSTART_OPERATIONS_EVENTS_DRAIN_SECONDS": str(2.0 * scale),  # production's 2 s, in compressed time
     }
     log = workdir / f"{mode.name}-{root.name}.log"

@@ -4,8 +4,9 @@ Why not the demo pipeline itself at 1,000 operations: its network phase makes a 
 adopts them with tag-filtered ``DescribeVpcs``/``DescribeSubnets``. moto answers a tag filter by scanning every
 resource and, for each, the whole tag store — quadratic in the number of operations. At 200 operations the sandbox
 already spends ~80 % of its time there, so the run would measure moto, not the engine. Here the network phase
-records a VPC and subnets the benchmark made once (``params``) and confirms them with ``DescribeSubnets`` by id;
-every other phase is the demo's own step (same calls, same exactly-once method):
+records a VPC and subnets the benchmark made once (``params``) and confirms them with ``DescribeSubnets`` by id —
+one answer shared by every operation that checks them within 30 s (``StepContext.shared``); every other phase is the
+demo's own step (same calls, same exactly-once method):
 
     bucket (S3) → network (shared, no mutation) → role (IAM) → cluster (EKS, 600 s nominal) → addon (EKS, 60 s)
 
@@ -29,8 +30,10 @@ def submit_shared_network(ctx: StepContext) -> None:
 
 
 def poll_shared_network(ctx: StepContext) -> Progress:
-    subnets = ctx.client("ec2").describe_subnets(SubnetIds=ctx.params["subnet_ids"])["Subnets"]
-    if len(subnets) != len(ctx.params["subnet_ids"]):
+    ids = sorted(ctx.params["subnet_ids"])
+    found = ctx.shared("ec2.subnets." + ",".join(ids), lambda: [
+        subnet["SubnetId"] for subnet in ctx.client("ec2").describe_subnets(SubnetIds=ids)["Subnets"]], seconds=30)
+    if len(found) != len(ids):
         raise PhaseFailed("The shared subnets are gone.", code="resource_missing")
     return Progress.finished("available")
 

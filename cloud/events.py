@@ -16,7 +16,7 @@ caller to judge.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cloud import aws
@@ -33,11 +33,12 @@ RETENTION_SECONDS = 3600
 
 @dataclass(frozen=True)
 class Event:
-    """One event off the queue: the ARNs it names and the receipt handle that deletes it."""
+    """One event off the queue: the ARNs it names, its type and detail, and the receipt handle that deletes it."""
 
     resources: tuple[str, ...]
     detail_type: str
     receipt: str
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 def ensure(region: str, name: str) -> str:
@@ -85,9 +86,10 @@ def _event(message: dict[str, Any]) -> Event:
         body = {}
     if not isinstance(body, dict):
         body = {}
-    resources = body.get("resources")
+    resources, detail = body.get("resources"), body.get("detail")
     return Event(resources=tuple(r for r in resources if isinstance(r, str)) if isinstance(resources, list) else (),
-                 detail_type=str(body.get("detail-type", "")), receipt=message["ReceiptHandle"])
+                 detail_type=str(body.get("detail-type", "")), receipt=message["ReceiptHandle"],
+                 detail=detail if isinstance(detail, dict) else {})
 
 
 def _policy(queue_arn: str, rule_arn: str) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from botocore.client import BaseClient
+from django.conf import settings
+from django.core.cache import cache
 
 from cloud import aws
 from operations import logs, transitions
@@ -62,12 +64,35 @@ class StepContext:
         return cast(Mapping[str, Any], self._phase.reference)  # a JSON column
 
     @property
+    def announcement(self) -> Mapping[str, Any]:
+        """The latest state-change event AWS sent about the resource this ``announced`` phase waits for, since its
+        submit — ``{"type": <detail-type>, "detail": {...}}`` — or ``{}``. A poll may finish on it without a
+        Describe where the event settles the question (a create that EKS says succeeded); anything else, or
+        nothing, means: describe as usual. Events are best effort and unordered, so never wait for one."""
+        return cast(Mapping[str, Any], self._phase.announced)  # a JSON column
+
+    @property
     def attempt(self) -> int:
         return self._phase.attempts
 
     def client(self, service: str) -> BaseClient:
         """A boto3 client for ``service`` in the operation's region."""
         return aws.client(service, region=self.region)
+
+    def shared(self, key: str, read: Callable[[], _T], *, seconds: float) -> _T:
+        """``read()``'s answer, shared by every step in this region that asks for ``key`` within ``seconds`` (of AWS
+        time: scaled by ``OPERATIONS_POLL_SCALE``): one Describe answers every operation that checks the same
+        resource at once. Only for resources many operations share (a network they all use) — never for the state
+        of what a phase itself made, which must be read fresh. The answer must be JSON-able (it is kept in Redis).
+        With ``OPERATIONS_SHARED_READS`` off every step reads for itself."""
+        if not settings.OPERATIONS_SHARED_READS:
+            return read()
+        cache_key = f"operations.shared.{self.region}.{key}"
+        answer: _T | None = cache.get(cache_key)
+        if answer is None:
+            answer = read()
+            cache.set(cache_key, answer, timeout=seconds * settings.OPERATIONS_POLL_SCALE)
+        return answer
 
     def intend(self, name: str, make: Callable[[], _T]) -> _T:
         """The persisted intent ``name``: made with ``make`` and stored *before* the caller uses it, the first

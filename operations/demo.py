@@ -254,6 +254,10 @@ def submit_addon(ctx: StepContext) -> None:
 
 
 def poll_addon(ctx: StepContext) -> Progress:
+    """ACTIVE once EKS says so: its ``EKS Addon Creation Succeeded`` event for this add-on's ARN (unique to this
+    creation) settles it without a Describe; any other event, or none, is checked with ``DescribeAddon``."""
+    if ctx.announcement.get("type") == "EKS Addon Creation Succeeded":
+        return Progress.finished("ACTIVE")
     addon = _addon(ctx)
     if addon is None:
         raise PhaseFailed(f"The add-on {ADDON} disappeared.", code="resource_missing")

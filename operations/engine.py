@@ -279,7 +279,7 @@ def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline
             listening = bool(spec.announced) and wakeups.listen(context.region)
             spec.submit(context)
             waits_on = str(phase.reference.get(spec.announced, "")) if spec.announced else ""
-            transitions.note_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0, waits_on=waits_on)
+            transitions.note_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0, waits_on=waits_on, announced={})
             logs.append(operation.pk, f"{spec.title}: submitted.", phase=phase.slug)
             return schedule.after_submit(spec, listening=listening and bool(waits_on))
         if operation.call_reserved:

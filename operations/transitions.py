@@ -142,6 +142,7 @@ def move_phases(moves: Sequence[tuple[OperationPhase, str, dict[str, Any]]], *, 
             changes.setdefault("finished_at", timezone.now())
         if to != PhaseState.RUNNING:
             changes.setdefault("waits_on", "")  # only a running phase waits for events (operations.wakeups)
+            changes.setdefault("announced", {})
         planned.append((phase, current, changes))
     operation_id = moves[0][0].operation_id
     with transaction.atomic():

@@ -5,8 +5,9 @@ A phase that is ``announced`` (``operations.pipeline.Phase``) records the ARN of
 (:func:`listen`, ``cloud.events``). :func:`drain` (the ``drain_cloud_events`` task, every
 ``OPERATIONS_EVENTS_DRAIN_SECONDS``) finds the regions such phases wait in, takes the events off their queues and
 wakes every operation whose running phase waits on a resource an event names: its ``next_poll_at`` becomes now, and
-the caller enqueues that wake-up. The engine's claim does the rest — the woken operation polls once, sees the new
-state and moves on; a duplicate or stale event costs one poll.
+the caller enqueues that wake-up, and the event is kept in the phase's ``announced`` for its poll
+(``StepContext.announcement``), which may finish on it without a Describe. The engine's claim does the rest — the
+woken operation polls once and moves on; a duplicate or stale event costs one poll.
 
 While a region's channel is known to exist (:func:`listening`), announced phases there poll only as a safety net
 (``operations.schedule``: an event lost, or no drain task running, costs that much lag); where AWS refuses to make
@@ -94,6 +95,8 @@ def _drain_region(region: str, waiters: dict[str, set[int]]) -> list[tuple[int, 
         for event in received:
             if concerned[event.receipt] & held:
                 events.retry_soon(region, queue_url, event)
+            else:
+                _announce(event, concerned[event.receipt])
         events.delete(region, queue_url, [event for event in received if not concerned[event.receipt] & held])
         if len(received) < 10:
             break
@@ -111,6 +114,14 @@ def _wake(operation_ids: set[int], woken: list[tuple[int, datetime]]) -> set[int
     Operation.objects.filter(pk__in=later, claimed_by="", next_poll_at__gt=now).update(next_poll_at=now)
     woken.extend((pk, now) for pk in later)
     return held
+
+
+def _announce(event: events.Event, operation_ids: set[int]) -> None:
+    """Keep ``event`` on the running phases of ``operation_ids`` that still wait for a resource it names."""
+    if operation_ids:
+        OperationPhase.objects.filter(operation_id__in=operation_ids, waits_on__in=event.resources,
+                                      state=PhaseState.RUNNING, step=PhaseStep.POLL).update(
+            announced={"type": event.detail_type, "detail": event.detail})
 
 
 def _channel(region: str) -> str:

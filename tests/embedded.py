@@ -4,7 +4,7 @@ Without ``REDIS_URL`` the suite runs on the embedded defaults: a private ``var``
 folder (its own SQLite file and secret key) and the bundled Redis server started there. With
 ``REDIS_URL``/``DATABASE_URL`` set (CI), the real services are used and nothing is started.
 
-Under pytest-xdist (``-n 2`` in ``make test``) every worker process is isolated from the others: on the embedded
+Under pytest-xdist (``-n 3`` in ``make test``) every worker process is isolated from the others: on the embedded
 defaults it starts its own ``var`` directory and Redis (a worker inherits the controller's environment, so it
 replaces what the controller started rather than sharing it); with ``REDIS_URL`` set it uses its own database
 number, the URL's number plus the worker's index (``gw1`` of ``redis://host:6379/9`` uses ``/10``), so the cache,

@@ -278,7 +278,7 @@ class Writer:
             return self._remove(resource_type, candidate, "Background")
         return copy.deepcopy(candidate)
 
-    def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
+    def bind(self, name: str, namespace: str | None, node_name: str) -> dict[str, Any]:
         """The ``pods/binding`` subresource: set an unbound pod's ``spec.nodeName`` in place (409 if bound).
 
         The pod keeps its uid and stays listed throughout, as the apiserver binds it; a watch sees MODIFIED."""
@@ -291,7 +291,7 @@ class Writer:
             candidate = copy.deepcopy(old)
             candidate["spec"]["nodeName"] = node_name
             candidate["metadata"]["resourceVersion"] = str(self._next_rv())
-            self._bucket(resource_type)[(namespace, name)] = candidate
+            self._bucket(resource_type)[self._key(resource_type, name, namespace)] = candidate
             self._emit("MODIFIED", resource_type, candidate, old)
             self._after_update(resource_type, candidate)
             return copy.deepcopy(candidate)

@@ -8,9 +8,11 @@ from datetime import timedelta
 
 import boto3
 import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
 from operations import engine, schedule, wakeups
+from operations.context import StepContext
 from operations.models import Operation, OperationPhase, PhaseState, PhaseStep
 from operations.pipeline import Expected, Phase, Progress
 from tests.operations.test_engine import start_demo
@@ -51,10 +53,10 @@ def test_an_announced_phase_polls_only_as_a_safety_net_while_its_region_is_liste
     assert schedule.after_submit(spec, listening=False) == 5
 
 
-def test_an_addon_is_done_one_poll_after_eks_announces_it(sandbox, cast, drive, settings):
+def test_an_addon_is_done_without_a_describe_once_eks_announces_it(sandbox, cast, drive, settings):
     """The add-on phase submits, the engine makes the region's channel, and then waits: its safety poll is far away
     (5,000 s of AWS time). Only the drain, fed by EKS's ``EKS Addon Creation Succeeded`` event, brings its poll
-    forward — a single DescribeAddon, which finds it ACTIVE."""
+    forward, and the event settles it: the poll makes no DescribeAddon (one would fail here)."""
     settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS = 5000
     operation = drive(start_demo(cast), until=lambda op: op.phase == "addon" and _addon(op).step == PhaseStep.POLL)
     addon = _addon(operation)
@@ -65,12 +67,16 @@ def test_an_addon_is_done_one_poll_after_eks_announces_it(sandbox, cast, drive, 
 
     woken = _drain_until_woken(operation)
     assert [pk for pk, _ in woken] == [operation.pk]
+    assert _addon(operation).announced["type"] == "EKS Addon Creation Succeeded"
+    assert _addon(operation).announced["detail"]["addonArn"] == addon.waits_on
+    sandbox.control("POST", "faults", {"target": "eks:DescribeAddon", "kind": "error", "count": 1,
+                                       "code": "AccessDeniedException", "message": "no describe expected"})
     engine.advance(operation.pk, due=woken[0][1])
     operation.refresh_from_db()
     assert operation.state == "succeeded"
     addon = _addon(operation)
     assert (addon.state, addon.polls) == (PhaseState.SUCCEEDED, 0)  # no poll found it "not yet": the one poll was done
-    assert addon.waits_on == ""  # a finished phase waits for nothing
+    assert (addon.waits_on, addon.announced) == ("", {})  # a finished phase waits for nothing
 
     sqs = boto3.client("sqs", region_name="us-west-2")
     url = sqs.get_queue_url(QueueName=settings.OPERATIONS_EVENTS_CHANNEL)["QueueUrl"]
@@ -97,6 +103,20 @@ def test_an_event_for_an_operation_a_worker_holds_is_handed_back_not_lost(sandbo
     assert [pk for pk, _ in wakeups.drain()] == [operation.pk]
 
 
+def test_an_announcement_that_settles_nothing_is_checked_with_a_describe(sandbox, cast, drive, settings):
+    """A stale or unrelated event (here: a health change) wakes the operation, and its poll describes the add-on."""
+    settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS = 5000
+    operation = drive(start_demo(cast), until=lambda op: op.phase == "addon" and _addon(op).step == PhaseStep.POLL)
+    _drain_until_woken(operation)
+    OperationPhase.objects.filter(pk=_addon(operation).pk).update(
+        announced={"type": "EKS Addon Health Degraded", "detail": {}})
+    sandbox.control("POST", "faults", {"target": "eks:DescribeAddon", "kind": "error", "count": 1,
+                                       "code": "AccessDeniedException", "message": "the poll described"})
+    engine.advance(operation.pk)
+    operation.refresh_from_db()
+    assert operation.state == "failed" and "the poll described" in _addon(operation).error_message
+
+
 def test_without_events_an_announced_phase_polls_as_any_other(sandbox, cast, drive, settings):
     settings.OPERATIONS_EVENTS = False
     operation = drive(start_demo(cast))
@@ -121,3 +141,22 @@ def _drain_until_woken(operation: Operation) -> list:
         time.sleep(0.05)
     return woken
 
+
+
+def test_a_shared_read_answers_every_operation_that_asks_within_its_window(settings):
+    """``StepContext.shared``: one read per key, region and window (in Redis, across processes); off, each reads."""
+    settings.OPERATIONS_POLL_SCALE = 1.0
+    reads: list[str] = []
+
+    def ask(region: str, key: str = "ec2.subnets.subnet-a") -> list[str]:
+        context = StepContext(Operation(), OperationPhase(), lease="test", region=region)
+        return context.shared(key, lambda: reads.append(region) or ["subnet-a"], seconds=30)
+
+    assert [ask("us-west-2") for _ in range(3)] == [["subnet-a"]] * 3
+    assert ask("us-east-1") == ["subnet-a"] and reads == ["us-west-2", "us-east-1"]
+    cache.delete("operations.shared.us-west-2.ec2.subnets.subnet-a")
+    ask("us-west-2")
+    assert reads == ["us-west-2", "us-east-1", "us-west-2"]  # the window has passed: read again
+    settings.OPERATIONS_SHARED_READS = False
+    ask("us-west-2"), ask("us-west-2")
+    assert len(reads) == 5
