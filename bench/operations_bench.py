@@ -521,6 +521,8 @@ def main(argv: list[str] | None = None) -> int:
             # no failures are injected: the sweeper and the lease keep production's values
             "INSTANTSTART_OPERATIONS_LEASE_SECONDS": "120", "INSTANTSTART_OPERATIONS_SWEEP_SECONDS": "15",
             "INSTANTSTART_OPERATIONS_SWEEP_GRACE_SECONDS": "60", "PYTHONUNBUFFERED": "1",
+            # persistent connections, as the chart and the CloudFormation stack run the workers
+            "INSTANTSTART_DB_CONN_MAX_AGE": os.environ.get("INSTANTSTART_DB_CONN_MAX_AGE", "60"),
         }
         results = []
         try:

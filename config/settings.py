@@ -437,8 +437,6 @@ CELERY_IMPORTS = ["training.logs.tasks", "config.metrics"]
 CELERY_BEAT_SCHEDULE = {
     "purge-idempotency-records": {"task": "operations.tasks.purge_idempotency_records", "schedule": 3600.0},
     "sweep-operations": {"task": "operations.tasks.sweep_operations", "schedule": OPERATIONS_SWEEP_SECONDS},
-    "drain-cloud-events": {"task": "operations.tasks.drain_cloud_events",
-                           "schedule": OPERATIONS_EVENTS_DRAIN_SECONDS},
     "purge-training-log-lines": {"task": "training.logs.tasks.purge_training_log_lines", "schedule": 3600.0},
     "sweep-notification-deliveries": {"task": "notifications.tasks.sweep_notification_deliveries",
                                       "schedule": 60.0},

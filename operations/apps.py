@@ -5,6 +5,7 @@ class OperationsConfig(AppConfig):
     name = "operations"
 
     def ready(self) -> None:
-        from operations import pipeline
+        from operations import drainer, pipeline
 
         pipeline.register_declared()
+        drainer.connect()

@@ -15,7 +15,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from config.api.idempotency import purge_expired
-from operations import engine, wakeups
+from operations import engine
 
 logger = logging.getLogger(__name__)
 
@@ -47,15 +47,6 @@ def sweep_operations() -> int:
     if stale:
         logger.info("re-enqueued %d stale operations", len(stale))
     return len(stale)
-
-
-@shared_task(ignore_result=True, expires=10)
-def drain_cloud_events() -> int:
-    """Wake the operations whose resources AWS announced a change of (``operations.wakeups``); returns how many."""
-    woken = wakeups.drain()
-    for operation_id, due in woken:
-        enqueue(operation_id, due)
-    return len(woken)
 
 
 @shared_task

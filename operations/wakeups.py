@@ -2,7 +2,7 @@
 
 A phase that is ``announced`` (``operations.pipeline.Phase``) records the ARN of the resource it waits for in
 ``OperationPhase.waits_on`` at its submit, and the engine makes sure the region's EventBridge → SQS channel exists
-(:func:`listen`, ``cloud.events``). :func:`drain` (the ``drain_cloud_events`` task, every
+(:func:`listen`, ``cloud.events``). :func:`drain` (a thread of every worker, ``operations.drainer``, every
 ``OPERATIONS_EVENTS_DRAIN_SECONDS``) finds the regions such phases wait in, takes the events off their queues and
 wakes every operation whose running phase waits on a resource an event names: its ``next_poll_at`` becomes now, and
 the caller enqueues that wake-up, and the event is kept in the phase's ``announced`` for its poll
@@ -10,7 +10,7 @@ the caller enqueues that wake-up, and the event is kept in the phase's ``announc
 woken operation polls once and moves on; a duplicate or stale event costs one poll.
 
 While a region's channel is known to exist (:func:`listening`), announced phases there poll only as a safety net
-(``operations.schedule``: an event lost, or no drain task running, costs that much lag); where AWS refuses to make
+(``operations.schedule``: an event lost, or no worker draining, costs that much lag); where AWS refuses to make
 it (no permission), they poll as any other phase. An event for an operation a worker holds right now is handed
 back to the queue for a second, so the wake is not lost to the holder's own next wake-up. Events that name
 nothing anyone waits for are deleted.

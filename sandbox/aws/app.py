@@ -15,6 +15,7 @@ import io
 import json
 import re
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -62,6 +63,9 @@ Response = tuple[int, dict[str, str], bytes]
 StartResponse = Callable[..., Any]
 
 _tokens: dict[tuple[str, str, str, str], tuple[str, Response]] = {}
+#: One request at a time per service inside moto, whose backends are plain dicts: concurrent ``CreateRole`` and
+#: ``AttachRolePolicy`` crashed IAM ("dictionary changed size during iteration") under 1,000 operations.
+_moto_locks: dict[str, threading.Lock] = {}
 _XML_CODE = re.compile(rb"<Code>([^<]+)</Code>")
 _REASONS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 400: "Bad Request", 403: "Forbidden",
             404: "Not Found", 409: "Conflict", 429: "Too Many Requests", 500: "Internal Server Error",
@@ -212,13 +216,14 @@ class SandboxApp:
             return lambda data: None
 
         try:
-            iterable = self.moto(environ, capture)
-            try:
-                body = b"".join(iterable)
-            finally:
-                close = getattr(iterable, "close", None)
-                if close is not None:
-                    close()
+            with _moto_locks.setdefault(target.service, threading.Lock()):
+                iterable = self.moto(environ, capture)
+                try:
+                    body = b"".join(iterable)
+                finally:
+                    close = getattr(iterable, "close", None)
+                    if close is not None:
+                        close()
             response: Response = (captured["status"], captured["headers"], body)
         except NotImplementedError:
             response = protocol.render_error(target, ApiError(

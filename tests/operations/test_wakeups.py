@@ -88,6 +88,33 @@ def test_an_addon_is_done_without_a_describe_once_eks_announces_it(sandbox, cast
     assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": rule["Arn"]}}
 
 
+def test_a_worker_drains_the_events_in_a_thread_of_its_own_beside_its_task_queue(sandbox, cast, drive, settings):
+    """Celery's ``worker_ready`` starts the drain thread (``operations.drainer``), which takes EKS's event and keeps it
+    in the waiting phase while no task runs at all; ``worker_shutdown`` stops it. With events off nothing starts."""
+    from celery.signals import worker_ready, worker_shutdown
+
+    from operations import drainer
+
+    settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS = 5000
+    operation = drive(start_demo(cast), until=lambda op: op.phase == "addon" and _addon(op).step == PhaseStep.POLL)
+    settings.OPERATIONS_EVENTS = False
+    worker_ready.send(sender=None)
+    assert not drainer._running
+    settings.OPERATIONS_EVENTS, settings.OPERATIONS_EVENTS_DRAIN_SECONDS = True, 0.05
+    worker_ready.send(sender=None)
+    try:
+        ((_, thread),) = drainer._running
+        assert thread.name == "operations-event-drain" and thread.is_alive()
+        deadline = time.monotonic() + 10
+        while not _addon(operation).announced:
+            assert time.monotonic() < deadline, "the worker's drain never took EKS's event"
+            time.sleep(0.05)
+    finally:
+        worker_shutdown.send(sender=None)
+    assert not drainer._running and not thread.is_alive()
+    assert _addon(operation).announced["type"] == "EKS Addon Creation Succeeded"
+
+
 def test_an_event_for_an_operation_a_worker_holds_is_handed_back_not_lost(sandbox, cast, drive, settings):
     settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS = 5000
     operation = drive(start_demo(cast), until=lambda op: op.phase == "addon" and _addon(op).step == PhaseStep.POLL)

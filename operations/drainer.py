@@ -1,0 +1,64 @@
+"""The event drain as a thread of every Celery worker's main process (``operations.wakeups``).
+
+Every ``OPERATIONS_EVENTS_DRAIN_SECONDS`` the thread takes AWS's state-change events off the queues and enqueues the
+wake-ups of the operations they concern. It runs beside the task queue, not in it: a worker with a backlog holds a
+periodic task for as long as the backlog lasts, and at 1,000 concurrent operations on 2 cores every drain task
+expired in the queue, so no event was ever read and each add-on was found by its safety poll
+(``bench/README.md``, "Polling efficiency"). Several workers each drain: SQS hands every event to one of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from celery.signals import worker_ready, worker_shutdown
+from django.conf import settings
+from django.db import close_old_connections
+
+from operations import tasks, wakeups
+
+logger = logging.getLogger(__name__)
+
+_running: list[tuple[threading.Event, threading.Thread]] = []
+
+
+def drain_once() -> int:
+    """Wake the operations whose resources AWS announced a change of; returns how many were woken."""
+    woken = wakeups.drain()
+    for operation_id, due in woken:
+        tasks.enqueue(operation_id, due)
+    return len(woken)
+
+
+def start(**_: Any) -> None:
+    if not settings.OPERATIONS_EVENTS or _running:
+        return
+    stop = threading.Event()
+    thread = threading.Thread(target=_drain_until, args=(stop,), name="operations-event-drain", daemon=True)
+    _running.append((stop, thread))
+    thread.start()
+
+
+def stop(**_: Any) -> None:
+    while _running:
+        stopping, thread = _running.pop()
+        stopping.set()
+        thread.join(timeout=5)
+
+
+def connect() -> None:
+    """Start the drain with the worker and stop it with the worker (``OperationsConfig.ready``)."""
+    worker_ready.connect(start, weak=False, dispatch_uid="operations-event-drain-start")
+    worker_shutdown.connect(stop, weak=False, dispatch_uid="operations-event-drain-stop")
+
+
+def _drain_until(stopping: threading.Event) -> None:
+    while not stopping.wait(settings.OPERATIONS_EVENTS_DRAIN_SECONDS):
+        try:
+            drain_once()
+        except Exception:  # a database or broker outage: the next round tries again, the safety polls cover it
+            logger.warning("draining AWS's events failed", exc_info=True)
+        finally:
+            close_old_connections()
