@@ -277,10 +277,11 @@ PIPELINE = Pipeline(
     kind=KIND,
     phases=(
         Phase("bucket", "Shared bucket", submit_bucket, poll_bucket, undo_bucket,
-              timeout=timedelta(minutes=5), poll_interval=1),
+              timeout=timedelta(minutes=5), poll_interval=1, expected=schedule.ON_RETURN),
         Phase("network", "Network", submit_network, poll_network, undo_network,
               timeout=timedelta(minutes=10), poll_interval=1),
-        Phase("role", "Cluster role", submit_role, poll_role, undo_role, timeout=timedelta(minutes=5), poll_interval=1),
+        Phase("role", "Cluster role", submit_role, poll_role, undo_role, timeout=timedelta(minutes=5), poll_interval=1,
+              expected=schedule.ON_RETURN),
         Phase("cluster", "EKS control plane", submit_cluster, poll_cluster, undo_cluster,
               timeout=timedelta(minutes=30), poll_interval=10, expected=schedule.EKS_CLUSTER_CREATE),
         Phase("addon", "Pod identity agent", submit_addon, poll_addon, undo_addon,

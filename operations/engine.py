@@ -266,7 +266,8 @@ def _phase_done(operation: Operation, phases: list[OperationPhase], pipeline: Pi
 def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,
           lease: str) -> float | None:
     """Run one step of ``phase``: seconds to wait before the next one, or ``None`` to go on at once (the phase
-    ended: succeeded, or failed and took the operation with it)."""
+    ended: succeeded, or failed and took the operation with it; or its resource exists once submitted, and its
+    poll follows in this run)."""
     spec = pipeline.phase(phase.slug)
     if phase.deadline_at is not None and timezone.now() > phase.deadline_at:
         last = f" (last status: {phase.status_reason})" if phase.status_reason else ""
@@ -281,7 +282,7 @@ def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline
             waits_on = str(phase.reference.get(spec.announced, "")) if spec.announced else ""
             transitions.note_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0, waits_on=waits_on, announced={})
             logs.append(operation.pk, f"{spec.title}: submitted.", phase=phase.slug)
-            return schedule.after_submit(spec, listening=listening and bool(waits_on))
+            return schedule.after_submit(spec, listening=listening and bool(waits_on)) or None  # 0: poll in this run
         if operation.call_reserved:
             transitions.save(operation, lease=lease, call_reserved=False)
         else:

@@ -7,7 +7,9 @@ A phase's wait is scheduled by what is known about it (``operations.pipeline.Pha
   changes to EventBridge and the event wakes the operation, so polls are only the safety net against a lost event:
   one every ``OPERATIONS_EVENTS_SAFETY_POLL_SECONDS``;
 - **expected** (with ``OPERATIONS_KNOWN_DURATIONS`` on): nothing is polled before the resource can be ready (its
-  ``after``); then one poll every ``every`` seconds until it is usually ready (``within``); then the backoff below;
+  ``after``); then one poll every ``every`` seconds until it is usually ready (``within``); then the backoff below.
+  A resource that exists when its create call returns (:data:`ON_RETURN`) is polled at once, in the same run of
+  the engine as its submit: no wake-up, no second claim;
 - otherwise the first poll ``poll_interval`` after the submit, then capped exponential backoff with full jitter.
 """
 
@@ -25,6 +27,9 @@ from operations.pipeline import Expected, Phase
 #: (issue 1227) tracked an average of 15 minutes and its reduction since, and the sandbox's nominal time is 10. The
 #: first look is at 7 minutes (one ACTIVE sooner is found then), then a 30-second poller's cadence until 15.
 EKS_CLUSTER_CREATE = Expected(after=420, within=900, every=30)
+#: A resource whose create call returns once it exists — an S3 bucket (``CreateBucket``), an IAM role
+#: (``CreateRole``): the poll that confirms it follows the submit at once (then the usual backoff, should it not).
+ON_RETURN = Expected(after=0, within=0, every=0)
 
 
 def backoff(base: float, polls: int) -> float:
@@ -40,11 +45,11 @@ def first_poll_delay(base: float) -> float:
 
 
 def after_submit(spec: Phase, *, listening: bool) -> float:
-    """Seconds from the submit step to the first poll."""
+    """Seconds from the submit step to the first poll; ``0.0``: at once, in the same run."""
     if spec.announced and listening:
         return _scaled(settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS)
     if spec.expected is not None and settings.OPERATIONS_KNOWN_DURATIONS:
-        return _scaled(spec.expected.after)
+        return _scaled(spec.expected.after) if spec.expected.after else 0.0
     return first_poll_delay(spec.poll_interval)
 
 

@@ -44,6 +44,21 @@ def test_a_phase_of_known_duration_is_first_polled_when_it_can_be_ready_then_den
     assert schedule.after_submit(spec, listening=False) == 10
 
 
+def test_a_resource_that_exists_when_its_create_returns_is_confirmed_in_the_same_run(sandbox, cast, settings):
+    """The demo's bucket and role are ``ON_RETURN``: one run submits and confirms each and goes on to the next phase;
+    without known durations the bucket's poll waits for a wake-up of its own."""
+    settings.OPERATIONS_POLL_SCALE = 1.0
+    operation = start_demo(cast)
+    engine.advance(operation.pk)
+    bucket, network = operation.phases.order_by("index")[:2]
+    assert (bucket.state, bucket.polls, network.state) == (PhaseState.SUCCEEDED, 0, PhaseState.RUNNING)
+    settings.OPERATIONS_KNOWN_DURATIONS = False
+    operation = start_demo(cast)
+    engine.advance(operation.pk)
+    bucket = operation.phases.get(slug="bucket")
+    assert (bucket.state, bucket.step) == (PhaseState.RUNNING, PhaseStep.POLL)
+
+
 def test_an_announced_phase_polls_only_as_a_safety_net_while_its_region_is_listened_to(settings):
     settings.OPERATIONS_POLL_SCALE = 1.0
     spec = Phase("addon", "Add-on", _noop, _waiting, poll_interval=5, announced="arn")
