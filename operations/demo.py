@@ -199,12 +199,21 @@ def submit_cluster(ctx: StepContext) -> None:
     token = ctx.intend("client_request_token", lambda: str(uuid.uuid4()))
     cluster = _cluster(ctx) if rerun else None
     if cluster is None:
-        cluster = ctx.client("eks").create_cluster(
-            name=ctx.intent["cluster_name"], roleArn=ctx.outputs["role_arn"],
-            resourcesVpcConfig={"subnetIds": ctx.outputs["subnet_ids"]},
-            accessConfig={"authenticationMode": "API"}, clientRequestToken=token,
-            tags={OWNER_TAG: str(ctx.operation_id)},
-        )["cluster"]
+        try:
+            cluster = ctx.client("eks").create_cluster(
+                name=ctx.intent["cluster_name"], roleArn=ctx.outputs["role_arn"],
+                resourcesVpcConfig={"subnetIds": ctx.outputs["subnet_ids"]},
+                accessConfig={"authenticationMode": "API"}, clientRequestToken=token,
+                tags={OWNER_TAG: str(ctx.operation_id)},
+            )["cluster"]
+        except ClientError as error:
+            if aws.error_is(error, "InvalidParameterException") and \
+                    ctx.outputs["role_arn"] in error.response["Error"].get("Message", ""):
+                # The role made a moment ago may not be assumable yet (IAM is eventually consistent): again later.
+                translated = aws.translate(error, service="eks", operation="CreateCluster")
+                translated.provider["retryable"] = True
+                raise translated from error
+            raise
     else:
         ctx.log(f"EKS cluster {cluster['name']} already exists; adopting it.")
     ctx.record(name=cluster["name"], arn=cluster["arn"], status=cluster["status"])

@@ -117,6 +117,18 @@ def test_transient_cloud_errors_are_retried_and_never_surface(sandbox, cast, dri
     assert effects(sandbox) == DEMO_MUTATIONS
 
 
+def test_a_cluster_role_not_yet_assumable_is_waited_for_not_fatal(sandbox, cast, drive):
+    """IAM is eventually consistent: the role phase confirms the role at once, and EKS refuses it in CreateCluster
+    until it has propagated (1,000 AWS seconds here); the cluster's submit is retried until EKS takes it."""
+    sandbox.control("PUT", "iam", {"propagation_seconds": 1000})
+    operation = drive(start_demo(cast))
+
+    assert operation.state == OperationState.SUCCEEDED
+    warning = operation.logs.filter(level=LogLevel.WARNING, phase="cluster").first()
+    assert warning is not None and "retrying" in warning.message and "role" in warning.message.lower()
+    assert effects(sandbox) == DEMO_MUTATIONS
+
+
 def test_cancel_undoes_what_the_phases_made(sandbox, cast, drive):
     operation = drive(start_demo(cast), until=lambda op: op.phase == "addon"
                       and phases(op)["addon"].step == PhaseStep.POLL)
