@@ -128,6 +128,8 @@ class _Run:
     # -- lifecycle --------------------------------------------------------------------------------------------
 
     def sync(self) -> None:
+        if self.job["metadata"].get("deletionTimestamp"):
+            return  # being deleted: the garbage collector takes its pods, and the operator makes no new ones
         if _finished(self.job):
             self._clean()
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from kubernetes import client as k8s
@@ -147,3 +148,20 @@ def test_a_replaced_node_restarts_the_job_on_its_replacement():
     done = jobs.finished("resilient", timeout=15)
     assert "Succeeded" in _true_conditions(done)
     assert jobs.core.read_namespaced_pod("resilient-pods-1", "default").spec.node_name != victim
+
+
+def test_a_job_being_deleted_gets_no_new_pods():
+    """The operator leaves a job with a ``deletionTimestamp`` alone: a pod that goes meanwhile is not made again
+    (a new one would hold up the job's foreground deletion for ever)."""
+    jobs = Jobs(make_cluster())
+    clock.set_scale(0.001)
+    body = job("held", steps=100000, replicas=1)
+    body["metadata"]["finalizers"] = ["test.instantstart.dev/hold"]
+    jobs.create(body)
+    wait_for(lambda: jobs.core.list_namespaced_pod("default", label_selector=f"{JOB_LABEL}=held").items,
+             lambda found: len(found) == 1 and found[0].status.phase == "Running")
+    jobs.custom.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "held")
+    jobs.core.delete_collection_namespaced_pod("default", label_selector=f"{JOB_LABEL}=held", grace_period_seconds=0)
+    time.sleep(0.5)  # ten passes of the simulator
+    assert jobs.core.list_namespaced_pod("default", label_selector=f"{JOB_LABEL}=held").items == []
+    assert jobs.get("held")["metadata"]["deletionTimestamp"]
