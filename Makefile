@@ -13,7 +13,7 @@ run: $(STAMP)
 
 # Tests run on three worker processes (pytest-xdist), each with its own database and Redis (tests/embedded.py);
 # tests of one xdist_group share a worker. PYTEST_ARGS='-n 0' runs them in one process. Three on 2 cores because
-# tests wait on the sandbox much of the time: a clean-clone .ci/run's tests took 15:39-20:08 against 18:31 with two.
+# tests wait on the sandbox much of the time: a clean-clone .ci/run's tests took 14:50 against 18:31 with two.
 # The 30 slowest tests are listed at the end: the suite must stay under 20 minutes on 2 cores.
 test: $(STAMP) $(CHROMIUM)
 	$(VENV)/bin/ruff check .
