@@ -197,6 +197,18 @@ def translate(error: Exception, *, service: str = "aws", operation: str = "") ->
                           provider_code=type(error).__name__, provider_message=str(error), retryable=True)
 
 
+def role_not_yet_assumable(error: ClientError, role_arn: str, *, code: str, service: str,
+                           operation: str) -> ApplicationError | None:
+    """A role made moments ago may not be assumable yet (IAM is eventually consistent), and the service refuses it
+    with ``code`` in a message naming it: that refusal as a retryable vocabulary error, so the engine tries the step
+    again later; ``None`` for any other error."""
+    if not error_is(error, code) or role_arn not in error.response.get("Error", {}).get("Message", ""):
+        return None
+    later = translate(error, service=service, operation=operation)
+    later.provider["retryable"] = True
+    return later
+
+
 @contextlib.contextmanager
 def translated(service: str, operation: str = "") -> Iterator[None]:
     """Run AWS calls, raising their failures as vocabulary errors::

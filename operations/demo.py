@@ -207,12 +207,10 @@ def submit_cluster(ctx: StepContext) -> None:
                 tags={OWNER_TAG: str(ctx.operation_id)},
             )["cluster"]
         except ClientError as error:
-            if aws.error_is(error, "InvalidParameterException") and \
-                    ctx.outputs["role_arn"] in error.response["Error"].get("Message", ""):
-                # The role made a moment ago may not be assumable yet (IAM is eventually consistent): again later.
-                translated = aws.translate(error, service="eks", operation="CreateCluster")
-                translated.provider["retryable"] = True
-                raise translated from error
+            later = aws.role_not_yet_assumable(error, ctx.outputs["role_arn"], code="InvalidParameterException",
+                                               service="eks", operation="CreateCluster")
+            if later is not None:
+                raise later from error
             raise
     else:
         ctx.log(f"EKS cluster {cluster['name']} already exists; adopting it.")

@@ -92,11 +92,10 @@ def _create_cluster(ctx: StepContext, cluster: Cluster, name: str, role_arn: str
     except ClientError as error:
         if aws.error_is(error, "ResourceInUseException"):
             return _eks_cluster(ctx, name) or {}
-        if aws.error_is(error, "InvalidParameterException") and role_arn in error.response["Error"].get("Message", ""):
-            # A role created moments ago may not be assumable yet (IAM is eventually consistent): try again later.
-            translated = aws.translate(error, service="eks", operation="CreateCluster")
-            translated.provider["retryable"] = True
-            raise translated from error
+        later = aws.role_not_yet_assumable(error, role_arn, code="InvalidParameterException", service="eks",
+                                           operation="CreateCluster")
+        if later is not None:
+            raise later from error
         raise
     ctx.log(f"Requested the EKS cluster {name}.")
     return created

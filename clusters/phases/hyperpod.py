@@ -210,12 +210,10 @@ def _send_create(ctx: StepContext, cluster: Cluster, name: str) -> str:
         refusal = _refusal(error)
         if refusal is not None:
             raise refusal from error
-        if aws.error_is(error, "ValidationException") and \
-                reference["execution_role_arn"] in error.response["Error"].get("Message", ""):
-            # The execution role made moments ago may not be assumable yet (IAM is eventually consistent).
-            translated = aws.translate(error, service="sagemaker", operation="CreateCluster")
-            translated.provider["retryable"] = True
-            raise translated from error
+        later = aws.role_not_yet_assumable(error, reference["execution_role_arn"], code="ValidationException",
+                                           service="sagemaker", operation="CreateCluster")
+        if later is not None:
+            raise later from error
         raise
     ctx.log(f"HyperPod cluster {name} requested: {ctx.params['instance_count']} × {ctx.params['instance_type']} "
             f"({ctx.params['capacity_type']}) in {ctx.params['zone']}, subnet {reference['compute_subnet_id']}.")
