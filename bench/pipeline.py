@@ -50,6 +50,7 @@ PIPELINE = register(Pipeline(
         Phase("cluster", "EKS control plane", demo.submit_cluster, demo.poll_cluster, demo.undo_cluster,
               timeout=timedelta(minutes=30), poll_interval=10, expected=schedule.EKS_CLUSTER_CREATE),
         Phase("addon", "Pod identity agent", demo.submit_addon, demo.poll_addon, demo.undo_addon,
-              timeout=timedelta(minutes=15), poll_interval=5, announced="arn"),
+              timeout=timedelta(minutes=15), poll_interval=5, announced="arn",
+              settled_by={"EKS Addon Creation Succeeded": "ACTIVE"}),
     ),
 ))

@@ -64,14 +64,6 @@ class StepContext:
         return cast(Mapping[str, Any], self._phase.reference)  # a JSON column
 
     @property
-    def announcement(self) -> Mapping[str, Any]:
-        """The latest state-change event AWS sent about the resource this ``announced`` phase waits for, since its
-        submit — ``{"type": <detail-type>, "detail": {...}}`` — or ``{}``. A poll may finish on it without a
-        Describe where the event settles the question (a create that EKS says succeeded); anything else, or
-        nothing, means: describe as usual. Events are best effort and unordered, so never wait for one."""
-        return cast(Mapping[str, Any], self._phase.announced)  # a JSON column
-
-    @property
     def attempt(self) -> int:
         return self._phase.attempts
 

@@ -261,10 +261,8 @@ def submit_addon(ctx: StepContext) -> None:
 
 
 def poll_addon(ctx: StepContext) -> Progress:
-    """ACTIVE once EKS says so: its ``EKS Addon Creation Succeeded`` event for this add-on's ARN (unique to this
-    creation) settles it without a Describe; any other event, or none, is checked with ``DescribeAddon``."""
-    if ctx.announcement.get("type") == "EKS Addon Creation Succeeded":
-        return Progress.finished("ACTIVE")
+    """ACTIVE once ``DescribeAddon`` says so. EKS's ``EKS Addon Creation Succeeded`` event for this add-on's ARN
+    (unique to this creation) settles the phase without this poll (``settled_by``)."""
     addon = _addon(ctx)
     if addon is None:
         raise PhaseFailed(f"The add-on {ADDON} disappeared.", code="resource_missing")
@@ -292,7 +290,8 @@ PIPELINE = Pipeline(
         Phase("cluster", "EKS control plane", submit_cluster, poll_cluster, undo_cluster,
               timeout=timedelta(minutes=30), poll_interval=10, expected=schedule.EKS_CLUSTER_CREATE),
         Phase("addon", "Pod identity agent", submit_addon, poll_addon, undo_addon,
-              timeout=timedelta(minutes=15), poll_interval=5, announced="arn"),
+              timeout=timedelta(minutes=15), poll_interval=5, announced="arn",
+              settled_by={"EKS Addon Creation Succeeded": "ACTIVE"}),
     ),
 )
 

@@ -1,23 +1,26 @@
 """The event drain as a thread of every Celery worker's main process (``operations.wakeups``).
 
-Every ``OPERATIONS_EVENTS_DRAIN_SECONDS`` the thread takes AWS's state-change events off the queues and enqueues the
-wake-ups of the operations they concern. It runs beside the task queue, not in it: a worker with a backlog holds a
-periodic task for as long as the backlog lasts, and at 1,000 concurrent operations on 2 cores every drain task
-expired in the queue, so no event was ever read and each add-on was found by its safety poll
-(``bench/README.md``, "Polling efficiency"). Several workers each drain: SQS hands every event to one of them.
+Every ``OPERATIONS_EVENTS_DRAIN_SECONDS`` the thread takes AWS's state-change events off the queues, finishes the
+waits an event settles (``engine.settle``: no cloud call) and enqueues the wake-ups of the other operations they
+concern. It runs beside the task queue, not in it: a worker with a backlog holds a periodic task for as long as the
+backlog lasts, and at 1,000 concurrent operations on 2 cores every drain task expired in the queue, so no event was
+ever read and each add-on was found by its safety poll (``bench/README.md``, "Polling efficiency"). A settled wait
+does not queue either: its operation's wake-up would wait behind that backlog. Several workers each drain: SQS hands
+every event to one of them.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from datetime import datetime
 from typing import Any
 
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import close_old_connections
 
-from operations import tasks, wakeups
+from operations import engine, tasks, wakeups
 
 logger = logging.getLogger(__name__)
 
@@ -25,10 +28,15 @@ _running: list[tuple[threading.Event, threading.Thread]] = []
 
 
 def drain_once() -> int:
-    """Wake the operations whose resources AWS announced a change of; returns how many were woken."""
+    """Wake the operations whose resources AWS announced a change of — finishing here, in this thread, the waits an
+    event settles (``engine.settle``), and enqueuing the others' polls; returns how many were woken."""
     woken = wakeups.drain()
-    for operation_id, due in woken:
-        tasks.enqueue(operation_id, due)
+    for wake in woken:
+        due: datetime | None = wake.due
+        if wake.settles:
+            due = engine.settle(wake.operation_id, due=wake.due)
+        if due is not None:
+            tasks.enqueue(wake.operation_id, due)
     return len(woken)
 
 

@@ -97,6 +97,39 @@ def advance(operation_id: int, *, due: datetime | None = None) -> datetime | Non
     return _release(operation_id, lease, delay, cancelled_meanwhile=not undoing)
 
 
+def settle(operation_id: int, *, due: datetime) -> datetime | None:
+    """Finish the waiting phase of an operation woken by an event that settles it (``Phase.settled_by``; the event
+    is the one kept in the phase's ``announced``), with no cloud call: the fenced claim, the phase's success — with
+    the next phase's start, as a poll's hand-over does — or the operation's, and the release. The event drain runs
+    this in its own thread (``operations.drainer``), so a settled wait does not queue behind the worker's backlog.
+
+    Returns the next wake-up for the caller to enqueue (the next phase's submit, due at once; or the poll the event
+    did not settle after all — a later event replaced it, the operation is being cancelled), or ``None``: the
+    operation finished here, or it was not there to claim at ``due`` (another wake-up or worker has it)."""
+    lease = _claim(operation_id, due)
+    if lease is None:
+        return None
+    operation, phases = _load(operation_id)
+    delay: float | None = 0.0
+    try:
+        pipeline = pipeline_for(operation.kind)
+        phase = next((phase for phase in phases if phase.state != PhaseState.SUCCEEDED), None)
+        if (operation.state == OperationState.RUNNING and phase is not None and phase.state == PhaseState.RUNNING
+                and phase.step == PhaseStep.POLL):
+            status = pipeline.phase(phase.slug).settled(phase.announced)
+            if status is not None:
+                _phase_done(operation, phases, pipeline, phase, lease, status)
+                if all(phase.state == PhaseState.SUCCEEDED for phase in phases):
+                    _finish(operation, phases, lease)
+                    delay = None
+    except LeaseLost:
+        logger.warning("operation %s: lease lost to another worker; stopping", operation_id)
+        return None
+    except (StateChanged, LookupError):
+        pass  # a cancel meanwhile, or a kind this worker cannot run: the woken poll's run deals with it
+    return _release(operation_id, lease, delay, cancelled_meanwhile=True)
+
+
 def stale_operations(now: datetime | None = None) -> list[Operation]:
     """Active operations nobody is advancing: a wake-up overdue by more than ``OPERATIONS_SWEEP_GRACE_SECONDS``
     (its task was lost) or a holder whose heartbeat is older than the lease (its worker died)."""
@@ -283,6 +316,10 @@ def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline
             transitions.note_phase(phase, lease=lease, step=PhaseStep.POLL, polls=0, waits_on=waits_on, announced={})
             logs.append(operation.pk, f"{spec.title}: submitted.", phase=phase.slug)
             return schedule.after_submit(spec, listening=listening and bool(waits_on)) or None  # 0: poll in this run
+        settled = spec.settled(phase.announced)
+        if settled is not None:  # an event settled it: no cloud call, no call token
+            _phase_done(operation, phases, pipeline, phase, lease, settled)
+            return None
         if operation.call_reserved:
             transitions.save(operation, lease=lease, call_reserved=False)
         else:

@@ -176,8 +176,8 @@ class OperationPhase(models.Model):
     #: (``transitions.move_phase`` clears it as the phase leaves ``running``), so the index holds only live waits.
     waits_on = models.CharField(max_length=400, blank=True, db_index=True)
     #: The latest state-change event that named ``waits_on`` while the phase waited, as the drain took it off the
-    #: queue — ``{"type": <detail-type>, "detail": {...}}`` — for the poll to use instead of a Describe where the
-    #: event settles the question (``StepContext.announcement``); ``{}`` otherwise, and cleared with ``waits_on``.
+    #: queue — ``{"type": <detail-type>, "detail": {...}}`` — which finishes the phase without a poll where its
+    #: pipeline says it settles the wait (``Phase.settled_by``); ``{}`` otherwise, and cleared with ``waits_on``.
     announced = models.JSONField(default=dict, blank=True)
 
     class Meta:

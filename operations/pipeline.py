@@ -95,6 +95,11 @@ class Phase:
     wait: ``expected`` (how long its resource takes) or ``announced`` (AWS sends the resource's state changes to
     EventBridge, and the submit records the resource's ARN under this key of the phase's reference:
     ``operations.wakeups`` wakes the operation when an event names that ARN, and polls are only the safety net).
+    ``settled_by`` maps the detail-types of the events that settle an announced phase's wait to the status it
+    finishes with (``{"EKS Addon Creation Succeeded": "ACTIVE"}``): such an event, naming the ARN the phase waits
+    on, finishes the phase without a poll — in the drain thread itself (``engine.settle``), not behind the worker's
+    queue. Only for events that can mean nothing else (an ARN unique to the creation the phase waits for); any
+    other event wakes the phase's poll, which describes the resource.
 
     Without ``undo_poll`` the undo is done once ``compensate`` returns. ``leftovers`` names what the phase made that
     is still there (``"EKS cluster alpha (CREATING)"``), for the cancelled operation's account of an undo that could
@@ -115,6 +120,11 @@ class Phase:
     poll_interval: float = 5.0
     expected: Expected | None = None
     announced: str = ""
+    settled_by: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def settled(self, announced: Mapping[str, Any]) -> str | None:
+        """The status this phase finishes with on the event kept in its ``announced``; ``None``: it settles nothing."""
+        return self.settled_by.get(announced.get("type", "")) if announced else None
 
 
 @dataclass(frozen=True)

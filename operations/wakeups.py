@@ -5,9 +5,10 @@ A phase that is ``announced`` (``operations.pipeline.Phase``) records the ARN of
 (:func:`listen`, ``cloud.events``). :func:`drain` (a thread of every worker, ``operations.drainer``, every
 ``OPERATIONS_EVENTS_DRAIN_SECONDS``) finds the regions such phases wait in, takes the events off their queues and
 wakes every operation whose running phase waits on a resource an event names: its ``next_poll_at`` becomes now, and
-the caller enqueues that wake-up, and the event is kept in the phase's ``announced`` for its poll
-(``StepContext.announcement``), which may finish on it without a Describe. The engine's claim does the rest — the
-woken operation polls once and moves on; a duplicate or stale event costs one poll.
+the event is kept in the phase's ``announced``. Where that event settles the wait (``Phase.settled_by``) the caller
+finishes the phase then and there (``engine.settle``: no poll, no cloud call); otherwise it enqueues the wake-up and
+the woken operation polls once and moves on. The engine's claim does the rest: a duplicate or stale event costs one
+poll at most.
 
 While a region's channel is known to exist (:func:`listening`), announced phases there poll only as a safety net
 (``operations.schedule``: an event lost, or no worker draining, costs that much lag); where AWS refuses to make
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import datetime
+from typing import NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
@@ -29,6 +32,7 @@ from django.utils import timezone
 
 from cloud import events
 from operations.models import ACTIVE_STATES, Operation, OperationPhase, PhaseState, PhaseStep
+from operations.pipeline import pipeline_for
 
 logger = logging.getLogger(__name__)
 
@@ -62,58 +66,79 @@ def listen(region: str) -> bool:
     return True
 
 
-def drain() -> list[tuple[int, datetime]]:
+class Wake(NamedTuple):
+    """An operation the drain woke: its new ``next_poll_at`` (``due``), and whether an event that settles its phase's
+    wait (``Phase.settled_by``) woke it — then ``engine.settle`` can finish the phase without a poll."""
+
+    operation_id: int
+    due: datetime
+    settles: bool
+
+
+def drain() -> list[Wake]:
     """Take the waiting regions' events off their queues and wake the operations they concern; return each woken
-    operation with its new ``next_poll_at``, for the caller to enqueue."""
+    operation, for the caller to settle or enqueue."""
     if not settings.OPERATIONS_EVENTS:
         return []
     waiting: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
-    for arn, operation_id in (OperationPhase.objects.filter(waits_on__gt="", state=PhaseState.RUNNING,
-                                                            step=PhaseStep.POLL)
-                              .values_list("waits_on", "operation_id")):
+    settled_by: dict[int, Mapping[str, str]] = {}
+    for arn, operation_id, kind, slug in (
+            OperationPhase.objects.filter(waits_on__gt="", state=PhaseState.RUNNING, step=PhaseStep.POLL)
+            .values_list("waits_on", "operation_id", "operation__kind", "slug")):
         waiting[region_of(arn)][arn].add(operation_id)
-    woken: list[tuple[int, datetime]] = []
+        settled_by[operation_id] = _settled_by(kind, slug)
+    woken: list[Wake] = []
     for region, waiters in waiting.items():
         try:
-            woken += _drain_region(region, waiters)
+            woken += _drain_region(region, waiters, settled_by)
         except (BotoCoreError, ClientError) as exc:
             cache.delete(_channel_key(region))
             logger.warning("events of %s: %s; announced phases there poll as usual", region, exc)
     return woken
 
 
-def _drain_region(region: str, waiters: dict[str, set[int]]) -> list[tuple[int, datetime]]:
+def _drain_region(region: str, waiters: dict[str, set[int]], settled_by: dict[int, Mapping[str, str]]) -> list[Wake]:
     queue_url = _channel(region)
-    woken: list[tuple[int, datetime]] = []
+    woken: list[Wake] = []
     for _ in range(RECEIVES_PER_DRAIN):
         received = events.receive(region, queue_url)
         if not received:
             break
         concerned = {event.receipt: {pk for arn in event.resources for pk in waiters.get(arn, ())}
                      for event in received}
-        held = _wake(set().union(*concerned.values()), woken)
+        due, later, held = _wake(set().union(*concerned.values()))
         for event in received:
             if concerned[event.receipt] & held:
                 events.retry_soon(region, queue_url, event)
             else:
                 _announce(event, concerned[event.receipt])
+        settling = {pk for event in received for pk in concerned[event.receipt]
+                    if event.detail_type in settled_by.get(pk, {})}
+        woken += [Wake(pk, due, pk in settling) for pk in later]
         events.delete(region, queue_url, [event for event in received if not concerned[event.receipt] & held])
         if len(received) < 10:
             break
     return woken
 
 
-def _wake(operation_ids: set[int], woken: list[tuple[int, datetime]]) -> set[int]:
-    """Bring these operations' next poll forward to now (appending them to ``woken``); return those a worker holds."""
-    if not operation_ids:
-        return set()
+def _wake(operation_ids: set[int]) -> tuple[datetime, list[int], set[int]]:
+    """Bring these operations' next poll forward to now: returns that instant, the operations woken, and those a
+    worker holds (not woken)."""
     now = timezone.now()
+    if not operation_ids:
+        return now, [], set()
     rows = Operation.objects.filter(pk__in=operation_ids, state__in=ACTIVE_STATES)
     held = set(rows.exclude(claimed_by="").values_list("pk", flat=True))
     later = list(rows.filter(claimed_by="", next_poll_at__gt=now).values_list("pk", flat=True))
     Operation.objects.filter(pk__in=later, claimed_by="", next_poll_at__gt=now).update(next_poll_at=now)
-    woken.extend((pk, now) for pk in later)
-    return held
+    return now, later, held
+
+
+def _settled_by(kind: str, slug: str) -> Mapping[str, str]:
+    try:
+        return pipeline_for(kind).phase(slug).settled_by
+    except (LookupError, KeyError):  # a kind or phase this process does not know: its events only wake
+        return {}
 
 
 def _announce(event: events.Event, operation_ids: set[int]) -> None:

@@ -11,10 +11,10 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from operations import engine, schedule, wakeups
+from operations import drainer, engine, pipeline, schedule, services, wakeups
 from operations.context import StepContext
-from operations.models import Operation, OperationPhase, PhaseState, PhaseStep
-from operations.pipeline import Expected, Phase, Progress
+from operations.models import Operation, OperationPhase, OperationState, PhaseState, PhaseStep
+from operations.pipeline import Expected, Phase, Pipeline, Progress
 from tests.operations.test_engine import start_demo
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -68,10 +68,11 @@ def test_an_announced_phase_polls_only_as_a_safety_net_while_its_region_is_liste
     assert schedule.after_submit(spec, listening=False) == 5
 
 
-def test_an_addon_is_done_without_a_describe_once_eks_announces_it(sandbox, cast, drive, settings):
+def test_an_addon_is_done_in_the_drain_itself_once_eks_announces_it(sandbox, cast, drive, settings):
     """The add-on phase submits, the engine makes the region's channel, and then waits: its safety poll is far away
-    (5,000 s of AWS time). Only the drain, fed by EKS's ``EKS Addon Creation Succeeded`` event, brings its poll
-    forward, and the event settles it: the poll makes no DescribeAddon (one would fail here)."""
+    (5,000 s of AWS time). EKS's ``EKS Addon Creation Succeeded`` event for the add-on's ARN settles the wait
+    (``settled_by``), so the drain finishes the phase and the operation itself — no worker runs in this test — with
+    no poll and no DescribeAddon (one would fail here)."""
     settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS = 5000
     operation = drive(start_demo(cast), until=lambda op: op.phase == "addon" and _addon(op).step == PhaseStep.POLL)
     addon = _addon(operation)
@@ -79,19 +80,16 @@ def test_an_addon_is_done_without_a_describe_once_eks_announces_it(sandbox, cast
     assert wakeups.listening(addon.waits_on)
     operation.refresh_from_db()
     assert (operation.next_poll_at - timezone.now()).total_seconds() > 0.5  # the safety net: ~5 s away
-
-    woken = _drain_until_woken(operation)
-    assert [pk for pk, _ in woken] == [operation.pk]
-    assert _addon(operation).announced["type"] == "EKS Addon Creation Succeeded"
-    assert _addon(operation).announced["detail"]["addonArn"] == addon.waits_on
     sandbox.control("POST", "faults", {"target": "eks:DescribeAddon", "kind": "error", "count": 1,
                                        "code": "AccessDeniedException", "message": "no describe expected"})
-    engine.advance(operation.pk, due=woken[0][1])
+    _drain_until(operation, drainer.drain_once)
     operation.refresh_from_db()
-    assert operation.state == "succeeded"
+    assert (operation.state, operation.claimed_by) == ("succeeded", "")
     addon = _addon(operation)
-    assert (addon.state, addon.polls) == (PhaseState.SUCCEEDED, 0)  # no poll found it "not yet": the one poll was done
+    assert (addon.state, addon.polls, addon.status_reason) == (PhaseState.SUCCEEDED, 0, "ACTIVE")
     assert (addon.waits_on, addon.announced) == ("", {})  # a finished phase waits for nothing
+    assert list(operation.logs.values_list("message", flat=True))[-2:] == ["Pod identity agent: done (ACTIVE).",
+                                                                           "Succeeded."]
 
     sqs = boto3.client("sqs", region_name="us-west-2")
     url = sqs.get_queue_url(QueueName=settings.OPERATIONS_EVENTS_CHANNEL)["QueueUrl"]
@@ -103,9 +101,47 @@ def test_an_addon_is_done_without_a_describe_once_eks_announces_it(sandbox, cast
     assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": rule["Arn"]}}
 
 
+def test_a_settled_phase_hands_over_to_the_next_whose_submit_is_enqueued_not_run_in_the_drain(sandbox, cast):
+    """``engine.settle`` moves the settled phase and starts the next one, and leaves its submit — a cloud call — to
+    a worker: the wake-up it returns is due at once."""
+    operation, _ = services.operation_start(actor=cast.admin, team=cast.team, kind=_TWO_PHASES.kind,
+                                            title="settle", params={"region": "us-west-2"}, source="system")
+    engine.advance(operation.pk)  # the first phase submits, then waits for its event
+    first = operation.phases.get(slug="wait")
+    OperationPhase.objects.filter(pk=first.pk).update(announced={"type": "Thing Created", "detail": {}})
+    operation.refresh_from_db()
+    wake = engine.settle(operation.pk, due=operation.next_poll_at)
+    assert wake is not None and abs((wake - timezone.now()).total_seconds()) < 5
+    operation.refresh_from_db()
+    first, then = operation.phases.order_by("index")
+    assert (first.state, first.status_reason) == (PhaseState.SUCCEEDED, "made")
+    assert (then.state, then.step, operation.claimed_by) == (PhaseState.RUNNING, PhaseStep.SUBMIT, "")
+    assert _submits == ["wait"]  # the next phase's submit was not run here
+    assert engine.settle(operation.pk, due=operation.next_poll_at) is not None  # nothing to settle: the poll's wake
+    assert operation.phases.get(slug="then").step == PhaseStep.SUBMIT
+
+
+def test_an_event_that_settles_nothing_leaves_the_poll_to_a_worker(sandbox, cast):
+    """A later event replaced the one that woke the drain (``announced`` is a health change), or the operation is
+    being cancelled: ``settle`` moves nothing and hands the wake-up back."""
+    operation, _ = services.operation_start(actor=cast.admin, team=cast.team, kind=_TWO_PHASES.kind,
+                                            title="settle", params={"region": "us-west-2"}, source="system")
+    engine.advance(operation.pk)
+    first = operation.phases.get(slug="wait")
+    OperationPhase.objects.filter(pk=first.pk).update(announced={"type": "Thing Degraded", "detail": {}})
+    operation.refresh_from_db()
+    wake = engine.settle(operation.pk, due=operation.next_poll_at)
+    assert wake is not None and operation.phases.get(slug="wait").state == PhaseState.RUNNING
+    OperationPhase.objects.filter(pk=first.pk).update(announced={"type": "Thing Created", "detail": {}})
+    Operation.objects.filter(pk=operation.pk).update(state=OperationState.CANCELLING)
+    assert engine.settle(operation.pk, due=wake) is not None
+    assert operation.phases.get(slug="wait").state == PhaseState.RUNNING
+    assert engine.settle(operation.pk, due=wake) is None  # a stale wake-up: nothing to claim
+
+
 def test_a_worker_drains_the_events_in_a_thread_of_its_own_beside_its_task_queue(sandbox, cast, drive, settings):
-    """Celery's ``worker_ready`` starts the drain thread (``operations.drainer``), which takes EKS's event and keeps it
-    in the waiting phase while no task runs at all; ``worker_shutdown`` stops it. With events off nothing starts."""
+    """Celery's ``worker_ready`` starts the drain thread (``operations.drainer``), which takes EKS's event and settles
+    the add-on with it while no task runs at all; ``worker_shutdown`` stops it. With events off nothing starts."""
     from celery.signals import worker_ready, worker_shutdown
 
     from operations import drainer
@@ -121,13 +157,14 @@ def test_a_worker_drains_the_events_in_a_thread_of_its_own_beside_its_task_queue
         ((_, thread),) = drainer._running
         assert thread.name == "operations-event-drain" and thread.is_alive()
         deadline = time.monotonic() + 10
-        while not _addon(operation).announced:
-            assert time.monotonic() < deadline, "the worker's drain never took EKS's event"
+        while _addon(operation).state != PhaseState.SUCCEEDED:
+            assert time.monotonic() < deadline, "the worker's drain never settled the add-on on EKS's event"
             time.sleep(0.05)
     finally:
         worker_shutdown.send(sender=None)
     assert not drainer._running and not thread.is_alive()
-    assert _addon(operation).announced["type"] == "EKS Addon Creation Succeeded"
+    operation.refresh_from_db()
+    assert (operation.state, _addon(operation).status_reason) == ("succeeded", "ACTIVE")
 
 
 def test_an_event_for_an_operation_a_worker_holds_is_handed_back_not_lost(sandbox, cast, drive, settings):
@@ -142,18 +179,18 @@ def test_an_event_for_an_operation_a_worker_holds_is_handed_back_not_lost(sandbo
     assert wakeups.drain() == []  # held: not woken, and the event goes back to the queue
     Operation.objects.filter(pk=operation.pk).update(claimed_by="")
     time.sleep(1.1)  # the event is visible again after a second
-    assert [pk for pk, _ in wakeups.drain()] == [operation.pk]
+    assert [wake.operation_id for wake in wakeups.drain()] == [operation.pk]
 
 
 def test_an_announcement_that_settles_nothing_is_checked_with_a_describe(sandbox, cast, drive, settings):
     """A stale or unrelated event (here: a health change) wakes the operation, and its poll describes the add-on."""
     settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS = 5000
     operation = drive(start_demo(cast), until=lambda op: op.phase == "addon" and _addon(op).step == PhaseStep.POLL)
-    _drain_until_woken(operation)
     OperationPhase.objects.filter(pk=_addon(operation).pk).update(
         announced={"type": "EKS Addon Health Degraded", "detail": {}})
     sandbox.control("POST", "faults", {"target": "eks:DescribeAddon", "kind": "error", "count": 1,
                                        "code": "AccessDeniedException", "message": "the poll described"})
+    Operation.objects.filter(pk=operation.pk).update(next_poll_at=timezone.now())
     engine.advance(operation.pk)
     operation.refresh_from_db()
     assert operation.state == "failed" and "the poll described" in _addon(operation).error_message
@@ -176,13 +213,27 @@ def _queue_url(settings) -> str:
         QueueName=settings.OPERATIONS_EVENTS_CHANNEL)["QueueUrl"]
 
 
-def _drain_until_woken(operation: Operation) -> list:
+def _drain_until(operation: Operation, drain=wakeups.drain) -> object:
     deadline = time.monotonic() + 10
-    while not (woken := wakeups.drain()):
+    while not (woken := drain()):
         assert time.monotonic() < deadline, f"operation {operation.pk} was never woken"
         time.sleep(0.05)
     return woken
 
+
+_submits: list[str] = []
+
+
+def _submit_thing(ctx) -> None:
+    _submits.append(ctx._phase.slug)
+    ctx.record(arn=f"arn:aws:things:us-west-2:000000000000:thing/{ctx.operation_id}")
+
+
+_TWO_PHASES = pipeline.register(Pipeline(kind="test.settled", phases=(
+    Phase("wait", "Waiting", _submit_thing, _waiting, poll_interval=5000, announced="arn",
+          settled_by={"Thing Created": "made"}),
+    Phase("then", "Then", _submit_thing, _waiting, poll_interval=5000),
+)))
 
 
 def test_a_shared_read_answers_every_operation_that_asks_within_its_window(settings):
