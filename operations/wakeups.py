@@ -106,32 +106,39 @@ def _drain_region(region: str, waiters: dict[str, set[int]], settled_by: dict[in
             break
         concerned = {event.receipt: {pk for arn in event.resources for pk in waiters.get(arn, ())}
                      for event in received}
-        due, later, held = _wake(set().union(*concerned.values()))
+        settling = {pk for event in received for pk in concerned[event.receipt]
+                    if event.detail_type in settled_by.get(pk, {})}
+        held = _wake(set().union(*concerned.values()), settling, woken)
         for event in received:
             if concerned[event.receipt] & held:
                 events.retry_soon(region, queue_url, event)
             else:
                 _announce(event, concerned[event.receipt])
-        settling = {pk for event in received for pk in concerned[event.receipt]
-                    if event.detail_type in settled_by.get(pk, {})}
-        woken += [Wake(pk, due, pk in settling) for pk in later]
         events.delete(region, queue_url, [event for event in received if not concerned[event.receipt] & held])
         if len(received) < 10:
             break
     return woken
 
 
-def _wake(operation_ids: set[int]) -> tuple[datetime, list[int], set[int]]:
-    """Bring these operations' next poll forward to now: returns that instant, the operations woken, and those a
-    worker holds (not woken)."""
-    now = timezone.now()
+def _wake(operation_ids: set[int], settling: set[int], woken: list[Wake]) -> set[int]:
+    """Bring these operations' next poll forward to now, appending them to ``woken``; return those a worker holds
+    (not woken). An operation whose wake-up is already due — queued behind a worker's backlog — is woken only if
+    ``settling`` (an event settles its wait), at the ``next_poll_at`` it has: settled now, its queued wake-up finds
+    nothing to claim; otherwise that wake-up stands."""
     if not operation_ids:
-        return now, [], set()
+        return set()
+    now = timezone.now()
     rows = Operation.objects.filter(pk__in=operation_ids, state__in=ACTIVE_STATES)
     held = set(rows.exclude(claimed_by="").values_list("pk", flat=True))
-    later = list(rows.filter(claimed_by="", next_poll_at__gt=now).values_list("pk", flat=True))
+    later: list[int] = []
+    for pk, due in rows.filter(claimed_by="", next_poll_at__isnull=False).values_list("pk", "next_poll_at"):
+        if due > now:
+            later.append(pk)
+        elif pk in settling:
+            woken.append(Wake(pk, due, settles=True))
     Operation.objects.filter(pk__in=later, claimed_by="", next_poll_at__gt=now).update(next_poll_at=now)
-    return now, later, held
+    woken.extend(Wake(pk, now, settles=pk in settling) for pk in later)
+    return held
 
 
 def _settled_by(kind: str, slug: str) -> Mapping[str, str]:

@@ -101,6 +101,25 @@ def test_an_addon_is_done_in_the_drain_itself_once_eks_announces_it(sandbox, cas
     assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": rule["Arn"]}}
 
 
+def test_a_settled_wait_is_finished_even_while_its_wake_up_waits_in_a_backlog(sandbox, cast, drive, settings):
+    """A saturated worker has not yet run the add-on's safety poll, long due: the event still settles the wait in the
+    drain, and the queued wake-up, when a worker takes it, finds nothing to claim. An event that settles nothing does
+    not wake such an operation again: its queued poll will describe the add-on anyway."""
+    settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS = 5000
+    operation = drive(start_demo(cast), until=lambda op: op.phase == "addon" and _addon(op).step == PhaseStep.POLL)
+    overdue = timezone.now() - timedelta(seconds=30)
+    Operation.objects.filter(pk=operation.pk).update(next_poll_at=overdue)
+    assert wakeups._wake({operation.pk}, settling=set(), woken=(woken := [])) == set() and woken == []
+    operation.refresh_from_db()
+    assert operation.next_poll_at == overdue  # an event that settles nothing leaves the queued poll as it is
+    (wake,) = _drain_until(operation)
+    assert (wake.operation_id, wake.due, wake.settles) == (operation.pk, overdue, True)
+    assert engine.settle(operation.pk, due=overdue) is None
+    operation.refresh_from_db()
+    assert operation.state == "succeeded"
+    assert engine.advance(operation.pk, due=overdue) is None  # the queued wake-up: nothing to claim
+
+
 def test_a_settled_phase_hands_over_to_the_next_whose_submit_is_enqueued_not_run_in_the_drain(sandbox, cast):
     """``engine.settle`` moves the settled phase and starts the next one, and leaves its submit — a cloud call — to
     a worker: the wake-up it returns is due at once."""
