@@ -5,8 +5,9 @@ waits an event settles (``engine.settle``: no cloud call) and enqueues the wake-
 concern. It runs beside the task queue, not in it: a worker with a backlog holds a periodic task for as long as the
 backlog lasts, and at 1,000 concurrent operations on 2 cores every drain task expired in the queue, so no event was
 ever read and each add-on was found by its safety poll (``bench/README.md``, "Polling efficiency"). A settled wait
-does not queue either: its operation's wake-up would wait behind that backlog. Several workers each drain: SQS hands
-every event to one of them.
+does not queue either: its operation's wake-up would wait behind that backlog. Each worker runs
+``OPERATIONS_EVENTS_DRAIN_THREADS`` of them (2), and several workers each drain: SQS hands every event to one of them,
+ten at a time, so a burst of events is settled in parallel.
 """
 
 from __future__ import annotations
@@ -30,23 +31,27 @@ _running: list[tuple[threading.Event, threading.Thread]] = []
 def drain_once() -> int:
     """Wake the operations whose resources AWS announced a change of — finishing here, in this thread, the waits an
     event settles (``engine.settle``), and enqueuing the others' polls; returns how many were woken."""
-    woken = wakeups.drain()
-    for wake in woken:
+    count = 0
+    for wake in wakeups.drain():
         due: datetime | None = wake.due
         if wake.settles:
             due = engine.settle(wake.operation_id, due=wake.due)
         if due is not None:
             tasks.enqueue(wake.operation_id, due)
-    return len(woken)
+        count += 1
+    return count
 
 
 def start(**_: Any) -> None:
+    """Start ``OPERATIONS_EVENTS_DRAIN_THREADS`` drain threads (events on, and none running in this process)."""
     if not settings.OPERATIONS_EVENTS or _running:
         return
-    stop = threading.Event()
-    thread = threading.Thread(target=_drain_until, args=(stop,), name="operations-event-drain", daemon=True)
-    _running.append((stop, thread))
-    thread.start()
+    for number in range(1, settings.OPERATIONS_EVENTS_DRAIN_THREADS + 1):
+        stop = threading.Event()
+        thread = threading.Thread(target=_drain_until, args=(stop,), name=f"operations-event-drain-{number}",
+                                  daemon=True)
+        _running.append((stop, thread))
+        thread.start()
 
 
 def stop(**_: Any) -> None:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.core.cache import cache
+from django.db.models import Case, F, JSONField, Value, When
 from django.utils import timezone
 
 from cloud import events
@@ -75,11 +76,12 @@ class Wake(NamedTuple):
     settles: bool
 
 
-def drain() -> list[Wake]:
-    """Take the waiting regions' events off their queues and wake the operations they concern; return each woken
-    operation, for the caller to settle or enqueue."""
+def drain() -> Iterator[Wake]:
+    """Take the waiting regions' events off their queues and wake the operations they concern, yielding each woken
+    operation for the caller to settle or enqueue — those of one receive (ten events at most) as soon as its events
+    are kept and deleted, so several drains (threads, workers) share a burst of events ten at a time."""
     if not settings.OPERATIONS_EVENTS:
-        return []
+        return
     waiting: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
     settled_by: dict[int, Mapping[str, str]] = {}
     for arn, operation_id, kind, slug in (
@@ -87,37 +89,35 @@ def drain() -> list[Wake]:
             .values_list("waits_on", "operation_id", "operation__kind", "slug")):
         waiting[region_of(arn)][arn].add(operation_id)
         settled_by[operation_id] = _settled_by(kind, slug)
-    woken: list[Wake] = []
     for region, waiters in waiting.items():
         try:
-            woken += _drain_region(region, waiters, settled_by)
+            yield from _drain_region(region, waiters, settled_by)
         except (BotoCoreError, ClientError) as exc:
             cache.delete(_channel_key(region))
             logger.warning("events of %s: %s; announced phases there poll as usual", region, exc)
-    return woken
 
 
-def _drain_region(region: str, waiters: dict[str, set[int]], settled_by: dict[int, Mapping[str, str]]) -> list[Wake]:
+def _drain_region(region: str, waiters: dict[str, set[int]],
+                  settled_by: dict[int, Mapping[str, str]]) -> Iterator[Wake]:
     queue_url = _channel(region)
-    woken: list[Wake] = []
     for _ in range(RECEIVES_PER_DRAIN):
         received = events.receive(region, queue_url)
         if not received:
-            break
+            return
         concerned = {event.receipt: {pk for arn in event.resources for pk in waiters.get(arn, ())}
                      for event in received}
         settling = {pk for event in received for pk in concerned[event.receipt]
                     if event.detail_type in settled_by.get(pk, {})}
+        woken: list[Wake] = []
         held = _wake(set().union(*concerned.values()), settling, woken)
         for event in received:
             if concerned[event.receipt] & held:
                 events.retry_soon(region, queue_url, event)
-            else:
-                _announce(event, concerned[event.receipt])
+        _announce([event for event in received if concerned[event.receipt] and not concerned[event.receipt] & held])
         events.delete(region, queue_url, [event for event in received if not concerned[event.receipt] & held])
+        yield from woken
         if len(received) < 10:
-            break
-    return woken
+            return
 
 
 def _wake(operation_ids: set[int], settling: set[int], woken: list[Wake]) -> set[int]:
@@ -148,12 +148,15 @@ def _settled_by(kind: str, slug: str) -> Mapping[str, str]:
         return {}
 
 
-def _announce(event: events.Event, operation_ids: set[int]) -> None:
-    """Keep ``event`` on the running phases of ``operation_ids`` that still wait for a resource it names."""
-    if operation_ids:
-        OperationPhase.objects.filter(operation_id__in=operation_ids, waits_on__in=event.resources,
-                                      state=PhaseState.RUNNING, step=PhaseStep.POLL).update(
-            announced={"type": event.detail_type, "detail": event.detail})
+def _announce(announced: list[events.Event]) -> None:
+    """Keep each event on the running phases that still wait for a resource it names, in one UPDATE (the latest of
+    several events about one resource wins)."""
+    latest = {arn: {"type": event.detail_type, "detail": event.detail}
+              for event in announced for arn in event.resources}
+    if latest:
+        OperationPhase.objects.filter(waits_on__in=latest, state=PhaseState.RUNNING, step=PhaseStep.POLL).update(
+            announced=Case(*(When(waits_on=arn, then=Value(event, output_field=JSONField()))
+                             for arn, event in latest.items()), default=F("announced")))
 
 
 def _channel(region: str) -> str:

@@ -9,8 +9,11 @@ from datetime import timedelta
 import boto3
 import pytest
 from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from cloud import events
 from operations import drainer, engine, pipeline, schedule, services, wakeups
 from operations.context import StepContext
 from operations.models import Operation, OperationPhase, OperationState, PhaseState, PhaseStep
@@ -120,9 +123,30 @@ def test_a_settled_wait_is_finished_even_while_its_wake_up_waits_in_a_backlog(sa
     assert engine.advance(operation.pk, due=overdue) is None  # the queued wake-up: nothing to claim
 
 
+def test_a_receive_s_events_are_kept_on_their_phases_in_one_statement(sandbox, cast):
+    """Each event of a receive lands on the phase that waits for the resource it names, and only there — one UPDATE
+    for the ten, not one each."""
+    waiting = []
+    for title in ("a", "b", "c"):
+        operation, _ = services.operation_start(actor=cast.admin, team=cast.team, kind=_TWO_PHASES.kind,
+                                                title=title, params={"region": "us-west-2"}, source="system")
+        engine.advance(operation.pk)
+        waiting.append(operation.phases.get(slug="wait"))
+    a, b, c = waiting
+    received = [events.Event((a.waits_on,), "Thing Created", "r1", {"n": 1}),
+                events.Event((b.waits_on,), "Thing Degraded", "r2", {"n": 2})]
+    with CaptureQueriesContext(connection) as queries:
+        wakeups._announce(received)
+    assert len(queries.captured_queries) == 1
+    a, b, c = (OperationPhase.objects.get(pk=phase.pk) for phase in waiting)
+    assert (a.announced, b.announced, c.announced) == ({"type": "Thing Created", "detail": {"n": 1}},
+                                                       {"type": "Thing Degraded", "detail": {"n": 2}}, {})
+
+
 def test_a_settled_phase_hands_over_to_the_next_whose_submit_is_enqueued_not_run_in_the_drain(sandbox, cast):
     """``engine.settle`` moves the settled phase and starts the next one, and leaves its submit — a cloud call — to
     a worker: the wake-up it returns is due at once."""
+    _submits.clear()
     operation, _ = services.operation_start(actor=cast.admin, team=cast.team, kind=_TWO_PHASES.kind,
                                             title="settle", params={"region": "us-west-2"}, source="system")
     engine.advance(operation.pk)  # the first phase submits, then waits for its event
@@ -173,15 +197,16 @@ def test_a_worker_drains_the_events_in_a_thread_of_its_own_beside_its_task_queue
     settings.OPERATIONS_EVENTS, settings.OPERATIONS_EVENTS_DRAIN_SECONDS = True, 0.05
     worker_ready.send(sender=None)
     try:
-        ((_, thread),) = drainer._running
-        assert thread.name == "operations-event-drain" and thread.is_alive()
+        threads = [thread for _, thread in drainer._running]
+        assert [thread.name for thread in threads] == ["operations-event-drain-1", "operations-event-drain-2"]
+        assert all(thread.is_alive() for thread in threads)
         deadline = time.monotonic() + 10
         while _addon(operation).state != PhaseState.SUCCEEDED:
             assert time.monotonic() < deadline, "the worker's drain never settled the add-on on EKS's event"
             time.sleep(0.05)
     finally:
         worker_shutdown.send(sender=None)
-    assert not drainer._running and not thread.is_alive()
+    assert not drainer._running and not any(thread.is_alive() for thread in threads)
     operation.refresh_from_db()
     assert (operation.state, _addon(operation).status_reason) == ("succeeded", "ACTIVE")
 
@@ -195,7 +220,7 @@ def test_an_event_for_an_operation_a_worker_holds_is_handed_back_not_lost(sandbo
             QueueUrl=_queue_url(settings), VisibilityTimeout=0).get("Messages"):
         assert time.monotonic() < deadline, "EKS never announced the add-on"
         time.sleep(0.05)
-    assert wakeups.drain() == []  # held: not woken, and the event goes back to the queue
+    assert list(wakeups.drain()) == []  # held: not woken, and the event goes back to the queue
     Operation.objects.filter(pk=operation.pk).update(claimed_by="")
     time.sleep(1.1)  # the event is visible again after a second
     assert [wake.operation_id for wake in wakeups.drain()] == [operation.pk]
@@ -232,7 +257,7 @@ def _queue_url(settings) -> str:
         QueueName=settings.OPERATIONS_EVENTS_CHANNEL)["QueueUrl"]
 
 
-def _drain_until(operation: Operation, drain=wakeups.drain) -> object:
+def _drain_until(operation: Operation, drain=lambda: list(wakeups.drain())) -> object:
     deadline = time.monotonic() + 10
     while not (woken := drain()):
         assert time.monotonic() < deadline, f"operation {operation.pk} was never woken"
