@@ -28,7 +28,7 @@ from typing import NamedTuple
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Case, F, JSONField, Value, When
+from django.db.models import Case, F, JSONField, QuerySet, Value, When
 from django.utils import timezone
 
 from cloud import events
@@ -79,31 +79,25 @@ class Wake(NamedTuple):
 def drain() -> Iterator[Wake]:
     """Take the waiting regions' events off their queues and wake the operations they concern, yielding each woken
     operation for the caller to settle or enqueue — those of one receive (ten events at most) as soon as its events
-    are kept and deleted, so several drains (threads, workers) share a burst of events ten at a time."""
+    are kept and deleted, so several drains (threads, workers) share a burst of events ten at a time. Who waits for
+    what is read afresh for each receive: a phase that began waiting a moment ago gets its event too."""
     if not settings.OPERATIONS_EVENTS:
         return
-    waiting: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
-    settled_by: dict[int, Mapping[str, str]] = {}
-    for arn, operation_id, kind, slug in (
-            OperationPhase.objects.filter(waits_on__gt="", state=PhaseState.RUNNING, step=PhaseStep.POLL)
-            .values_list("waits_on", "operation_id", "operation__kind", "slug")):
-        waiting[region_of(arn)][arn].add(operation_id)
-        settled_by[operation_id] = _settled_by(kind, slug)
-    for region, waiters in waiting.items():
+    for region in sorted({region_of(arn) for arn in _waiting().values_list("waits_on", flat=True).distinct()}):
         try:
-            yield from _drain_region(region, waiters, settled_by)
+            yield from _drain_region(region)
         except (BotoCoreError, ClientError) as exc:
             cache.delete(_channel_key(region))
             logger.warning("events of %s: %s; announced phases there poll as usual", region, exc)
 
 
-def _drain_region(region: str, waiters: dict[str, set[int]],
-                  settled_by: dict[int, Mapping[str, str]]) -> Iterator[Wake]:
+def _drain_region(region: str) -> Iterator[Wake]:
     queue_url = _channel(region)
     for _ in range(RECEIVES_PER_DRAIN):
         received = events.receive(region, queue_url)
         if not received:
             return
+        waiters, settled_by = _waiters({arn for event in received for arn in event.resources})
         concerned = {event.receipt: {pk for arn in event.resources for pk in waiters.get(arn, ())}
                      for event in received}
         settling = {pk for event in received for pk in concerned[event.receipt]
@@ -118,6 +112,22 @@ def _drain_region(region: str, waiters: dict[str, set[int]],
         yield from woken
         if len(received) < 10:
             return
+
+
+def _waiting() -> QuerySet[OperationPhase]:
+    """The phases waiting for an event: running, at their poll step, with the ARN they wait on."""
+    return OperationPhase.objects.filter(waits_on__gt="", state=PhaseState.RUNNING, step=PhaseStep.POLL)
+
+
+def _waiters(arns: set[str]) -> tuple[dict[str, set[int]], dict[int, Mapping[str, str]]]:
+    """Which operations wait for each of ``arns`` now, and the event types that settle each one's wait."""
+    waiters: dict[str, set[int]] = defaultdict(set)
+    settled_by: dict[int, Mapping[str, str]] = {}
+    for arn, operation_id, kind, slug in (_waiting().filter(waits_on__in=arns)
+                                          .values_list("waits_on", "operation_id", "operation__kind", "slug")):
+        waiters[arn].add(operation_id)
+        settled_by[operation_id] = _settled_by(kind, slug)
+    return waiters, settled_by
 
 
 def _wake(operation_ids: set[int], settling: set[int], woken: list[Wake]) -> set[int]:
