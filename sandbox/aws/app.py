@@ -15,7 +15,6 @@ import io
 import json
 import re
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -63,9 +62,6 @@ Response = tuple[int, dict[str, str], bytes]
 StartResponse = Callable[..., Any]
 
 _tokens: dict[tuple[str, str, str, str], tuple[str, Response]] = {}
-#: One request at a time per service inside moto, whose backends are plain dicts: concurrent ``CreateRole`` and
-#: ``AttachRolePolicy`` crashed IAM ("dictionary changed size during iteration") under 1,000 operations.
-_moto_locks: dict[str, threading.Lock] = {}
 _XML_CODE = re.compile(rb"<Code>([^<]+)</Code>")
 _REASONS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 400: "Bad Request", 403: "Forbidden",
             404: "Not Found", 409: "Conflict", 429: "Too Many Requests", 500: "Internal Server Error",
@@ -216,7 +212,7 @@ class SandboxApp:
             return lambda data: None
 
         try:
-            with _moto_locks.setdefault(target.service, threading.Lock()):
+            with core.moto_lock(target.service):
                 iterable = self.moto(environ, capture)
                 try:
                     body = b"".join(iterable)

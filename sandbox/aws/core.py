@@ -30,6 +30,9 @@ from sandbox import endpoints
 ACCOUNT_ID = endpoints.ACCOUNT_ID
 
 _lock = threading.RLock()
+#: One request at a time per service inside moto, whose backends are plain dicts: concurrent ``CreateRole`` and
+#: ``AttachRolePolicy`` crashed IAM ("dictionary changed size during iteration") under 1,000 operations.
+_moto_locks: dict[str, threading.Lock] = {}
 _depth = threading.local()
 _queue: list[tuple[Callable[[Any], None], Any]] = []
 
@@ -123,6 +126,12 @@ def transaction() -> Iterator[None]:
                 callback(event)
             except Exception:  # a listener's bug must neither fail the AWS call nor starve the other listeners
                 traceback.print_exc(file=sys.stderr)
+
+
+def moto_lock(service: str) -> threading.Lock:
+    """The lock that serializes ``service``'s moto backend: every moto request of the service holds it, and so must
+    the sandbox's own code that reads that backend from another service's handler (EKS reading IAM's roles)."""
+    return _moto_locks.setdefault(service, threading.Lock())
 
 
 def enqueue(callbacks: Sequence[Callable[[Any], None]], event: Any) -> None:

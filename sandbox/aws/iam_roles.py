@@ -52,7 +52,8 @@ def _role(arn: str) -> Any:
     if match is None or match.group(1) != core.ACCOUNT_ID or core.ACCOUNT_ID not in iam_backends:
         return None
     backend = iam_backends[core.ACCOUNT_ID]["global"]
-    return next((role for role in backend.roles.values() if role.arn == arn), None)
+    with core.moto_lock("iam"):  # an IAM request may be adding a role meanwhile
+        return next((role for role in backend.roles.values() if role.arn == arn), None)
 
 
 def _listed(value: Any) -> list[Any]:
