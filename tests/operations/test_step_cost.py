@@ -27,6 +27,10 @@ QUERIES_PER_NEWS = 5
 #: fence, before sending) and its last poll, together, in a demo operation. They were about 34, then 20 before a
 #: phase's success and the next phase's start became one hand-over (one fence, one log insert for both lines).
 QUERIES_PER_PHASE = 18
+#: An event that settles the last phase's wait, in the drain thread (``engine.settle``): the claim, the read, the
+#: phase's success (fence, phase) and its log line, the operation's success and its log line, the notification, the
+#: release. What it spares is a poll's task in the worker's queue and its Describe.
+QUERIES_PER_SETTLE = 9
 #: Not counted: SQLite's driver sends them through the cursor, PostgreSQL's outside it (the same round trips).
 _TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
 _names = itertools.count(1)
@@ -43,6 +47,15 @@ def _creating(ctx):
 
 pipeline.register(Pipeline(kind="test.step-cost", phases=(
     Phase("wait", "Waiting", _identity, _creating, poll_interval=0.01),)))
+
+
+def _thing(ctx):
+    ctx.record(arn=f"arn:aws:things:us-west-2:000000000000:thing/{ctx.operation_id}")
+
+
+pipeline.register(Pipeline(kind="test.settle-cost", phases=(
+    Phase("wait", "Waiting", _thing, _creating, poll_interval=5000, announced="arn",
+          settled_by={"Thing Created": "made"}),)))
 
 
 def advance_counted(operation: Operation) -> int:
@@ -80,3 +93,17 @@ def test_a_whole_demo_operation_stays_within_its_budget(sandbox, cast, fast_poll
     phases = list(OperationPhase.objects.filter(operation=operation))
     polls = sum(phase.polls for phase in phases)  # the polls that found the resource still on its way
     assert total <= QUERIES_PER_NEWS * polls + QUERIES_PER_PHASE * len(phases), (total, polls, len(phases))
+
+
+def test_an_event_that_settles_the_last_phase_costs_at_most_the_settle_budget(sandbox, cast):
+    operation, _ = services.operation_start(actor=cast.admin, team=cast.team, kind="test.settle-cost", title="cost",
+                                            params={"region": "us-west-2"}, source="system")
+    engine.advance(operation.pk)  # start, submit: the phase waits for its event
+    OperationPhase.objects.filter(operation=operation).update(announced={"type": "Thing Created", "detail": {}})
+    operation.refresh_from_db()
+    with CaptureQueriesContext(connection) as queries:
+        assert engine.settle(operation.pk, due=operation.next_poll_at) is None
+    operation.refresh_from_db()
+    assert (operation.state, operation.claimed_by) == (OperationState.SUCCEEDED, "")
+    cost = sum(not query["sql"].startswith(_TRANSACTION_CONTROL) for query in queries.captured_queries)
+    assert cost <= QUERIES_PER_SETTLE, [query["sql"][:80] for query in queries.captured_queries]
