@@ -6,7 +6,7 @@ concern. It runs beside the task queue, not in it: a worker with a backlog holds
 backlog lasts, and at 1,000 concurrent operations on 2 cores every drain task expired in the queue, so no event was
 ever read and each add-on was found by its safety poll (``bench/README.md``, "Polling efficiency"). A settled wait
 does not queue either: its operation's wake-up would wait behind that backlog. Each worker runs
-``OPERATIONS_EVENTS_DRAIN_THREADS`` of them (2), and several workers each drain: SQS hands every event to one of them,
+``OPERATIONS_EVENTS_DRAIN_THREADS`` of them (4), and several workers each drain: SQS hands every event to one of them,
 ten at a time, so a burst of events is settled in parallel.
 """
 

@@ -198,7 +198,8 @@ def test_a_worker_drains_the_events_in_a_thread_of_its_own_beside_its_task_queue
     worker_ready.send(sender=None)
     try:
         threads = [thread for _, thread in drainer._running]
-        assert [thread.name for thread in threads] == ["operations-event-drain-1", "operations-event-drain-2"]
+        assert [thread.name for thread in threads] == [f"operations-event-drain-{number}" for number in
+                                                       range(1, settings.OPERATIONS_EVENTS_DRAIN_THREADS + 1)]
         assert all(thread.is_alive() for thread in threads)
         deadline = time.monotonic() + 10
         while _addon(operation).state != PhaseState.SUCCEEDED:
