@@ -141,7 +141,9 @@ def _wake(operation_ids: set[int], settling: set[int], woken: list[Wake]) -> set
     rows = Operation.objects.filter(pk__in=operation_ids, state__in=ACTIVE_STATES)
     held = set(rows.exclude(claimed_by="").values_list("pk", flat=True))
     later: list[int] = []
-    for pk, due in rows.filter(claimed_by="", next_poll_at__isnull=False).values_list("pk", "next_poll_at"):
+    for pk, due in rows.filter(claimed_by="").values_list("pk", "next_poll_at"):
+        if due is None:  # no wake-up at all: the sweeper's to find
+            continue
         if due > now:
             later.append(pk)
         elif pk in settling:
