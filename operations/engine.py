@@ -13,6 +13,9 @@
    event arrives —, else capped exponential backoff with full jitter), or the slot the rate limiter reserved when
    the region's call budget is spent (the poll then runs at that slot without taking another token).
 
+An event that settles a phase's wait (``Phase.settled_by``) needs no step: :func:`settle`, run by the event drain's
+own thread, claims the operation, moves the phase on and releases it — the same fence, no cloud call.
+
 Cost: a poll that finds the resource still on its way — the step an operation makes most often — is four SQL
 statements: the claim, one read of the operation with its phases, the phase's poll count (``note_phase``) and the
 release (one UPDATE while the operation is still active). A phase's success and the next phase's start are one
