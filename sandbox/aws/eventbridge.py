@@ -77,7 +77,8 @@ def _send(region: str, source: str, detail_type: str, resource_arn: str, detail:
 def _put(region: str, entry: dict[str, Any]) -> None:
     from moto.events.models import events_backends
 
-    events_backends[core.ACCOUNT_ID][region].put_events([entry])
+    with core.moto_lock("events"):  # as an EventBridge request would; the delivery to SQS takes SQS's lock
+        events_backends[core.ACCOUNT_ID][region].put_events([entry])
 
 
 def queue_accepts(queue_policy: str | None, queue_arn: str, rule_arn: str) -> bool:

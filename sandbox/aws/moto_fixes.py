@@ -128,17 +128,18 @@ def send_to_sqs_queue(self: Any, resource_id: str, event: dict[str, Any], group_
     from moto.sqs.exceptions import QueueDoesNotExist
     from moto.sqs.models import sqs_backends
 
-    from sandbox.aws import eventbridge
+    from sandbox.aws import core, eventbridge
 
-    try:
-        queue = sqs_backends[self.account_id][self.region_name].get_queue(resource_id)
-    except QueueDoesNotExist:  # the queue is gone: EventBridge fails the invocation
-        eventbridge.failed_invocations[self.arn] += 1
-        return
-    if not eventbridge.queue_accepts(queue.policy, queue.queue_arn, self.arn):
-        eventbridge.failed_invocations[self.arn] += 1
-        return
-    _send_to_sqs_queue(self, resource_id, event, group_id)
+    with core.moto_lock("sqs"):  # an SQS request (a receive) may be changing the queue meanwhile
+        try:
+            queue = sqs_backends[self.account_id][self.region_name].get_queue(resource_id)
+        except QueueDoesNotExist:  # the queue is gone: EventBridge fails the invocation
+            eventbridge.failed_invocations[self.arn] += 1
+            return
+        if not eventbridge.queue_accepts(queue.policy, queue.queue_arn, self.arn):
+            eventbridge.failed_invocations[self.arn] += 1
+            return
+        _send_to_sqs_queue(self, resource_id, event, group_id)
 
 
 def apply() -> None:
