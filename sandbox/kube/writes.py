@@ -186,7 +186,9 @@ class Writer:
             self._bucket(resource_type)[key] = obj
             self._emit("ADDED", resource_type, obj, None)
             self._after_create(resource_type, obj)
-            return copy.deepcopy(obj)
+            if self._owner_deleting_in_foreground(obj):
+                self._delete_or_mark(resource_type, obj, "Foreground")
+            return copy.deepcopy(self._bucket(resource_type).get(key, obj))
 
     # -- update and patch ---------------------------------------------------------------------------------
 
@@ -462,6 +464,25 @@ class Writer:
                     if reference.get("uid") == owner_uid:
                         yield dependent_type, dependent, reference
                         break
+
+    def _owner_deleting_in_foreground(self, obj: dict[str, Any]) -> bool:
+        """Whether ``obj`` blocks the deletion of an owner already in foreground deletion: the garbage collector
+        deletes such a late dependent at once (its owner's dependents were collected before it existed)."""
+        namespace = obj["metadata"].get("namespace", "")
+        for reference in obj["metadata"].get("ownerReferences") or []:
+            if not reference.get("blockOwnerDeletion"):
+                continue
+            try:
+                owner_type = self.registry.resolve((reference.get("apiVersion", "").rpartition("/")[0], "",
+                                                    reference.get("kind", "")))
+            except LookupError:
+                continue
+            key = (namespace if owner_type.namespaced else "", reference.get("name", ""))
+            owner = self._bucket(owner_type).get(key)
+            if owner is not None and owner["metadata"].get("uid") == reference.get("uid") and \
+                    FOREGROUND in (owner["metadata"].get("finalizers") or []):
+                return True
+        return False
 
     def _blocking_dependents(self, owner_uid: str) -> bool:
         return any(reference.get("blockOwnerDeletion") for _, _, reference in self._dependents(owner_uid))

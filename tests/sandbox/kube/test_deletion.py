@@ -123,6 +123,19 @@ def test_foreground_deletion_keeps_the_owner_until_blocking_dependents_are_gone(
     assert events == [("DELETED", "pods", "web-0"), ("DELETED", "deployments", "web")]
 
 
+def test_a_dependent_made_after_its_owner_s_foreground_deletion_began_is_collected_and_releases_it(apps, core,
+                                                                                                     store):
+    """A controller that read the owner before its deletion may still make a dependent (the Kueue simulator made a
+    Workload for a job being deleted): the garbage collector deletes it at once, and the owner goes with it."""
+    owner = apps.create_namespaced_deployment("default", deployment("web"))
+    core.create_namespaced_pod("default", {**bound("web-0"), **owned_by(owner, "web-0")})
+    apps.delete_namespaced_deployment("web", "default", propagation_policy="Foreground")
+    core.create_namespaced_config_map("default", owned_by(owner, "late"))
+    assert store.find("configmaps", "late", "default") is None
+    core.delete_namespaced_pod("web-0", "default", grace_period_seconds=0)
+    assert store.find("deployments", "web", "default") is None
+
+
 def test_background_and_orphan_propagation(apps, core, store):
     owner = apps.create_namespaced_deployment("default", deployment("web"))
     core.create_namespaced_config_map("default", owned_by(owner, "background"))
