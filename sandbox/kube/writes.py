@@ -465,30 +465,10 @@ class Writer:
                         yield dependent_type, dependent, reference
                         break
 
-    def _owner_deleting_in_foreground(self, obj: dict[str, Any]) -> bool:
-        """Whether ``obj`` blocks the deletion of an owner already in foreground deletion: the garbage collector
-        deletes such a late dependent at once (its owner's dependents were collected before it existed)."""
-        namespace = obj["metadata"].get("namespace", "")
-        for reference in obj["metadata"].get("ownerReferences") or []:
-            if not reference.get("blockOwnerDeletion"):
-                continue
-            try:
-                owner_type = self.registry.resolve((reference.get("apiVersion", "").rpartition("/")[0], "",
-                                                    reference.get("kind", "")))
-            except LookupError:
-                continue
-            key = (namespace if owner_type.namespaced else "", reference.get("name", ""))
-            owner = self._bucket(owner_type).get(key)
-            if owner is not None and owner["metadata"].get("uid") == reference.get("uid") and \
-                    FOREGROUND in (owner["metadata"].get("finalizers") or []):
-                return True
-        return False
-
-    def _blocking_dependents(self, owner_uid: str) -> bool:
-        return any(reference.get("blockOwnerDeletion") for _, _, reference in self._dependents(owner_uid))
-
-    def _release_owners(self, obj: dict[str, Any]) -> None:
-        """A dependent is gone: an owner waiting in foreground deletion goes once no blocking dependent is left."""
+    def _owners_in_foreground_deletion(self, obj: dict[str, Any]) -> Iterator[tuple[ResourceType, Any, dict[str, Any],
+                                                                                  dict[str, Any]]]:
+        """The owners of ``obj`` (by ``ownerReferences``, the same uid) that wait in foreground deletion: each with
+        its type, its key, its stored state and the reference to it."""
         namespace = obj["metadata"].get("namespace", "")
         for reference in obj["metadata"].get("ownerReferences") or []:
             group = reference.get("apiVersion", "").rpartition("/")[0]
@@ -498,9 +478,23 @@ class Writer:
                 continue
             key = (namespace if owner_type.namespaced else "", reference.get("name", ""))
             owner = self._bucket(owner_type).get(key)
-            if owner is None or owner["metadata"].get("uid") != reference.get("uid") or \
-                    FOREGROUND not in (owner["metadata"].get("finalizers") or []) or \
-                    self._blocking_dependents(owner["metadata"]["uid"]):
+            if owner is not None and owner["metadata"].get("uid") == reference.get("uid") and \
+                    FOREGROUND in (owner["metadata"].get("finalizers") or []):
+                yield owner_type, key, owner, reference
+
+    def _owner_deleting_in_foreground(self, obj: dict[str, Any]) -> bool:
+        """Whether ``obj`` blocks the deletion of an owner already in foreground deletion: the garbage collector
+        deletes such a late dependent at once (its owner's dependents were collected before it existed)."""
+        return any(reference.get("blockOwnerDeletion")
+                   for _, _, _, reference in self._owners_in_foreground_deletion(obj))
+
+    def _blocking_dependents(self, owner_uid: str) -> bool:
+        return any(reference.get("blockOwnerDeletion") for _, _, reference in self._dependents(owner_uid))
+
+    def _release_owners(self, obj: dict[str, Any]) -> None:
+        """A dependent is gone: an owner waiting in foreground deletion goes once no blocking dependent is left."""
+        for owner_type, key, owner, _ in list(self._owners_in_foreground_deletion(obj)):
+            if self._blocking_dependents(owner["metadata"]["uid"]):
                 continue
             released = copy.deepcopy(owner)
             released["metadata"]["finalizers"] = [f for f in owner["metadata"]["finalizers"] if f != FOREGROUND]
