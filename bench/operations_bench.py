@@ -47,7 +47,6 @@ MUTATIONS = {
 #: Production's engine settings (config/settings.py defaults), in AWS seconds.
 POLL_MIN_SECONDS = 0.5
 POLL_MAX_SECONDS = 20.0
-LATE_MAX_SECONDS = 300.0
 FIXED_POLL_SECONDS = 30.0
 
 
@@ -63,14 +62,10 @@ class Mode:
     poll_min: float  # AWS seconds
     poll_max: float
     schedules: bool  # known durations, event wake-ups, shared reads (operations.schedule, .wakeups, .context)
-    late_max: float = 0.0  # OPERATIONS_POLL_LATE_MAX_SECONDS (AWS seconds; 0: a late poll does not space the next)
 
 
 MODES = {
-    "engine": Mode("engine", "engine (known durations + events)", POLL_MIN_SECONDS, POLL_MAX_SECONDS, True,
-                   LATE_MAX_SECONDS),
-    "unspaced": Mode("unspaced", "engine, late polls not spaced (before)", POLL_MIN_SECONDS, POLL_MAX_SECONDS,
-                     True),
+    "engine": Mode("engine", "engine (known durations + events)", POLL_MIN_SECONDS, POLL_MAX_SECONDS, True),
     "backoff": Mode("backoff", "engine, backoff only (before)", POLL_MIN_SECONDS, POLL_MAX_SECONDS, False),
     # min = max = 30 s: every poll (the first after a submit included) waits exactly 30 s, no backoff, no jitter.
     "fixed30": Mode("fixed30", "fixed 30 s poller (baseline)", FIXED_POLL_SECONDS, FIXED_POLL_SECONDS, False),
@@ -359,7 +354,6 @@ def run_mode(mode: Mode, args, counter: CallCounter, durations: Durations, workd
         "INSTANTSTART_OPERATIONS_KNOWN_DURATIONS": "1" if mode.schedules else "0",
         "INSTANTSTART_OPERATIONS_EVENTS": "1" if mode.schedules else "0",
         "INSTANTSTART_OPERATIONS_SHARED_READS": "1" if mode.schedules else "0",
-        "INSTANTSTART_OPERATIONS_POLL_LATE_MAX_SECONDS": str(mode.late_max),
         "INSTANTSTART_OPERATIONS_EVENTS_DRAIN_SECONDS": str(2.0 * scale),  # production's 2 s, in compressed time
     }
     log = workdir / f"{mode.name}-{root.name}.log"
@@ -483,7 +477,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=6, help="the worker's prefork pool size (6)")
     parser.add_argument("--calls-per-second", type=float, default=1e6,
                         help="the engine's cloud-call budget per account and region, in AWS time (default: off)")
-    parser.add_argument("--modes", default="engine,fixed30", help=f"comma-separated, of: {', '.join(MODES)}")
+    parser.add_argument("--modes", default="engine,fixed30", help="comma-separated: engine, fixed30")
     parser.add_argument("--pipeline", choices=("bench", "demo"), default="bench",
                         help="bench: the demo's phases with one shared network (bench/pipeline.py); demo: the demo "
                              "pipeline itself, a VPC per operation (too heavy for moto at 1,000)")

@@ -382,8 +382,6 @@ OPERATIONS_SWEEP_GRACE_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_S
 OPERATIONS_SWEEP_BATCH = 500
 # Phase schedules (operations.schedule, operations.wakeups; docs/operations.md "When the engine polls").
 OPERATIONS_KNOWN_DURATIONS = env_flag("INSTANTSTART_OPERATIONS_KNOWN_DURATIONS", True)
-#: A poll that waited for a worker spaces the next one by as much, up to this (AWS seconds; 0: never).
-OPERATIONS_POLL_LATE_MAX_SECONDS = float(os.environ.get("INSTANTSTART_OPERATIONS_POLL_LATE_MAX_SECONDS", "300"))
 OPERATIONS_EVENTS = env_flag("INSTANTSTART_OPERATIONS_EVENTS", True)
 OPERATIONS_SHARED_READS = env_flag("INSTANTSTART_OPERATIONS_SHARED_READS", True)
 OPERATIONS_EVENTS_CHANNEL = os.environ.get("INSTANTSTART_OPERATIONS_EVENTS_CHANNEL", "instantstart-state-changes")

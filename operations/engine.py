@@ -79,13 +79,12 @@ def advance(operation_id: int, *, due: datetime | None = None) -> datetime | Non
     lease = _claim(operation_id, due)
     if lease is None:
         return None
-    late = max(0.0, (timezone.now() - due).total_seconds()) if due is not None else 0.0
     operation, phases = _load(operation_id)
     undoing = operation.state == OperationState.CANCELLING
     delay: float | None
     try:
         with _heartbeat(operation_id, lease):
-            delay = _run(operation, phases, pipeline_for(operation.kind), lease, late=late)
+            delay = _run(operation, phases, pipeline_for(operation.kind), lease)
     except LeaseLost:
         logger.warning("operation %s: lease lost to another worker; stopping", operation_id)
         return None
@@ -228,12 +227,10 @@ def _release(operation_id: int, lease: str, delay: float | None, *, cancelled_me
     return next_poll_at if state in ACTIVE_STATES else None
 
 
-def _run(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, lease: str, *,
-         late: float = 0.0) -> float | None:
+def _run(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, lease: str) -> float | None:
     """Steps from the freshly loaded ``operation`` and ``phases`` on, keeping both up to date in memory: what a
     service may change meanwhile is the operation's state (a cancel), and the next phase starts only if the
-    operation is still in the state the run knows (``_start_phase``), as the run's last move is a compare-and-set.
-    ``late``: how many seconds after its wake-up's time the run was claimed (``schedule.after_poll``)."""
+    operation is still in the state the run knows (``_start_phase``), as the run's last move is a compare-and-set."""
     for _ in range(settings.OPERATIONS_STEPS_PER_RUN):
         if operation.state not in ACTIVE_STATES:
             return None
@@ -251,7 +248,7 @@ def _run(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline,
             _start_phase(operation, phases, pipeline, phase, lease)
         elif phase.state != PhaseState.RUNNING:
             raise StateChanged(f"operation {operation.pk} is running but its phase {phase.slug} is {phase.state}")
-        delay = _step(operation, phases, pipeline, phase, lease, late=late)
+        delay = _step(operation, phases, pipeline, phase, lease)
         if delay is not None:
             return delay
     return 0.0
@@ -303,7 +300,7 @@ def _phase_done(operation: Operation, phases: list[OperationPhase], pipeline: Pi
 
 
 def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline, phase: OperationPhase,
-          lease: str, *, late: float = 0.0) -> float | None:
+          lease: str) -> float | None:
     """Run one step of ``phase``: seconds to wait before the next one, or ``None`` to go on at once (the phase
     ended: succeeded, or failed and took the operation with it; or its resource exists once submitted, and its
     poll follows in this run)."""
@@ -357,8 +354,7 @@ def _step(operation: Operation, phases: list[OperationPhase], pipeline: Pipeline
         logs.append(operation.pk, f"{spec.title}: {progress.status}.", phase=phase.slug)
     if progress.after is not None:
         return progress.after
-    return schedule.after_poll(spec, phase, listening=wakeups.listening(phase.waits_on), now=timezone.now(),
-                               late=late)
+    return schedule.after_poll(spec, phase, listening=wakeups.listening(phase.waits_on), now=timezone.now())
 
 
 def _take_call_token(context: StepContext) -> float:

@@ -53,18 +53,9 @@ def after_submit(spec: Phase, *, listening: bool) -> float:
     return first_poll_delay(spec.poll_interval)
 
 
-def after_poll(spec: Phase, phase: OperationPhase, *, listening: bool, now: datetime, late: float = 0.0) -> float:
+def after_poll(spec: Phase, phase: OperationPhase, *, listening: bool, now: datetime) -> float:
     """Seconds from a poll that found the resource not yet there to the next one (``phase.polls`` counts the polls
-    before this one), and never sooner than ``late``: how long the poll's wake-up waited for a worker, up to
-    ``OPERATIONS_POLL_LATE_MAX_SECONDS``. A worker with a backlog thus polls each waiting resource as often as it
-    can serve the polls, not more often; one that keeps up (``late`` ~0) polls on the schedule alone."""
-    on_schedule = _on_schedule(spec, phase, listening=listening, now=now)
-    if settings.OPERATIONS_POLL_LATE_MAX_SECONDS <= 0:
-        return on_schedule
-    return max(on_schedule, min(late, settings.OPERATIONS_POLL_LATE_MAX_SECONDS * settings.OPERATIONS_POLL_SCALE))
-
-
-def _on_schedule(spec: Phase, phase: OperationPhase, *, listening: bool, now: datetime) -> float:
+    before this one)."""
     if spec.announced and listening:
         return _scaled(settings.OPERATIONS_EVENTS_SAFETY_POLL_SECONDS)
     expected = spec.expected

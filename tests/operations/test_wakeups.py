@@ -47,42 +47,6 @@ def test_a_phase_of_known_duration_is_first_polled_when_it_can_be_ready_then_den
     assert schedule.after_submit(spec, listening=False) == 10
 
 
-def test_a_poll_that_waited_for_a_worker_spaces_the_next_one_by_as_long(settings):
-    """A backlog shows in how late a poll's wake-up was claimed: the next poll is no sooner than that lateness, up to
-    ``OPERATIONS_POLL_LATE_MAX_SECONDS``; a worker that keeps up (lateness ~0) polls on the schedule alone."""
-    settings.OPERATIONS_POLL_SCALE, settings.OPERATIONS_POLL_LATE_MAX_SECONDS = 1.0, 300
-    spec = Phase("eks", "EKS", _noop, _waiting, poll_interval=10, expected=Expected(after=420, within=900, every=30))
-    started = timezone.now()
-    phase = OperationPhase(started_at=started, polls=3)
-    at = started + timedelta(seconds=500)
-    assert schedule.after_poll(spec, phase, listening=False, now=at, late=0.2) == 30
-    assert schedule.after_poll(spec, phase, listening=False, now=at, late=45) == 45
-    assert schedule.after_poll(spec, phase, listening=False, now=at, late=4000) == 300  # an outage is not a backlog
-    settings.OPERATIONS_POLL_SCALE = 0.1  # AWS seconds scaled: the cap too
-    at = started + timedelta(seconds=50)
-    assert schedule.after_poll(spec, phase, listening=False, now=at, late=4000) == pytest.approx(30)
-    settings.OPERATIONS_POLL_LATE_MAX_SECONDS = 0
-    assert schedule.after_poll(spec, phase, listening=False, now=at, late=45) == pytest.approx(3)
-
-
-def test_the_engine_measures_lateness_from_the_wake_up_it_was_given(sandbox, cast, drive, settings):
-    """A poll of the EKS cluster claimed 40 s after its wake-up's time finds it creating and schedules the next poll
-    40 s away, not at the phase's 30 s cadence."""
-    sandbox.control("PUT", "clock", {"scale": 0.01})  # the control plane is CREATING for 6 s…
-    operation = drive(start_demo(cast), until=lambda op: op.phase == "cluster"
-                      and op.phases.get(slug="cluster").step == PhaseStep.POLL)
-    sandbox.control("PUT", "clock", {"scale": 1.0})  # …and for the rest of this test
-    settings.OPERATIONS_POLL_SCALE, settings.OPERATIONS_POLL_LATE_MAX_SECONDS = 1.0, 300
-    cluster = operation.phases.get(slug="cluster")
-    due = timezone.now() - timedelta(seconds=40)
-    OperationPhase.objects.filter(pk=cluster.pk).update(started_at=timezone.now() - timedelta(seconds=460))
-    Operation.objects.filter(pk=operation.pk).update(next_poll_at=due)
-    woken = engine.advance(operation.pk, due=due)
-    assert woken is not None and 39.5 < (woken - timezone.now()).total_seconds() < 41
-    cluster.refresh_from_db()
-    assert (cluster.state, cluster.polls) == (PhaseState.RUNNING, 1)
-
-
 def test_a_resource_that_exists_when_its_create_returns_is_confirmed_in_the_same_run(sandbox, cast, settings):
     """The demo's bucket and role are ``ON_RETURN``: one run submits and confirms each and goes on to the next phase;
     without known durations the bucket's poll waits for a wake-up of its own."""
