@@ -477,7 +477,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=6, help="the worker's prefork pool size (6)")
     parser.add_argument("--calls-per-second", type=float, default=1e6,
                         help="the engine's cloud-call budget per account and region, in AWS time (default: off)")
-    parser.add_argument("--modes", default="engine,fixed30", help="comma-separated: engine, fixed30")
+    parser.add_argument("--modes", default="engine,fixed30", help=f"comma-separated, of: {', '.join(MODES)}")
     parser.add_argument("--pipeline", choices=("bench", "demo"), default="bench",
                         help="bench: the demo's phases with one shared network (bench/pipeline.py); demo: the demo "
                              "pipeline itself, a VPC per operation (too heavy for moto at 1,000)")
