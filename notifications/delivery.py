@@ -2,7 +2,9 @@
 
 A webhook is a ``POST`` of the event (``format`` ``json``) or of ``{"text": summary}`` (``slack``) with
 ``X-InstantStart-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>." + body under the secret>``, answered
-within ``NOTIFICATIONS_TIMEOUT_SECONDS``. An e-mail goes through Django's mail backend (``EMAIL_BACKEND``).
+within ``NOTIFICATIONS_TIMEOUT_SECONDS``. It goes to the address its host resolved to when it was sent and was vetted
+then (``notifications.destinations``: one that is not allowed fails the delivery at once). An e-mail goes through
+Django's mail backend (``EMAIL_BACKEND``).
 
 A 2xx answer (or a mail handed to the backend) succeeds. A 5xx or 429 answer, a timeout or a connection error is
 retried with exponential backoff (``NOTIFICATIONS_RETRY_BASE_SECONDS`` × 2ⁿ, capped, with jitter) up to
@@ -38,7 +40,7 @@ from accounts import audit
 from accounts.models import Membership, Role
 from config import sealing
 from config.context import Source
-from notifications import actions
+from notifications import actions, destinations
 from notifications.models import Channel, Delivery, DeliveryAttempt, DeliveryState, Subscription, WebhookFormat
 
 logger = logging.getLogger(__name__)
@@ -80,8 +82,16 @@ def post_webhook(subscription: Subscription, delivery: Delivery) -> Outcome:
     if subscription.secret:
         headers[SIGNATURE_HEADER] = signature(sealing.unseal(subscription.secret), int(time.time()), body)
     try:
-        response = httpx.post(subscription.url, content=body, headers=headers,
-                              timeout=settings.NOTIFICATIONS_TIMEOUT_SECONDS, follow_redirects=False)
+        destination = destinations.vetted(subscription.url)
+    except destinations.Refused as refusal:
+        return Outcome(error=f"refused: {refusal}"[:EXCERPT], retryable=False)
+    except OSError as error:  # the name does not resolve (now): as a connection that failed
+        return Outcome(error=f"connection failed: {error}"[:EXCERPT], retryable=True)
+    headers["Host"] = destination.host
+    extensions = {"sni_hostname": destination.server_name} if destination.server_name else {}
+    try:
+        with httpx.Client(timeout=settings.NOTIFICATIONS_TIMEOUT_SECONDS, follow_redirects=False) as client:
+            response = client.post(destination.url, content=body, headers=headers, extensions=extensions)
     except httpx.TimeoutException as error:
         return Outcome(error=f"timed out: {error}"[:EXCERPT], retryable=True)
     except httpx.TransportError as error:

@@ -4,19 +4,17 @@ written (field errors with their own codes) and audited; secrets are never audit
 
 A webhook URL must be ``https``; plain ``http`` and loopback hosts (``localhost``, ``127.0.0.0/8``, ``::1``) only
 when ``NOTIFICATIONS_ALLOW_LOOPBACK`` is on (``make run`` with ``INSTANTSTART_DEBUG``, and the tests); link-local
-addresses (cloud metadata) never.
+addresses (cloud metadata) never (``notifications.destinations``; a name is judged again, resolved, at each delivery).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator, URLValidator
 from django.db import transaction
@@ -26,12 +24,11 @@ from accounts import access, audit
 from accounts.models import Team, User
 from config import sealing
 from config.errors import InvalidFields
-from notifications import actions, events
+from notifications import actions, destinations, events
 from notifications.models import Channel, Delivery, Subscription, WebhookFormat
 
 SECRET_PREFIX = "whsec_"
 _AUDITED = ["name", "event_types", "channel", "url", "format", "email", "enabled"]
-_LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 
 @dataclass(frozen=True)
@@ -42,19 +39,6 @@ class IssuedSubscription:
     secret: str = ""
 
 
-def _host_kind(host: str) -> str:
-    """``loopback``, ``link_local`` or ``public`` (a name is judged by its spelling; it is not resolved)."""
-    if host.lower() in _LOOPBACK_NAMES or host.lower().endswith(".localhost"):
-        return "loopback"
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return "public"
-    if address.is_loopback:
-        return "loopback"
-    return "link_local" if address.is_link_local else "public"
-
-
 def _check_url(url: str, problems: InvalidFields) -> None:
     try:
         URLValidator(schemes=["http", "https"])(url)
@@ -62,11 +46,11 @@ def _check_url(url: str, problems: InvalidFields) -> None:
         problems.add("url", "webhook_url_invalid", "Not an http(s) URL with a host.")
         return
     parts = urlsplit(url)
-    kind = _host_kind(parts.hostname or "")
-    if kind == "link_local" or (kind == "loopback" and not settings.NOTIFICATIONS_ALLOW_LOOPBACK):
+    kind = destinations.host_kind(parts.hostname or "")
+    if not destinations.allowed(kind):
         problems.add("url", "webhook_url_not_allowed",
                      "Webhooks may not call this host (a loopback or link-local address).")
-    elif parts.scheme != "https" and kind != "loopback":
+    elif parts.scheme != "https" and kind != destinations.LOOPBACK:
         problems.add("url", "webhook_url_not_https", "A webhook URL must use https.")
 
 

@@ -4,6 +4,8 @@ turned off, audited on the team's feed and its admins e-mailed; e-mail goes thro
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from django.core import mail
 from django.db import transaction
@@ -172,3 +174,63 @@ def test_the_sweeper_requeues_only_overdue_deliveries_and_forgets_old_ones(cast,
                                                  finished_at=timezone.now() - timedelta(days=29))
     assert sweep_notification_deliveries() == 1
     assert not Delivery.objects.filter(pk=old.pk).exists() and Delivery.objects.filter(pk=recent.pk).exists()
+
+
+@pytest.fixture
+def resolver(monkeypatch):
+    """The system resolver, answering for the names a test gives it and as usual for every other name."""
+    answers: dict[str, str] = {}
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host in answers:
+            family = socket.AF_INET6 if ":" in answers[host] else socket.AF_INET
+            return [(family, socket.SOCK_STREAM, 6, "", (answers[host], port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return answers
+
+
+def test_a_name_is_resolved_at_delivery_and_sent_to_the_address_it_vetted(cast, receiver, fast_delivery, resolver,
+                                                                           django_capture_on_commit_callbacks):
+    """The request goes to the address the name resolved to (the receiver), with the name as ``Host``."""
+    resolver["hooks.example.test"] = "127.0.0.1"
+    port = receiver.url.split(":")[2].split("/")[0]
+    factories.subscription(cast.team, url=f"http://hooks.example.test:{port}/hook")
+    with django_capture_on_commit_callbacks(execute=True):
+        _emit(cast.team)
+    drain()
+    assert Delivery.objects.get().state == DeliveryState.SUCCEEDED
+    (received,) = receiver.requests
+    assert (received.path, received.headers["host"]) == ("/hook", f"hooks.example.test:{port}")
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "169.254.169.254", "::ffff:169.254.169.254", "0.0.0.0", "fe80::1"])
+def test_a_name_that_resolves_to_an_address_webhooks_may_not_call_reaches_nothing(
+        cast, receiver, fast_delivery, resolver, settings, address, django_capture_on_commit_callbacks):
+    """A public-looking name that resolves to loopback (where the deployment does not allow it), the metadata
+    service or this machine fails its delivery at once, naming the address, and no request leaves."""
+    resolver["hooks.example.test"] = address
+    port = receiver.url.split(":")[2].split("/")[0]
+    factories.subscription(cast.team, url=f"http://hooks.example.test:{port}/hook")
+    settings.NOTIFICATIONS_ALLOW_LOOPBACK = False
+    with django_capture_on_commit_callbacks(execute=True):
+        _emit(cast.team)
+    drain()
+    delivery = Delivery.objects.get()
+    (attempt,) = delivery.attempt_log.all()
+    assert (delivery.state, delivery.attempts, attempt.status_code) == (DeliveryState.FAILED, 1, None)
+    assert attempt.error.startswith(f"refused: hooks.example.test resolves to {address.split('ffff:')[-1]}")
+    assert receiver.requests == []
+
+
+def test_a_name_that_does_not_resolve_is_retried_as_a_connection_error(cast, receiver, fast_delivery,
+                                                                        django_capture_on_commit_callbacks):
+    factories.subscription(cast.team, url="https://hooks.invalid/hook")  # .invalid never resolves (RFC 6761)
+    with django_capture_on_commit_callbacks(execute=True):
+        _emit(cast.team)
+    drain()
+    delivery = Delivery.objects.get()
+    assert delivery.state == DeliveryState.FAILED and delivery.attempts == 4
+    assert all(attempt.error.startswith("connection failed") for attempt in delivery.attempt_log.all())
