@@ -4,7 +4,11 @@ turned off, audited on the team's feed and its admins e-mailed; e-mail goes thro
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import ssl
+import subprocess
+import threading
 
 import pytest
 from django.core import mail
@@ -234,3 +238,41 @@ def test_a_name_that_does_not_resolve_is_retried_as_a_connection_error(cast, rec
     delivery = Delivery.objects.get()
     assert delivery.state == DeliveryState.FAILED and delivery.attempts == 4
     assert all(attempt.error.startswith("connection failed") for attempt in delivery.attempt_log.all())
+
+
+def test_an_https_name_is_still_the_tls_server_name_when_sent_to_its_vetted_address(
+        cast, fast_delivery, resolver, tmp_path, django_capture_on_commit_callbacks):
+    """The connection goes to the vetted address, but the TLS handshake names the URL's host (SNI), so the
+    certificate is checked against the name the admin wrote. The server here has a certificate no one trusts: the
+    delivery fails as a connection error, after the server saw which name the client asked for."""
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=hooks.example.test", "-keyout", tmp_path / "key.pem", "-out", tmp_path / "cert.pem"],
+                   check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    asked: list[str | None] = []
+    context.sni_callback = lambda connection, name, _: asked.append(name)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        with listener:
+            listener.settimeout(10)
+            for _ in range(4):  # every attempt
+                connection, _ = listener.accept()
+                with contextlib.suppress(OSError), context.wrap_socket(connection, server_side=True):
+                    pass
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    resolver["hooks.example.test"] = "127.0.0.1"
+    factories.subscription(cast.team, url=f"https://hooks.example.test:{port}/hook")
+    with django_capture_on_commit_callbacks(execute=True):
+        _emit(cast.team)
+    drain()
+    server.join(timeout=10)
+    delivery = Delivery.objects.get()
+    assert delivery.state == DeliveryState.FAILED
+    assert all(attempt.error.startswith("connection failed") and "CERTIFICATE_VERIFY_FAILED" in attempt.error
+               for attempt in delivery.attempt_log.all())
+    assert asked and set(asked) == {"hooks.example.test"}
