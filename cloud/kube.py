@@ -18,10 +18,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
 from urllib3.exceptions import HTTPError
 
 from cloud import aws, dry_run
@@ -183,6 +185,14 @@ def translated(operation: str = "") -> Iterator[None]:
         yield
     except (ApiException, HTTPError, OSError) as error:
         raise translate(error, operation=operation) from error
+
+
+def quantity(value: Any) -> Decimal:
+    """A Kubernetes quantity (``"500m"``, ``"16Gi"``, ``8``) as a number; ``0`` for none, or one that does not parse."""
+    try:
+        return Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]  # kubernetes.utils is not annotated
+    except (TypeError, ValueError):
+        return Decimal(0)
 
 
 def meta(obj: Any) -> k8s.V1ObjectMeta:

@@ -11,7 +11,6 @@ from typing import Any, cast
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
-from kubernetes.utils import parse_quantity
 
 from cloud import kube
 from clusters.models import Cluster
@@ -36,18 +35,11 @@ def _cluster_queues(cluster: Cluster) -> list[dict[str, Any]]:
     return []
 
 
-def _amount(value: Any) -> Decimal:
-    try:
-        return Decimal(parse_quantity(value))
-    except (TypeError, ValueError):
-        return Decimal(0)
-
-
 def flavors_usage(queue: dict[str, Any]) -> FlavorsUsage:
     """A ClusterQueue's ``status.flavorsUsage`` as amounts (resources it reports none of are left out)."""
     found: FlavorsUsage = {}
     for flavor in (queue.get("status") or {}).get("flavorsUsage") or []:
-        amounts = {resource["name"]: _amount(resource.get("total", 0))
+        amounts = {resource["name"]: kube.quantity(resource.get("total", 0))
                    for resource in flavor.get("resources") or [] if resource.get("name")}
         if flavor.get("name"):
             found[flavor["name"]] = amounts

@@ -38,10 +38,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from kubernetes.utils import parse_quantity
 
 from accounts.models import Team
-from cloud import aws
+from cloud import aws, kube
 from clusters import nodes
 from clusters.models import CapacityType, Cluster, ClusterState, InstanceGroup
 from config.errors import ApplicationError, NotFound
@@ -102,13 +101,6 @@ def _new_lifetime(cluster: Cluster, summary: dict[str, Any], capacity_types: dic
                         last_seen_at=looked_at)
 
 
-def _amount(value: Any) -> Decimal:
-    try:
-        return Decimal(parse_quantity(value))
-    except (TypeError, ValueError):
-        return Decimal(0)
-
-
 def _capacity(cluster: Cluster, listed: dict[str, dict[str, Any]]) -> dict[str, tuple[str, Decimal]]:
     """Instance type → the resource its shares are measured in and how much of it the listed nodes of the type
     have: a joined Node's allocatable × the type's listed nodes (nodes still joining count as capacity too)."""
@@ -120,8 +112,8 @@ def _capacity(cluster: Cluster, listed: dict[str, dict[str, Any]]) -> dict[str, 
                                    (node.get("status") or {}).get("allocatable") or {})
     capacity = {}
     for instance_type, amounts in allocatable.items():
-        resource = next((name for name in ACCELERATORS if _amount(amounts.get(name)) > 0), CPU)
-        capacity[instance_type] = (resource, _amount(amounts.get(resource)) * counts[instance_type])
+        resource = next((name for name in ACCELERATORS if kube.quantity(amounts.get(name)) > 0), CPU)
+        capacity[instance_type] = (resource, kube.quantity(amounts.get(resource)) * counts[instance_type])
     return capacity
 
 
