@@ -88,16 +88,29 @@ def post_webhook(subscription: Subscription, delivery: Delivery) -> Outcome:
     except OSError as error:  # the name does not resolve (now): as a connection that failed
         return Outcome(error=f"connection failed: {error}"[:EXCERPT], retryable=True)
     headers["Host"] = destination.host
-    extensions = {"sni_hostname": destination.server_name} if destination.server_name else {}
     try:
-        with httpx.Client(timeout=settings.NOTIFICATIONS_TIMEOUT_SECONDS, follow_redirects=False) as client:
-            response = client.post(destination.url, content=body, headers=headers, extensions=extensions)
+        response = _post(destination, body, headers)
     except httpx.TimeoutException as error:
         return Outcome(error=f"timed out: {error}"[:EXCERPT], retryable=True)
-    except httpx.TransportError as error:
+    except httpx.HTTPError as error:
         return Outcome(error=f"connection failed: {error}"[:EXCERPT], retryable=True)
     code = response.status_code
     return Outcome(status_code=code, excerpt=response.text[:EXCERPT], retryable=code >= 500 or code == 429)
+
+
+def _post(destination: destinations.Destination, body: bytes, headers: dict[str, str]) -> httpx.Response:
+    """POST to the destination's vetted addresses in turn, until one takes the connection. Not through a proxy
+    from the environment (``trust_env``): a proxy would resolve the name again, and tunnel TLS to the address."""
+    extensions = {"sni_hostname": destination.server_name} if destination.server_name else {}
+    with httpx.Client(timeout=settings.NOTIFICATIONS_TIMEOUT_SECONDS, follow_redirects=False,
+                      trust_env=False) as client:
+        for address in destination.addresses[:-1]:
+            try:
+                return client.post(destination.url_at(address), content=body, headers=headers, extensions=extensions)
+            except httpx.ConnectError:
+                continue  # the next address, as a connection to the name would
+        return client.post(destination.url_at(destination.addresses[-1]), content=body, headers=headers,
+                           extensions=extensions)
 
 
 def send_email(subscription: Subscription, delivery: Delivery) -> Outcome:

@@ -3,8 +3,8 @@ changes, deletes and tests a subscription. Each is authorized by ``accounts.acce
 written (field errors with their own codes) and audited; secrets are never audited.
 
 A webhook URL must be ``https``; plain ``http`` and loopback hosts (``localhost``, ``127.0.0.0/8``, ``::1``) only
-when ``NOTIFICATIONS_ALLOW_LOOPBACK`` is on (``make run`` with ``INSTANTSTART_DEBUG``, and the tests); link-local
-addresses (cloud metadata) never (``notifications.destinations``; a name is judged again, resolved, at each delivery).
+when ``NOTIFICATIONS_ALLOW_LOOPBACK`` is on (``make run`` with ``INSTANTSTART_DEBUG``, and the tests); cloud metadata
+addresses never (``notifications.destinations``; a name is judged again, resolved, at each delivery).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _check_url(url: str, problems: InvalidFields) -> None:
     kind = destinations.host_kind(parts.hostname or "")
     if not destinations.allowed(kind):
         problems.add("url", "webhook_url_not_allowed",
-                     "Webhooks may not call this host (a loopback or link-local address).")
+                     "Webhooks may not call this host (loopback, or a cloud metadata address).")
     elif parts.scheme != "https" and kind != destinations.LOOPBACK:
         problems.add("url", "webhook_url_not_https", "A webhook URL must use https.")
 
