@@ -8,7 +8,8 @@ Django's mail backend (``EMAIL_BACKEND``).
 
 A 2xx answer (or a mail handed to the backend) succeeds. A 5xx or 429 answer, a timeout or a connection error is
 retried with exponential backoff (``NOTIFICATIONS_RETRY_BASE_SECONDS`` × 2ⁿ, capped, with jitter) up to
-``NOTIFICATIONS_MAX_ATTEMPTS``; any other answer fails at once. A delivery that finally fails counts towards its
+``NOTIFICATIONS_MAX_ATTEMPTS``, and so is an exception no sender expects (logged; the attempt reads ``internal
+error``); any other answer fails at once. A delivery that finally fails counts towards its
 subscription's ``consecutive_failures`` (a success resets it); at ``NOTIFICATIONS_DISABLE_AFTER`` the subscription
 is disabled, the change is audited (the team's live feed shows it) and the team's admins get an e-mail.
 
@@ -162,6 +163,9 @@ def attempt(delivery_id: int) -> datetime | None:
             outcome = sender(subscription, delivery)
         except sealing.Unsealable:
             outcome = Outcome(error="The signing secret cannot be opened (SECRET_KEY changed): rotate it.")
+        except Exception as error:  # a defect: the attempt still counts, so the delivery still ends
+            logger.exception("notification delivery %s: the %s sender failed", delivery.pk, subscription.channel)
+            outcome = Outcome(error=f"internal error: {type(error).__name__}"[:EXCERPT], retryable=True)
     duration = int((time.monotonic() - started) * 1000)
     now = timezone.now()
     DeliveryAttempt.objects.create(delivery=delivery, number=delivery.attempts, at=now,

@@ -11,6 +11,7 @@ import ssl
 import subprocess
 import threading
 
+import httpx
 import pytest
 from django.core import mail
 from django.db import transaction
@@ -321,3 +322,19 @@ def test_an_https_name_is_still_the_tls_server_name_when_sent_to_its_vetted_addr
     assert all(attempt.error.startswith("connection failed") and "CERTIFICATE_VERIFY_FAILED" in attempt.error
                for attempt in delivery.attempt_log.all())
     assert asked and set(asked) == {"hooks.example.test"}
+
+
+def test_a_sender_that_fails_unexpectedly_still_ends_its_delivery(cast, hook, receiver, monkeypatch,
+                                                                   django_capture_on_commit_callbacks):
+    """An exception no sender expects is each attempt's failure: retried up to the limit, then the delivery fails,
+    instead of staying pending while the sweeper sends it again for ever."""
+    def broken(*args, **kwargs):
+        raise RuntimeError("a defect")
+
+    monkeypatch.setattr(httpx.Client, "post", broken)
+    with django_capture_on_commit_callbacks(execute=True):
+        _emit(cast.team)
+    drain()
+    delivery = Delivery.objects.get()
+    assert (delivery.state, delivery.attempts) == (DeliveryState.FAILED, 4)
+    assert {attempt.error for attempt in delivery.attempt_log.all()} == {"internal error: RuntimeError"}
