@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -27,11 +28,15 @@ from config.errors import ApplicationError, CloudError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 TIMEOUT = 15.0
+#: The Hub's rule for a repository id: ``name`` or ``owner/name``, each at most 96 letters, digits, ``-``, ``_`` and
+#: ``.``, beginning and ending with a letter or digit; ``--`` and ``..`` nowhere.
+_PART = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?"
+_REPO_ID = re.compile(rf"(?:{_PART}/)?{_PART}")
 
 
 class HubError(ApplicationError):
-    """A refusal by the Hub; ``code`` is one of ``hub_repo_not_found``, ``hub_revision_not_found``,
-    ``hub_gated``, ``hub_token_invalid``."""
+    """A refusal by the Hub; ``code`` is one of ``hub_repo_id_invalid`` (refused before asking),
+    ``hub_repo_not_found``, ``hub_revision_not_found``, ``hub_gated``, ``hub_token_invalid``."""
 
     status = 400
 
@@ -84,6 +89,9 @@ def _unexpected(response: httpx.Response) -> HubUnreachable:
 
 def model(repo_id: str, revision: str, token: str | None = None) -> HubModel:
     """The repository's files at ``revision`` (branch, tag or commit)."""
+    if not _REPO_ID.fullmatch(repo_id) or "--" in repo_id or ".." in repo_id:
+        raise HubError(f"{repo_id!r} is not a Hugging Face repository id: owner/name, each of letters, digits, '-', "
+                       "'_' and '.'.", code="hub_repo_id_invalid")
     response = _request("GET", f"/api/models/{quote(repo_id)}/revision/{quote(revision, safe='')}?blobs=true", token)
     code = response.headers.get("X-Error-Code", "")
     if code == "RevisionNotFound":

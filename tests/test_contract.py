@@ -373,6 +373,7 @@ def test_training_submit_bad_input_same_code_on_every_face(recipe, config, field
 @pytest.mark.parametrize(("change", "field", "code"), [
     ({"repo_id": "meta-llama/Llama-3.1-8B-Instruct"}, "hf_token", "hub_gated"),
     ({"repo_id": "nobody/nothing"}, "repo_id", "hub_repo_not_found"),
+    ({"repo_id": "../../api/whoami-v2"}, "repo_id", "hub_repo_id_invalid"),
     ({"repo_id": "Qwen/Qwen3-8B", "destination": "s3://elsewhere/x"}, "destination", "path_outside_shared_bucket"),
 ])
 def test_model_download_bad_input_same_code_on_every_face(change, field, code, cast, token_for, sandbox):

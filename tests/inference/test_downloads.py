@@ -92,6 +92,8 @@ def test_an_s3_prefix_is_copied_and_a_cancelled_download_leaves_no_job(api, cast
 
 BAD = [
     ({"repo_id": "nobody/nothing"}, "repo_id", "hub_repo_not_found"),
+    ({"repo_id": "Qwen/../../api/whoami-v2"}, "repo_id", "hub_repo_id_invalid"),
+    ({"repo_id": "Qwen/Qwen3-8B?x=1"}, "repo_id", "hub_repo_id_invalid"),
     ({"repo_id": "Qwen/Qwen3-8B", "revision": "v9"}, "revision", "hub_revision_not_found"),
     ({"repo_id": LLAMA}, "hf_token", "hub_gated"),
     ({"repo_id": LLAMA, "hf_token": "hf_noaccess_account"}, "hf_token", "hub_gated"),

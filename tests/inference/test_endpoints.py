@@ -130,6 +130,7 @@ def test_bad_input_is_refused_before_anything_is_created(api, cast, shared_sandb
         ({"model": "/etc/passwd"}, "model", "path_outside_shared_bucket"),
         ({"name": "taken"}, "name", "endpoint_name_taken"),
         ({"model_source": "hub", "model": "nobody/nothing"}, "model", "hub_repo_not_found"),
+        ({"model_source": "hub", "model": "../../api/whoami-v2"}, "model", "hub_repo_id_invalid"),
         ({"engine": "sglang", "command": ["vllm", "serve", "m"]}, "command", "engine_mismatch"),
     ]
     for fields, field, code in cases:
