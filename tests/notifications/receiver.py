@@ -72,8 +72,12 @@ class Receiver:
         self.thread.start()
 
     @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        return f"http://127.0.0.1:{self.port}/hook"
 
     def answer_first(self, *statuses: int) -> None:
         with self._lock:
